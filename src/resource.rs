@@ -117,14 +117,14 @@ fn name_range(buf: &[u8]) -> Result<core::ops::Range<usize>, NameError> {
     if range.is_empty() {
         return Err(NameError::Empty);
     }
-    core::str::from_utf8(&buf[range.clone()]).map_err(|_| NameError::NameNotUtf8)?;
+    let name = buf.get(range.clone()).ok_or(NameError::Truncated)?;
+    core::str::from_utf8(name).map_err(|_| NameError::NameNotUtf8)?;
     Ok(range)
 }
 
 /// The name (field 1) of an encoded resource, as a slice of `body`.
 pub fn name_of(body: &[u8]) -> Result<&str, NameError> {
     let range = name_range(body)?;
-    // name_range checked the range is in bounds and UTF-8.
     core::str::from_utf8(body.get(range).ok_or(NameError::Truncated)?)
         .map_err(|_| NameError::NameNotUtf8)
 }
@@ -175,7 +175,10 @@ mod tests {
         assert_eq!(name_of(&[0x0e]), Err(NameError::BadWireType));
         assert_eq!(name_of(&[0x00]), Err(NameError::BadWireType));
         assert_eq!(name_of(&[0x10; 11]), Err(NameError::Truncated));
-        assert_eq!(name_of(&[0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]), Err(NameError::BadVarint));
+        assert_eq!(
+            name_of(&[0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),
+            Err(NameError::BadVarint)
+        );
     }
 
     #[test]

@@ -320,7 +320,10 @@ mod tests {
         for (i, t) in CATALOG.iter().enumerate() {
             assert_eq!(t.ads_rank as usize, i);
             assert_eq!(TypeInfo::of(t.type_url).known, Some((*t, ApiVersion::V3)));
-            assert_eq!(TypeInfo::of(t.type_url_v2).known, Some((*t, ApiVersion::V2)));
+            assert_eq!(
+                TypeInfo::of(t.type_url_v2).known,
+                Some((*t, ApiVersion::V2))
+            );
             assert_eq!(ResourceType::by_short_name(t.short_name), Some(*t));
         }
         assert_eq!(ResourceType::by_short_name("v2:eds"), Some(ENDPOINT));
