@@ -19,6 +19,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod message;
+pub mod name;
 pub mod pb;
 pub mod resource;
 pub mod time;
