@@ -18,6 +18,8 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(feature = "json")]
+pub mod json;
 pub mod message;
 pub mod name;
 pub mod pb;
