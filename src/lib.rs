@@ -13,11 +13,55 @@
         clippy::unimplemented
     )
 )]
-//! xds-sansio
+//! The xDS protocol as pure, Sans-IO state machines.
+//!
+//! xDS is Envoy's discovery protocol: a client (Envoy, a gRPC library) subscribes to named
+//! resources of a type (Listener, RouteConfiguration, Cluster, ClusterLoadAssignment,
+//! Secret, ...) and a management server sends them, over gRPC (State of the World or
+//! incremental, one stream per type or aggregated), REST-JSON polling, or files. This
+//! crate owns every rule of that protocol and none of its I/O.
+//!
+//! # The contract
+//!
+//! - **Inputs**: decoded messages (`handle_*`), application commands and `now`, an
+//!   [`Instant`] the caller supplies. The crate never reads a clock.
+//! - **Outputs**: drained after every input until they return `None`: messages to send
+//!   (`poll_*`), events for the application, and the next deadline (`poll_timeout`).
+//!   While output is queued, `poll_timeout` returns the last `now`.
+//! - **Time**: never move `now` backwards (durations saturate if you do); call
+//!   `handle_timeout(now)` once the deadline has passed; extra calls are harmless.
+//! - **Determinism**: the same inputs give the same outputs, byte for byte; nothing
+//!   depends on hash-map iteration order.
+//! - **The peer cannot crash us**: anything from the wire becomes state and output (a
+//!   NACK, an error event, a protocol error), never a panic and never an `Err` from an
+//!   input method. Misuse by the caller returns a typed error.
+//! - **Zero-copy**: resource bodies are [`bytes::Bytes`] slices of the buffer a message was
+//!   decoded from, from decode to cache to re-encode.
+//!
+//! # Modules
+//!
+//! - [`pb`]: the wire types, generated from our own `proto/` (wire-compatible with
+//!   `envoy.service.discovery.v3`, newest fields included) and checked in.
+//! - [`types`]: the resource type catalog and the per-type rules (full-state, wildcard,
+//!   ADS order). Unknown type URLs are opaque types, not errors.
+//! - [`name`]: resource names, the wildcard and `xdstp://` URNs.
+//! - [`resource`]: reading a resource's name from its opaque body.
+//! - [`message`]: the variant (SotW or delta) and transport (ADS or per type) of a stream.
+//! - [`time`]: the caller-supplied clock.
+//! - `json` (feature `json`): canonical proto3 JSON for every message.
+//!
+//! # Features
+//!
+//! - `std` (default): `std::error::Error` impls and [`time::StdClock`]. Without it the
+//!   crate is `no_std` + `alloc`.
+//! - `json`: canonical proto3 JSON through prost-reflect.
 extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(feature = "json")]
 pub mod json;
 pub mod message;

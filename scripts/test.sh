@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite, set-up included: creates .venv with the official Python xDS classes
+# for the cross-language wire check (skipped loudly if python3 is missing), then runs every
+# test with every feature.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if command -v python3 >/dev/null; then
+  if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+  fi
+  .venv/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+else
+  echo "!!! python3 not found: the Python wire check will be SKIPPED !!!" >&2
+fi
+# quickcheck: at least 10k cases per property.
+export QUICKCHECK_TESTS="${QUICKCHECK_TESTS:-10000}"
+cargo test --all-features "$@"
