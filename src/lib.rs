@@ -68,6 +68,8 @@ pub mod message;
 pub mod name;
 pub mod pb;
 pub mod resource;
+#[cfg(feature = "script")]
+pub mod script;
 pub mod time;
 pub mod types;
 

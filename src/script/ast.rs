@@ -1,0 +1,261 @@
+//! The parsed form of a scenario file. See the [`script`](super) module for the language.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use crate::message::Variant;
+
+/// One scenario file, parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// The `title:` header, or the file name.
+    pub title: String,
+    /// Which side the model plays.
+    pub model: Model,
+    /// SotW or delta.
+    pub variant: Variant,
+    /// ADS, or one stream for one type.
+    pub transport: TransportSpec,
+    /// `option: key=value` headers, with their line numbers: settings of the model.
+    pub options: Vec<(String, String, usize)>,
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+}
+
+/// Which side the model plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Model {
+    /// The model is the client: `S->C` lines are inputs, `C->S` lines expected outputs.
+    Client,
+    /// The model is the server: `C->S` lines are inputs, `S->C` lines expected outputs.
+    Server,
+    /// The model plays both sides; every line is checked as it passes.
+    Both,
+}
+
+/// The transport a scenario's stream uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransportSpec {
+    /// Every type on one stream.
+    Ads,
+    /// One stream carrying only this type URL.
+    PerType(String),
+}
+
+/// One line that does something.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// The 1-based line number in the file.
+    pub line: usize,
+    /// The line as written (without its comment).
+    pub source: String,
+    /// What it does.
+    pub action: Action,
+}
+
+/// Which way a message travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// `C->S`: a request.
+    ClientToServer,
+    /// `S->C`: a response.
+    ServerToClient,
+}
+
+/// A side of the conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The client.
+    Client,
+    /// The management server.
+    Server,
+}
+
+/// What a step does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// A message on the wire, with trailing `[tag]`s (e.g. `[stale]`, `[ack]`, `[nack]`).
+    Message {
+        /// Its direction.
+        direction: Direction,
+        /// Its contents.
+        message: MessagePattern,
+        /// Classification tags the server must agree with.
+        tags: Vec<String>,
+    },
+    /// An application command to the client.
+    Client(ClientCommand),
+    /// An application command to the server's store.
+    Server(ServerCommand),
+    /// Time passes.
+    Wait(Duration),
+    /// The stream breaks.
+    Disconnect,
+    /// A new stream is up.
+    Connect,
+    /// An assertion on one side's state.
+    Expect(Side, Expectation),
+}
+
+/// A command the client application gives.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientCommand {
+    /// Subscribe to names (`*` for wildcard) of a type.
+    Subscribe(String, Vec<String>),
+    /// Unsubscribe from names of a type.
+    Unsubscribe(String, Vec<String>),
+    /// From now on, validate this type's responses with a verdict given later.
+    Defer(String),
+    /// The verdict on the pending response of a type: reject these names (all when
+    /// empty) with a reason.
+    Reject(String, Vec<String>, String),
+    /// The verdict on the pending response of a type: accept it.
+    Accept(String),
+}
+
+/// A command the server application gives to its store.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerCommand {
+    /// Publish (or replace) resources.
+    Set(String, Vec<Item>),
+    /// Remove resources.
+    Remove(String, Vec<String>),
+}
+
+/// An assertion.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expectation {
+    /// An event the side emitted since the last step that consumed events: its kind
+    /// (`upserted`, `removed`, `does-not-exist`, `acked`, `nacked`, `ready`, `stale`, ...),
+    /// type, optional name, and `key=value` details.
+    Event {
+        /// The event kind.
+        kind: String,
+        /// The type URL.
+        type_url: String,
+        /// The resource name, when the event is about one.
+        name: Option<String>,
+        /// Other details (`version=X`, `reason=absent`, ...).
+        details: Vec<(String, String)>,
+    },
+    /// No event of this kind (and type, and name) was emitted.
+    NoEvent {
+        /// The event kind.
+        kind: String,
+        /// The type URL.
+        type_url: String,
+        /// The resource name.
+        name: Option<String>,
+    },
+    /// The side's cache (client) or store (server) of a type holds exactly these.
+    Cache(String, Vec<Item>),
+    /// The per-resource status of one resource.
+    Status(String, String, String),
+    /// The side has no message left to send.
+    Quiet,
+}
+
+/// A resource in a message or a command: `name[@version][:tag][attr...]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Item {
+    /// The resource name.
+    pub name: String,
+    /// Its version, when given.
+    pub version: Option<String>,
+    /// A tag that stands for its body: same tag, same body.
+    pub tag: Option<String>,
+    /// A TTL (`[ttl=30s]`).
+    pub ttl: Option<Duration>,
+    /// Aliases (`[alias=a]`, repeatable).
+    pub aliases: Vec<String>,
+    /// No body (`[nobody]`): a heartbeat or a does-not-exist marker.
+    pub no_body: bool,
+    /// Wrapped in a `Resource` in SotW (`[wrapped]`; implied by a TTL).
+    pub wrapped: bool,
+}
+
+/// What is known about the error of a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorPattern {
+    /// No `E=`: the request must carry no `error_detail` (an ACK or a subscription change).
+    Absent,
+    /// `E=*`: some `error_detail` (a NACK), whatever its message.
+    Any,
+    /// `E="text"`: an `error_detail` whose message contains this text.
+    Contains(String),
+}
+
+/// A message as a scenario writes it. Scalars are symbols: when the model produces a
+/// value, a symbol seen for the first time binds to it; a bound symbol must match it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MessagePattern {
+    /// `(V=..,R={..},N=..,T=..[,E=..])` from the client.
+    SotwRequest {
+        /// `V=`: version_info.
+        version: Option<String>,
+        /// `R=`: resource_names, as a set.
+        names: Option<Vec<String>>,
+        /// `N=`: response_nonce.
+        nonce: Option<String>,
+        /// `T=`: the type URL.
+        type_url: String,
+        /// `E=`: error_detail.
+        error: ErrorPattern,
+        /// `node=`: the node id, when the request must carry one.
+        node: Option<String>,
+    },
+    /// `(V=..,R={..},N=..,T=..)` from the server.
+    SotwResponse {
+        /// `V=`: version_info.
+        version: Option<String>,
+        /// `R=`: the resources.
+        resources: Option<Vec<Item>>,
+        /// `N=`: nonce.
+        nonce: Option<String>,
+        /// `T=`: the type URL.
+        type_url: String,
+    },
+    /// `(T=..,S={..},U={..},I={..},N=..[,E=..])` from the client.
+    DeltaRequest {
+        /// `T=`: the type URL.
+        type_url: String,
+        /// `S=`: resource_names_subscribe, as a set.
+        subscribe: Option<Vec<String>>,
+        /// `U=`: resource_names_unsubscribe, as a set.
+        unsubscribe: Option<Vec<String>>,
+        /// `I=`: initial_resource_versions (`name@version`).
+        initial: Option<Vec<Item>>,
+        /// `N=`: response_nonce.
+        nonce: Option<String>,
+        /// `E=`: error_detail.
+        error: ErrorPattern,
+        /// `node=`: the node id.
+        node: Option<String>,
+    },
+    /// `(V=..,R={..},X={..},N=..,T=..)` from the server.
+    DeltaResponse {
+        /// `V=`: system_version_info.
+        version: Option<String>,
+        /// `R=`: the resources.
+        resources: Option<Vec<Item>>,
+        /// `X=`: removed_resources, as a set.
+        removed: Option<Vec<String>>,
+        /// `N=`: nonce.
+        nonce: Option<String>,
+        /// `T=`: the type URL.
+        type_url: String,
+    },
+}
+
+impl MessagePattern {
+    /// The type URL of the message.
+    pub fn type_url(&self) -> &str {
+        match self {
+            MessagePattern::SotwRequest { type_url, .. }
+            | MessagePattern::SotwResponse { type_url, .. }
+            | MessagePattern::DeltaRequest { type_url, .. }
+            | MessagePattern::DeltaResponse { type_url, .. } => type_url,
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! The scenario language: the seeds' sequence-diagram notation, made executable.
+//!
+//! A scenario file (`*.xds`) is one step per line; `#` starts a comment. Headers come
+//! first:
+//!
+//! ```text
+//! title: Simple ACK
+//! model: client          # which side the model plays: client, server or both
+//! variant: sotw          # sotw or delta
+//! transport: ads         # ads, or one type (EDS) for a per-type stream
+//! option: key=value      # settings of the model, e.g. dne-timeout=15s
+//! ```
+//!
+//! Steps:
+//!
+//! ```text
+//! C->S (V=,R={foo,bar},N=,T=EDS)              # SotW request; E="text" or E=* for a NACK
+//! S->C (V=X,R={foo:a,bar:b},N=A,T=EDS)        # SotW response; resources name[@version][:tag]
+//! C->S (T=CDS,S={foo},U={bar},I={foo@1},N=A)  # delta request
+//! S->C (V=1,R={foo@1:a[ttl=30s]},X={bar},N=B,T=CDS)  # delta response, X = removed
+//! client subscribe EDS foo bar                # also: unsubscribe, defer, accept, reject
+//! server set EDS foo:a bar@7:b                # also: remove EDS foo
+//! wait 15s
+//! disconnect
+//! connect
+//! expect client event upserted EDS foo version=X
+//! expect client cache EDS {foo@X,bar@X}
+//! expect client status EDS baz does-not-exist
+//! expect server quiet
+//! ```
+//!
+//! Types are short names (LDS, RDS, SRDS, VHDS, CDS, EDS, SDS, RTDS), `v2:CDS`, or a full
+//! type URL. Names with `@ : [ ] , { } ( )`, spaces or `#` are written in quotes.
+//! Resource attributes: `[ttl=30s]`, `[alias=a]`, `[nobody]` (no body: a heartbeat or a
+//! does-not-exist marker), `[wrapped]` (SotW: wrap in `Resource`). A tag stands for a
+//! body: the same tag is the same body, so "unchanged" and "changed" are expressible.
+//!
+//! Scalars in messages (versions, nonces) are symbols. When the model produces a value, a
+//! symbol seen for the first time is bound to it and must match it from then on, so
+//! `N=A` means "the nonce the server chose, the first time", and the same `A` later means
+//! that same nonce. A field left out is not checked; `V=` checks for empty.
+
+mod ast;
+mod parse;
+
+pub use ast::*;
+pub use parse::{parse, parse_duration, resolve_type, ScriptError};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,690 @@
+//! The scenario parser: one step per line, errors name the line and what was expected.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+use core::time::Duration;
+
+use super::ast::*;
+use crate::message::Variant;
+use crate::types::{ApiVersion, ResourceType};
+
+/// A scenario that could not be parsed (or run): the line and what was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptError {
+    /// The 1-based line number (0 for the file as a whole).
+    pub line: usize,
+    /// What was expected, or what went wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "line {}: {}", self.line, self.message)
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for ScriptError {}
+
+fn error(line: usize, message: impl Into<String>) -> ScriptError {
+    ScriptError {
+        line,
+        message: message.into(),
+    }
+}
+
+/// Removes a `#` comment: a `#` at the start or after white space, outside quotes.
+fn strip_comment(line: &str) -> &str {
+    let mut in_quotes = false;
+    let mut previous = ' ';
+    for (at, ch) in line.char_indices() {
+        match ch {
+            '"' => in_quotes = !in_quotes,
+            '#' if !in_quotes && previous.is_whitespace() => return line.get(..at).unwrap_or(line),
+            _ => {}
+        }
+        previous = ch;
+    }
+    line
+}
+
+/// Resolves a type token: a short name (`CDS`), `v2:CDS`, or a full type URL.
+pub fn resolve_type(token: &str) -> Option<String> {
+    if token.contains('/') {
+        return Some(token.into());
+    }
+    let version = if token.len() > 3
+        && token
+            .get(..3)
+            .is_some_and(|p| p.eq_ignore_ascii_case("v2:"))
+    {
+        ApiVersion::V2
+    } else {
+        ApiVersion::V3
+    };
+    ResourceType::by_short_name(token).map(|t| t.type_url_for(version).into())
+}
+
+/// Parses a duration: `15s`, `500ms`, `1.5s`, `2m`, `1h`.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
+    let (number, unit) = text.split_at(split);
+    let scale: f64 = match unit {
+        "ms" => 0.001,
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    };
+    let value: f64 = number.parse().ok()?;
+    if !value.is_finite() || value < 0.0 {
+        return None;
+    }
+    let nanos = value * scale * 1e9;
+    if nanos > u64::MAX as f64 {
+        return None;
+    }
+    Some(Duration::from_nanos(nanos as u64))
+}
+
+/// A cursor over one line.
+struct Cursor<'a> {
+    text: &'a str,
+    at: usize,
+    line: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn rest(&self) -> &'a str {
+        self.text.get(self.at..).unwrap_or("")
+    }
+
+    fn skip_ws(&mut self) {
+        let rest = self.rest();
+        self.at += rest.len() - rest.trim_start().len();
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.rest().chars().next()
+    }
+
+    fn eat(&mut self, ch: char) -> bool {
+        self.skip_ws();
+        if self.peek() == Some(ch) {
+            self.at += ch.len_utf8();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, ch: char, context: &str) -> Result<(), ScriptError> {
+        if self.eat(ch) {
+            Ok(())
+        } else {
+            Err(self.error(format!("expected '{ch}' {context}")))
+        }
+    }
+
+    fn error(&self, message: String) -> ScriptError {
+        let found = match self.peek() {
+            Some(c) => format!("'{c}' (column {})", self.at + 1),
+            None => "the end of the line".into(),
+        };
+        error(self.line, format!("{message}, found {found}"))
+    }
+
+    /// A quoted string or a bare token ending at white space or one of `stops`.
+    fn token(&mut self, stops: &str) -> Result<String, ScriptError> {
+        self.skip_ws();
+        if self.peek() == Some('"') {
+            self.at += 1;
+            let rest = self.rest();
+            let end = rest
+                .find('"')
+                .ok_or_else(|| error(self.line, "unterminated quoted string"))?;
+            let value = rest.get(..end).unwrap_or("").to_string();
+            self.at += end + 1;
+            return Ok(value);
+        }
+        let rest = self.rest();
+        let end = rest
+            .find(|c: char| c.is_whitespace() || stops.contains(c))
+            .unwrap_or(rest.len());
+        self.at += end;
+        Ok(rest.get(..end).unwrap_or("").to_string())
+    }
+
+    fn word(&mut self, what: &str) -> Result<String, ScriptError> {
+        let word = self.token("")?;
+        if word.is_empty() {
+            Err(self.error(format!("expected {what}")))
+        } else {
+            Ok(word)
+        }
+    }
+
+    fn type_url(&mut self) -> Result<String, ScriptError> {
+        let word =
+            self.word("a type (LDS, RDS, SRDS, VHDS, CDS, EDS, SDS, RTDS, v2:CDS, or a type URL)")?;
+        resolve_type(&word).ok_or_else(|| error(self.line, format!("unknown type {word:?}")))
+    }
+
+    fn words(&mut self) -> Result<Vec<String>, ScriptError> {
+        let mut words = Vec::new();
+        loop {
+            let word = self.token("")?;
+            if word.is_empty() {
+                return Ok(words);
+            }
+            words.push(word);
+        }
+    }
+
+    fn end(&mut self) -> Result<(), ScriptError> {
+        self.skip_ws();
+        if self.rest().is_empty() {
+            Ok(())
+        } else {
+            Err(self.error("expected the end of the line".into()))
+        }
+    }
+
+    /// `name[@version][:tag][attr]...`
+    fn item(&mut self) -> Result<Item, ScriptError> {
+        let name = self.token("@:[,}")?;
+        if name.is_empty() {
+            return Err(self.error("expected a resource name".into()));
+        }
+        let mut item = Item {
+            name,
+            ..Item::default()
+        };
+        if self.peek() == Some('@') {
+            self.at += 1;
+            item.version = Some(self.token(":[,}")?);
+        }
+        if self.peek() == Some(':') {
+            self.at += 1;
+            item.tag = Some(self.token("[,}")?);
+        }
+        while self.peek() == Some('[') {
+            self.at += 1;
+            let key = self.token("=]")?;
+            let value = if self.peek() == Some('=') {
+                self.at += 1;
+                Some(self.token("]")?)
+            } else {
+                None
+            };
+            self.expect(']', "to close the attribute")?;
+            match (key.as_str(), value) {
+                ("ttl", Some(v)) => {
+                    item.ttl = Some(
+                        parse_duration(&v)
+                            .ok_or_else(|| error(self.line, format!("bad TTL {v:?}")))?,
+                    );
+                    item.wrapped = true;
+                }
+                ("alias", Some(v)) => item.aliases.push(v),
+                ("nobody", None) => item.no_body = true,
+                ("wrapped", None) => item.wrapped = true,
+                (other, _) => {
+                    return Err(error(
+                        self.line,
+                        format!(
+                            "unknown attribute [{other}] (expected ttl=, alias=, nobody, wrapped)"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(item)
+    }
+
+    fn items(&mut self) -> Result<Vec<Item>, ScriptError> {
+        self.expect('{', "to open a set")?;
+        let mut items = Vec::new();
+        if self.eat('}') {
+            return Ok(items);
+        }
+        loop {
+            self.skip_ws();
+            items.push(self.item()?);
+            if self.eat('}') {
+                return Ok(items);
+            }
+            self.expect(',', "or '}' in a set")?;
+        }
+    }
+}
+
+/// The raw `KEY=value` fields of a message, before they are interpreted.
+enum Field {
+    Scalar(String),
+    Set(Vec<Item>),
+}
+
+fn parse_fields(cursor: &mut Cursor<'_>) -> Result<Vec<(String, Field, usize)>, ScriptError> {
+    cursor.expect('(', "to open a message, as in (V=X,R={foo},N=A,T=EDS)")?;
+    let mut fields = Vec::new();
+    if cursor.eat(')') {
+        return Ok(fields);
+    }
+    loop {
+        let key = cursor.token("=,)")?;
+        if key.is_empty() {
+            return Err(
+                cursor.error("expected a field name (V, R, N, T, E, S, U, I, X, node)".into())
+            );
+        }
+        cursor.expect('=', &format!("after {key}"))?;
+        cursor.skip_ws();
+        let column = cursor.at;
+        let value = if cursor.peek() == Some('{') {
+            Field::Set(cursor.items()?)
+        } else {
+            Field::Scalar(cursor.token(",)")?)
+        };
+        fields.push((key, value, column));
+        if cursor.eat(')') {
+            return Ok(fields);
+        }
+        cursor.expect(',', "or ')' in a message")?;
+    }
+}
+
+fn names_of(items: Vec<Item>) -> Vec<String> {
+    items.into_iter().map(|i| i.name).collect()
+}
+
+fn message(
+    cursor: &mut Cursor<'_>,
+    direction: Direction,
+    variant: Variant,
+) -> Result<MessagePattern, ScriptError> {
+    let line = cursor.line;
+    let fields = parse_fields(cursor)?;
+    let allowed: &[&str] = match (direction, variant) {
+        (Direction::ClientToServer, Variant::Sotw) => &["V", "R", "N", "T", "E", "node"],
+        (Direction::ServerToClient, Variant::Sotw) => &["V", "R", "N", "T"],
+        (Direction::ClientToServer, Variant::Delta) => &["T", "S", "U", "I", "N", "E", "node"],
+        (Direction::ServerToClient, Variant::Delta) => &["V", "R", "X", "N", "T"],
+    };
+    let mut scalars: Vec<(String, String)> = Vec::new();
+    let mut sets: Vec<(String, Vec<Item>)> = Vec::new();
+    for (key, value, _) in fields {
+        if !allowed.contains(&key.as_str()) {
+            return Err(error(
+                line,
+                format!(
+                    "field {key} is not allowed here (allowed: {})",
+                    allowed.join(", ")
+                ),
+            ));
+        }
+        if scalars.iter().any(|(k, _)| *k == key) || sets.iter().any(|(k, _)| *k == key) {
+            return Err(error(line, format!("field {key} appears twice")));
+        }
+        let wants_set = matches!(key.as_str(), "R" | "S" | "U" | "I" | "X");
+        match (value, wants_set) {
+            (Field::Set(items), true) => sets.push((key, items)),
+            (Field::Scalar(text), false) => scalars.push((key, text)),
+            (Field::Scalar(_), true) => {
+                return Err(error(
+                    line,
+                    format!("field {key} takes a set, as in {key}={{a,b}}"),
+                ))
+            }
+            (Field::Set(_), false) => {
+                return Err(error(
+                    line,
+                    format!("field {key} takes a single value, not a set"),
+                ))
+            }
+        }
+    }
+    let mut scalar = |key: &str| {
+        scalars
+            .iter()
+            .position(|(k, _)| k == key)
+            .map(|at| scalars.swap_remove(at).1)
+    };
+    let type_token = scalar("T").ok_or_else(|| error(line, "every message needs T=<type>"))?;
+    let type_url = resolve_type(&type_token)
+        .ok_or_else(|| error(line, format!("unknown type {type_token:?}")))?;
+    let version = scalar("V");
+    let nonce = scalar("N");
+    let node = scalar("node");
+    let error_pattern = match scalar("E") {
+        None => ErrorPattern::Absent,
+        Some(text) if text == "*" => ErrorPattern::Any,
+        Some(text) => ErrorPattern::Contains(text),
+    };
+    let mut set = |key: &str| {
+        sets.iter()
+            .position(|(k, _)| k == key)
+            .map(|at| sets.swap_remove(at).1)
+    };
+    Ok(match (direction, variant) {
+        (Direction::ClientToServer, Variant::Sotw) => MessagePattern::SotwRequest {
+            version,
+            names: set("R").map(names_of),
+            nonce,
+            type_url,
+            error: error_pattern,
+            node,
+        },
+        (Direction::ServerToClient, Variant::Sotw) => MessagePattern::SotwResponse {
+            version,
+            resources: set("R"),
+            nonce,
+            type_url,
+        },
+        (Direction::ClientToServer, Variant::Delta) => MessagePattern::DeltaRequest {
+            type_url,
+            subscribe: set("S").map(names_of),
+            unsubscribe: set("U").map(names_of),
+            initial: set("I"),
+            nonce,
+            error: error_pattern,
+            node,
+        },
+        (Direction::ServerToClient, Variant::Delta) => MessagePattern::DeltaResponse {
+            version,
+            resources: set("R"),
+            removed: set("X").map(names_of),
+            nonce,
+            type_url,
+        },
+    })
+}
+
+fn tags(cursor: &mut Cursor<'_>) -> Result<Vec<String>, ScriptError> {
+    let mut tags = Vec::new();
+    while cursor.eat('[') {
+        tags.push(cursor.token("]")?);
+        cursor.expect(']', "to close the tag")?;
+    }
+    Ok(tags)
+}
+
+fn side(cursor: &mut Cursor<'_>) -> Result<Side, ScriptError> {
+    match cursor.word("client or server")?.as_str() {
+        "client" => Ok(Side::Client),
+        "server" => Ok(Side::Server),
+        other => Err(error(
+            cursor.line,
+            format!("expected client or server, found {other:?}"),
+        )),
+    }
+}
+
+fn expectation(cursor: &mut Cursor<'_>) -> Result<Action, ScriptError> {
+    let side = side(cursor)?;
+    let what = cursor.word("event, no-event, cache, status or quiet")?;
+    let expectation = match what.as_str() {
+        "event" | "no-event" => {
+            let kind = cursor.word("an event kind")?;
+            let type_url = cursor.type_url()?;
+            let mut name = None;
+            let mut details = Vec::new();
+            for word in cursor.words()? {
+                match word.split_once('=') {
+                    Some((k, v)) => details.push((k.to_string(), v.to_string())),
+                    None if name.is_none() && details.is_empty() => name = Some(word),
+                    None => return Err(error(cursor.line, format!("expected key=value, found {word:?}"))),
+                }
+            }
+            if what == "event" {
+                Expectation::Event {
+                    kind,
+                    type_url,
+                    name,
+                    details,
+                }
+            } else {
+                if !details.is_empty() {
+                    return Err(error(cursor.line, "no-event takes a kind, a type and a name only"));
+                }
+                Expectation::NoEvent {
+                    kind,
+                    type_url,
+                    name,
+                }
+            }
+        }
+        "cache" => {
+            let type_url = cursor.type_url()?;
+            Expectation::Cache(type_url, cursor.items()?)
+        }
+        "status" => {
+            let type_url = cursor.type_url()?;
+            let name = cursor.word("a resource name")?;
+            let status = cursor.word("a status (requested, acked, nacked, does-not-exist, expired)")?;
+            Expectation::Status(type_url, name, status)
+        }
+        "quiet" => Expectation::Quiet,
+        other => {
+            return Err(error(
+                cursor.line,
+                format!("expected event, no-event, cache, status or quiet after expect {side:?}, found {other:?}"),
+            ))
+        }
+    };
+    Ok(Action::Expect(side, expectation))
+}
+
+fn client_command(cursor: &mut Cursor<'_>) -> Result<ClientCommand, ScriptError> {
+    let verb = cursor.word("subscribe, unsubscribe, defer, accept or reject")?;
+    let type_url = cursor.type_url()?;
+    Ok(match verb.as_str() {
+        "subscribe" | "unsubscribe" => {
+            let names = cursor.words()?;
+            if names.is_empty() {
+                return Err(error(
+                    cursor.line,
+                    format!("{verb} needs at least one name"),
+                ));
+            }
+            if verb == "subscribe" {
+                ClientCommand::Subscribe(type_url, names)
+            } else {
+                ClientCommand::Unsubscribe(type_url, names)
+            }
+        }
+        "defer" => ClientCommand::Defer(type_url),
+        "accept" => ClientCommand::Accept(type_url),
+        "reject" => {
+            let mut words = cursor.words()?;
+            let reason = match words.len() {
+                0 => "rejected".into(),
+                _ => words.remove(words.len() - 1),
+            };
+            ClientCommand::Reject(type_url, words, reason)
+        }
+        other => {
+            return Err(error(
+                cursor.line,
+                format!("unknown client command {other:?}"),
+            ))
+        }
+    })
+}
+
+fn server_command(cursor: &mut Cursor<'_>) -> Result<ServerCommand, ScriptError> {
+    let verb = cursor.word("set or remove")?;
+    let type_url = cursor.type_url()?;
+    match verb.as_str() {
+        "set" => {
+            let mut items = Vec::new();
+            loop {
+                cursor.skip_ws();
+                if cursor.rest().is_empty() {
+                    break;
+                }
+                items.push(cursor.item()?);
+            }
+            if items.is_empty() {
+                return Err(error(cursor.line, "set needs at least one resource"));
+            }
+            Ok(ServerCommand::Set(type_url, items))
+        }
+        "remove" => Ok(ServerCommand::Remove(type_url, cursor.words()?)),
+        other => Err(error(
+            cursor.line,
+            format!("unknown server command {other:?}"),
+        )),
+    }
+}
+
+fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError> {
+    let word = cursor.word("a step")?;
+    let action = match word.as_str() {
+        "C->S" | "S->C" => {
+            let direction = if word == "C->S" {
+                Direction::ClientToServer
+            } else {
+                Direction::ServerToClient
+            };
+            let message = message(cursor, direction, variant)?;
+            let tags = tags(cursor)?;
+            Action::Message {
+                direction,
+                message,
+                tags,
+            }
+        }
+        "client" => Action::Client(client_command(cursor)?),
+        "server" => Action::Server(server_command(cursor)?),
+        "wait" => {
+            let text = cursor.word("a duration such as 15s or 500ms")?;
+            Action::Wait(
+                parse_duration(&text)
+                    .ok_or_else(|| error(cursor.line, format!("bad duration {text:?}")))?,
+            )
+        }
+        "disconnect" => Action::Disconnect,
+        "connect" => Action::Connect,
+        "expect" => expectation(cursor)?,
+        other => {
+            return Err(error(
+                cursor.line,
+                format!("unknown step {other:?} (expected C->S, S->C, client, server, wait, disconnect, connect or expect)"),
+            ))
+        }
+    };
+    cursor.end()?;
+    Ok(action)
+}
+
+/// Parses a scenario file. `default_title` is used when there is no `title:` header.
+pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
+    let mut scenario = Scenario {
+        title: default_title.into(),
+        model: Model::Client,
+        variant: Variant::Sotw,
+        transport: TransportSpec::Ads,
+        options: Vec::new(),
+        steps: Vec::new(),
+    };
+    let mut seen_model = false;
+    for (index, raw) in text.lines().enumerate() {
+        let line = index + 1;
+        let source = strip_comment(raw).trim();
+        if source.is_empty() {
+            continue;
+        }
+        if scenario.steps.is_empty() {
+            if let Some((key, value)) = source.split_once(':') {
+                let key = key.trim();
+                let value = value.trim();
+                let header = match key {
+                    "title" => {
+                        scenario.title = value.into();
+                        true
+                    }
+                    "model" => {
+                        scenario.model = match value {
+                            "client" => Model::Client,
+                            "server" => Model::Server,
+                            "both" => Model::Both,
+                            other => {
+                                return Err(error(
+                                    line,
+                                    format!("model must be client, server or both, not {other:?}"),
+                                ))
+                            }
+                        };
+                        seen_model = true;
+                        true
+                    }
+                    "variant" => {
+                        scenario.variant = match value {
+                            "sotw" => Variant::Sotw,
+                            "delta" => Variant::Delta,
+                            other => {
+                                return Err(error(
+                                    line,
+                                    format!("variant must be sotw or delta, not {other:?}"),
+                                ))
+                            }
+                        };
+                        true
+                    }
+                    "transport" => {
+                        scenario.transport = if value == "ads" {
+                            TransportSpec::Ads
+                        } else {
+                            TransportSpec::PerType(resolve_type(value).ok_or_else(|| {
+                                error(
+                                    line,
+                                    format!("transport must be ads or a type, not {value:?}"),
+                                )
+                            })?)
+                        };
+                        true
+                    }
+                    "option" => {
+                        let (k, v) = value
+                            .split_once('=')
+                            .ok_or_else(|| error(line, "option takes key=value"))?;
+                        scenario
+                            .options
+                            .push((k.trim().into(), v.trim().into(), line));
+                        true
+                    }
+                    "seed" | "rule" | "see" => true,
+                    _ => false,
+                };
+                if header {
+                    continue;
+                }
+            }
+        }
+        let mut cursor = Cursor {
+            text: source,
+            at: 0,
+            line,
+        };
+        let action = step(&mut cursor, scenario.variant)?;
+        scenario.steps.push(Step {
+            line,
+            source: source.into(),
+            action,
+        });
+    }
+    if !seen_model {
+        return Err(error(
+            0,
+            "a scenario needs a `model: client|server|both` header",
+        ));
+    }
+    Ok(scenario)
+}
