@@ -42,6 +42,7 @@
 
 mod ast;
 mod parse;
+pub mod render;
 
 pub use ast::*;
 pub use parse::{parse, parse_duration, resolve_type, ScriptError};

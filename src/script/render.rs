@@ -1,0 +1,234 @@
+//! Messages written back in the seeds' notation, for diagrams and transcripts.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use prost::Message;
+
+use crate::message::{Request, Response};
+use crate::pb::discovery::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse, Resource,
+};
+use crate::pb::google::protobuf::Any;
+use crate::pb::google::rpc::Status;
+use crate::types::{TypeInfo, RESOURCE_WRAPPER_TYPE_URL};
+
+/// The short name of a type (`EDS`, `v2:EDS`), or its URL when the catalog does not know
+/// it.
+pub fn type_name(type_url: &str) -> String {
+    match TypeInfo::of(type_url).known {
+        Some((t, crate::types::ApiVersion::V3)) => t.short_name.into(),
+        Some((t, crate::types::ApiVersion::V2)) => format!("v2:{}", t.short_name),
+        None => type_url.into(),
+    }
+}
+
+fn quoted(name: &str) -> String {
+    if name.is_empty()
+        || name
+            .chars()
+            .any(|c| c.is_whitespace() || "@:[](){},\"#".contains(c))
+    {
+        format!("\"{name}\"")
+    } else {
+        name.into()
+    }
+}
+
+fn set<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let names: Vec<String> = names.into_iter().map(quoted).collect();
+    format!("{{{}}}", names.join(","))
+}
+
+fn error(status: &Option<Status>) -> String {
+    match status {
+        Some(status) => {
+            let mut message: String = status.message.chars().take(40).collect();
+            if message.len() < status.message.len() {
+                message.push('…');
+            }
+            format!(",E=\"{}\"", message.replace('"', "'"))
+        }
+        None => String::new(),
+    }
+}
+
+/// A body as scenario files write it: its tag when it is one of the bodies the scenario
+/// tools make (`name` in field 1, tag in field 2), otherwise its size.
+fn body_tag(body: &[u8]) -> String {
+    match ScenarioBody::decode(body) {
+        Ok(b) if !b.tag.is_empty() && b.encoded_len() == body.len() => b.tag,
+        _ => format!("{}B", body.len()),
+    }
+}
+
+fn sotw_item(any: &Any) -> String {
+    if any.type_url == RESOURCE_WRAPPER_TYPE_URL {
+        if let Ok(wrapper) = Resource::decode(any.value.clone()) {
+            return delta_item(&wrapper);
+        }
+    }
+    match crate::resource::name_of(&any.value) {
+        Ok(name) => format!("{}:{}", quoted(name), body_tag(&any.value)),
+        Err(_) => format!("?:{}", body_tag(&any.value)),
+    }
+}
+
+fn delta_item(resource: &Resource) -> String {
+    let mut out = quoted(&resource.name);
+    if !resource.version.is_empty() {
+        out.push('@');
+        out.push_str(&quoted(&resource.version));
+    }
+    match &resource.resource {
+        Some(body) => {
+            out.push(':');
+            out.push_str(&body_tag(&body.value));
+        }
+        None => out.push_str("[nobody]"),
+    }
+    if let Some(ttl) = &resource.ttl {
+        let millis = ttl
+            .seconds
+            .saturating_mul(1000)
+            .saturating_add(i64::from(ttl.nanos / 1_000_000));
+        out.push_str(&format!("[ttl={millis}ms]"));
+    }
+    for alias in &resource.aliases {
+        out.push_str(&format!("[alias={alias}]"));
+    }
+    out
+}
+
+/// `(V=..,R={..},N=..,T=..[,E=..])`
+pub fn sotw_request(r: &DiscoveryRequest) -> String {
+    format!(
+        "(V={},R={},N={},T={}{})",
+        r.version_info,
+        set(r.resource_names.iter().map(String::as_str)),
+        r.response_nonce,
+        type_name(&r.type_url),
+        error(&r.error_detail)
+    )
+}
+
+/// `(V=..,R={..},N=..,T=..)`
+pub fn sotw_response(r: &DiscoveryResponse) -> String {
+    let items: Vec<String> = r.resources.iter().map(sotw_item).collect();
+    format!(
+        "(V={},R={{{}}},N={},T={})",
+        r.version_info,
+        items.join(","),
+        r.nonce,
+        type_name(&r.type_url)
+    )
+}
+
+/// `(T=..,S={..},U={..},I={..},N=..[,E=..])`
+pub fn delta_request(r: &DeltaDiscoveryRequest) -> String {
+    let initial: Vec<String> = r
+        .initial_resource_versions
+        .iter()
+        .map(|(name, version)| format!("{}@{}", quoted(name), quoted(version)))
+        .collect();
+    format!(
+        "(T={},S={},U={},I={{{}}},N={}{})",
+        type_name(&r.type_url),
+        set(r.resource_names_subscribe.iter().map(String::as_str)),
+        set(r.resource_names_unsubscribe.iter().map(String::as_str)),
+        initial.join(","),
+        r.response_nonce,
+        error(&r.error_detail)
+    )
+}
+
+/// `(V=..,R={..},X={..},N=..,T=..)`
+pub fn delta_response(r: &DeltaDiscoveryResponse) -> String {
+    let items: Vec<String> = r.resources.iter().map(delta_item).collect();
+    let removed = r
+        .removed_resources
+        .iter()
+        .map(String::as_str)
+        .chain(r.removed_resource_names.iter().map(|n| n.name.as_str()));
+    format!(
+        "(V={},R={{{}}},X={},N={},T={})",
+        r.system_version_info,
+        items.join(","),
+        set(removed),
+        r.nonce,
+        type_name(&r.type_url)
+    )
+}
+
+/// A request in the notation.
+pub fn request(request: &Request) -> String {
+    match request {
+        Request::Sotw(r) => sotw_request(r),
+        Request::Delta(r) => delta_request(r),
+    }
+}
+
+/// A response in the notation.
+pub fn response(response: &Response) -> String {
+    match response {
+        Response::Sotw(r) => sotw_response(r),
+        Response::Delta(r) => delta_response(r),
+    }
+}
+
+/// The body the scenario tools make for a resource: a message with the name in field 1
+/// (where every xDS resource keeps it) and the tag in field 2.
+#[derive(Clone, PartialEq, Message)]
+pub struct ScenarioBody {
+    /// The resource name.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// The tag that stands for the body's contents.
+    #[prost(string, tag = "2")]
+    pub tag: String,
+}
+
+/// The encoded body for `name` with `tag`.
+pub fn body(name: &str, tag: &str) -> bytes::Bytes {
+    ScenarioBody {
+        name: name.into(),
+        tag: tag.into(),
+    }
+    .encode_to_vec()
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ENDPOINT;
+    use alloc::vec;
+
+    #[test]
+    fn renders_in_the_seed_notation() {
+        let request = DiscoveryRequest {
+            version_info: "X".into(),
+            resource_names: vec!["foo".into(), "bar".into()],
+            type_url: ENDPOINT.type_url.into(),
+            response_nonce: "A".into(),
+            ..Default::default()
+        };
+        assert_eq!(sotw_request(&request), "(V=X,R={foo,bar},N=A,T=EDS)");
+        let response = DiscoveryResponse {
+            version_info: "X".into(),
+            resources: vec![Any {
+                type_url: ENDPOINT.type_url.into(),
+                value: body("foo", "a"),
+            }],
+            type_url: ENDPOINT.type_url.into(),
+            nonce: "A".into(),
+            ..Default::default()
+        };
+        assert_eq!(sotw_response(&response), "(V=X,R={foo:a},N=A,T=EDS)");
+        assert_eq!(
+            type_name("type.googleapis.com/envoy.api.v2.ClusterLoadAssignment"),
+            "v2:EDS"
+        );
+        assert_eq!(quoted("xdstp://a/T/x"), "\"xdstp://a/T/x\"");
+    }
+}
