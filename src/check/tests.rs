@@ -1,0 +1,313 @@
+use super::*;
+use crate::json::JsonCodec;
+use crate::message::Variant;
+use crate::pb::discovery::{DeltaDiscoveryRequest, DiscoveryRequest};
+use crate::pb::google::protobuf::Any;
+use crate::pb::google::rpc::Status;
+use crate::script::render::body;
+use crate::types::{CLUSTER, ENDPOINT};
+use alloc::string::ToString;
+use alloc::vec;
+
+fn node() -> Option<Node> {
+    Some(Node {
+        id: "n".into(),
+        ..Default::default()
+    })
+}
+
+fn req(line: usize, v: &str, names: &[&str], n: &str, t: &str, nack: bool) -> Entry {
+    Entry::Request {
+        line,
+        stream: 1,
+        request: Request::Sotw(DiscoveryRequest {
+            version_info: v.into(),
+            node: if line == 1 { node() } else { None },
+            resource_names: names.iter().map(|s| s.to_string()).collect(),
+            type_url: t.into(),
+            response_nonce: n.into(),
+            error_detail: nack.then(|| Status {
+                code: 13,
+                message: "bad".into(),
+                details: vec![],
+            }),
+            ..Default::default()
+        }),
+    }
+}
+
+fn resp(line: usize, v: &str, items: &[(&str, &str)], n: &str, t: &str) -> Entry {
+    Entry::Response {
+        line,
+        stream: 1,
+        response: Response::Sotw(DiscoveryResponse {
+            version_info: v.into(),
+            resources: items
+                .iter()
+                .map(|(name, tag)| Any {
+                    type_url: t.into(),
+                    value: body(name, tag),
+                })
+                .collect(),
+            type_url: t.into(),
+            nonce: n.into(),
+            ..Default::default()
+        }),
+    }
+}
+
+const EDS: &str = ENDPOINT.type_url;
+const CDS: &str = CLUSTER.type_url;
+
+fn ids(violations: &[Violation]) -> Vec<(usize, &'static str)> {
+    violations.iter().map(|v| (v.line, v.rule.id())).collect()
+}
+
+/// The seed's "requests become stale" diagram, as a server that behaves would record it.
+fn stale_story() -> Vec<Entry> {
+    vec![
+        req(1, "", &["foo"], "", EDS, false),
+        resp(2, "X", &[("foo", "x")], "A", EDS),
+        req(3, "X", &["foo"], "A", EDS, false),
+        req(4, "X", &["foo", "bar"], "A", EDS, false),
+        resp(5, "Y", &[("foo", "y"), ("bar", "y")], "B", EDS),
+        req(6, "X", &["foo", "bar"], "A", EDS, false),
+        req(7, "Y", &["foo", "bar"], "B", EDS, false),
+        resp(8, "Z", &[("foo", "z"), ("bar", "z")], "C", EDS),
+        req(9, "Z", &["foo", "bar"], "C", EDS, false),
+    ]
+}
+
+#[test]
+fn a_correct_conversation_has_no_violations() {
+    let story = stale_story();
+    assert_eq!(check(&story, CheckSide::Client), vec![]);
+    assert_eq!(check(&story, CheckSide::Server), vec![]);
+}
+
+#[test]
+fn ack_and_nack_rules() {
+    let mut story = stale_story();
+    // NACK of Y that moves the version to Y.
+    story[6] = req(7, "Y", &["foo", "bar"], "B", EDS, true);
+    assert_eq!(
+        ids(&check(&story, CheckSide::Client)),
+        [(7, "nack-moved-version")]
+    );
+    // An ACK of B carrying X.
+    let mut story = stale_story();
+    story[6] = req(7, "X", &["foo", "bar"], "B", EDS, false);
+    assert_eq!(
+        ids(&check(&story, CheckSide::Client)),
+        [(7, "ack-version-mismatch")]
+    );
+    // A nonce never sent.
+    let mut story = stale_story();
+    story[6] = req(7, "Y", &["foo", "bar"], "Q", EDS, false);
+    let found = ids(&check(&story, CheckSide::Client));
+    assert_eq!(found[0], (7, "nonce-unknown"));
+    // A later request at a version never accepted.
+    let mut story = stale_story();
+    story.push(req(10, "W", &["foo"], "C", EDS, false));
+    assert_eq!(
+        ids(&check(&story, CheckSide::Client)),
+        [(10, "version-not-accepted")]
+    );
+    // NACK without nonce, node missing.
+    let mut story = stale_story();
+    story.push(req(10, "Z", &["foo"], "", EDS, true));
+    assert_eq!(
+        ids(&check(&story, CheckSide::Client)),
+        [(10, "nack-without-nonce")]
+    );
+    let mut story = stale_story();
+    story[0] = Entry::Request {
+        line: 1,
+        stream: 1,
+        request: Request::Sotw(DiscoveryRequest {
+            type_url: EDS.into(),
+            resource_names: vec!["foo".into()],
+            ..Default::default()
+        }),
+    };
+    assert_eq!(
+        ids(&check(&story, CheckSide::Client)),
+        [(1, "node-missing")]
+    );
+}
+
+#[test]
+fn server_rules() {
+    // A response to the stale request on line 6, repeating Y.
+    let mut story = stale_story();
+    story.insert(6, resp(60, "Y", &[("foo", "y"), ("bar", "y")], "B2", EDS));
+    assert_eq!(
+        ids(&check(&story, CheckSide::Server)),
+        [(60, "response-to-stale-request")]
+    );
+    // Duplicate names and a reused nonce.
+    let mut story = stale_story();
+    story[7] = resp(8, "Z", &[("foo", "z"), ("foo", "z")], "A", EDS);
+    assert_eq!(
+        ids(&check(&story, CheckSide::Server)),
+        [(8, "nonce-reused"), (8, "duplicate-names")]
+    );
+    // Resending a rejected version.
+    let story = vec![
+        req(1, "", &["foo"], "", EDS, false),
+        resp(2, "X", &[("foo", "x")], "A", EDS),
+        req(3, "", &["foo"], "A", EDS, true),
+        resp(4, "X", &[("foo", "x")], "B", EDS),
+    ];
+    assert_eq!(
+        ids(&check(&story, CheckSide::Server)),
+        [(4, "resent-rejected-version")]
+    );
+    assert_eq!(ids(&check(&story, CheckSide::Client)), []);
+    // ...but after a subscription change it is allowed.
+    let mut story = story;
+    story.insert(3, req(30, "", &["foo", "bar"], "A", EDS, false));
+    assert_eq!(ids(&check(&story, CheckSide::Server)), []);
+}
+
+#[test]
+fn full_state_rules() {
+    let story = vec![
+        Entry::Store {
+            line: 1,
+            type_url: CDS.into(),
+            name: "a".into(),
+            version: Some("1".into()),
+        },
+        Entry::Store {
+            line: 2,
+            type_url: CDS.into(),
+            name: "b".into(),
+            version: Some("1".into()),
+        },
+        req(3, "", &[], "", CDS, false),
+        resp(4, "1", &[("a", "1"), ("b", "1")], "A", CDS),
+        req(5, "1", &[], "A", CDS, false),
+        Entry::Store {
+            line: 6,
+            type_url: CDS.into(),
+            name: "a".into(),
+            version: Some("2".into()),
+        },
+        resp(7, "2", &[("a", "2")], "B", CDS),
+    ];
+    assert_eq!(
+        ids(&check(&story, CheckSide::Server)),
+        [(7, "full-state-missing-resource")]
+    );
+    // Without store knowledge, only an omission at the same version is certain.
+    let story = vec![
+        req(1, "", &["a", "b"], "", CDS, false),
+        resp(2, "1", &[("a", "1"), ("b", "1")], "A", CDS),
+        req(3, "1", &["a", "b", "c"], "A", CDS, false),
+        resp(4, "1", &[("a", "1")], "B", CDS),
+    ];
+    assert_eq!(
+        ids(&check(&story, CheckSide::Server)),
+        [(4, "full-state-missing-resource")]
+    );
+}
+
+#[test]
+fn delta_rules() {
+    let dreq =
+        |line: usize, sub: &[&str], n: &str, initial: &[(&str, &str)], nack: bool| Entry::Request {
+            line,
+            stream: 1,
+            request: Request::Delta(DeltaDiscoveryRequest {
+                node: if line == 1 { node() } else { None },
+                type_url: CDS.into(),
+                resource_names_subscribe: sub.iter().map(|s| s.to_string()).collect(),
+                initial_resource_versions: initial
+                    .iter()
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect(),
+                response_nonce: n.into(),
+                error_detail: nack.then(Status::default),
+                ..Default::default()
+            }),
+        };
+    let dresp = |line: usize, items: &[(&str, &str)], removed: &[&str], n: &str| Entry::Response {
+        line,
+        stream: 1,
+        response: Response::Delta(DeltaDiscoveryResponse {
+            resources: items
+                .iter()
+                .map(|(name, v)| Resource {
+                    name: name.to_string(),
+                    version: v.to_string(),
+                    resource: Some(Any {
+                        type_url: CDS.into(),
+                        value: body(name, v),
+                    }),
+                    ..Default::default()
+                })
+                .collect(),
+            removed_resources: removed.iter().map(|s| s.to_string()).collect(),
+            type_url: CDS.into(),
+            nonce: n.into(),
+            ..Default::default()
+        }),
+    };
+    let good = vec![
+        dreq(1, &["a", "b"], "", &[("a", "1")], false),
+        dresp(2, &[("b", "1")], &[], "A"),
+        dreq(3, &[], "A", &[], false),
+        dresp(4, &[("a", "2")], &["b"], "B"),
+        dreq(5, &[], "B", &[], true),
+        dreq(6, &["a"], "", &[], false),
+        dresp(7, &[("a", "2")], &[], "C"),
+    ];
+    assert_eq!(check(&good, CheckSide::Client), vec![]);
+    assert_eq!(check(&good, CheckSide::Server), vec![]);
+    let mut bad = good.clone();
+    bad[2] = dreq(3, &[], "A", &[("a", "1")], false);
+    bad[4] = dreq(5, &[], "A", &[], true);
+    assert_eq!(
+        ids(&check(&bad, CheckSide::Client)),
+        [(3, "initial-versions-late"), (5, "delta-nonce-repeated")]
+    );
+    let mut bad = good.clone();
+    bad[1] = dresp(2, &[("a", "1"), ("b", "1")], &["b"], "");
+    assert_eq!(
+        ids(&check(&bad, CheckSide::Server)),
+        [
+            (2, "nonce-missing"),
+            (2, "removed-and-sent"),
+            (2, "unchanged-resend")
+        ]
+    );
+    let mut bad = good;
+    bad.remove(5);
+    assert_eq!(
+        ids(&check(&bad, CheckSide::Server)),
+        [(7, "resent-rejected-version")]
+    );
+}
+
+#[test]
+fn records_round_trip_through_json_lines() {
+    let codec = JsonCodec::new();
+    let story = stale_story();
+    let text: Vec<String> = story.iter().map(|e| to_jsonl(e, &codec).unwrap()).collect();
+    let parsed = parse_jsonl(&text.join("\n"), Variant::Sotw).unwrap();
+    assert_eq!(parsed.len(), story.len());
+    assert_eq!(check(&parsed, CheckSide::Client), vec![]);
+    let err = parse_jsonl("{\"dir\":\"C->S\"}\nnot json", Variant::Sotw).unwrap_err();
+    assert_eq!(err.line, 1);
+    assert!(err.message.contains("message"));
+}
+
+#[test]
+fn every_rule_has_an_id_and_a_seed() {
+    let mut seen = BTreeSet::new();
+    for rule in ALL_RULES {
+        assert!(seen.insert(rule.id()));
+        assert!(rule.seed().contains('"'));
+    }
+}
