@@ -18,11 +18,13 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod client;
 pub mod message;
 pub mod pb;
 pub mod resource;
 pub mod time;
 pub mod types;
 
+pub use client::{Client, ClientConfig, ClientError, ClientEvent};
 pub use message::{Request, Response, Transport, Variant};
 pub use time::Instant;
