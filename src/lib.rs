@@ -61,6 +61,7 @@ extern crate std;
 
 #[cfg(feature = "check")]
 pub mod check;
+pub mod client;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -75,5 +76,6 @@ pub mod script;
 pub mod time;
 pub mod types;
 
+pub use client::{Client, ClientConfig, ClientError, ClientEvent};
 pub use message::{Request, Response, Transport, Variant};
 pub use time::Instant;

@@ -1,0 +1,56 @@
+//! The per-name record of one type: the accepted resource (if held) and the status a CSDS
+//! dump reports, kept together so events and status can never disagree.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::time::Duration;
+
+use super::status::{Rejection, ResourceState, ResourceStatus};
+use super::text::SharedStr;
+use crate::time::Instant;
+
+/// An accepted resource held by the client.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CachedResource {
+    /// Its version (incremental: `Resource.version`; SotW: the wrapper's version, else the
+    /// response's `version_info`).
+    pub version: SharedStr,
+    /// Its body: a slice of the buffer the response was decoded from, never a copy.
+    pub body: Bytes,
+    /// Other names it goes by (incremental).
+    pub aliases: Vec<SharedStr>,
+    /// The TTL it last arrived with, if any.
+    pub ttl: Option<Duration>,
+}
+
+/// Everything known about one name of one type.
+#[derive(Debug)]
+pub(crate) struct Record {
+    pub(crate) cached: Option<CachedResource>,
+    pub(crate) state: ResourceState,
+    pub(crate) rejected: Option<Box<Rejection>>,
+    pub(crate) dne_at: Option<Instant>,
+    pub(crate) ttl_at: Option<Instant>,
+}
+
+impl Record {
+    pub(crate) fn requested() -> Record {
+        Record {
+            cached: None,
+            state: ResourceState::Requested,
+            rejected: None,
+            dne_at: None,
+            ttl_at: None,
+        }
+    }
+
+    pub(crate) fn status(&self) -> ResourceStatus {
+        ResourceStatus {
+            state: self.state,
+            version: self.cached.as_ref().map(|c| c.version.clone()),
+            rejected: self.rejected.as_deref().cloned(),
+            ttl_deadline: self.ttl_at,
+        }
+    }
+}

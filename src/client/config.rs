@@ -1,0 +1,90 @@
+//! How a [`Client`](super::Client) behaves: variant, transport, node, timers, NACK policy and
+//! limits.
+
+use core::time::Duration;
+
+use crate::message::{Transport, Variant};
+use crate::pb::envoy::config::core::v3::Node;
+
+/// What happens to the valid resources of a response in which some resource was rejected
+/// by the application's validator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum NackPolicy {
+    /// Envoy: reject the whole response; nothing of it is applied.
+    #[default]
+    RejectAll,
+    /// gRPC A46: apply the resources that passed validation, keep the previous value of those
+    /// that did not, and still NACK the response (with the previous good version).
+    KeepValid,
+}
+
+/// Bounds on what a peer can make the client hold. A response that would exceed one is
+/// NACKed with a message naming the limit and changes no state; a subscription that would
+/// exceed one is refused with [`ClientError::LimitExceeded`](super::ClientError).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Limits {
+    /// Names subscribed plus resources held, per type URL.
+    pub max_names_per_type: usize,
+    /// Resources (and removals) in one response.
+    pub max_resources_per_response: usize,
+    /// Bytes in one resource name (or alias).
+    pub max_name_len: usize,
+    /// Responses of one type held back while a deferred verdict is pending; one more is
+    /// NACKed unseen.
+    pub max_held_responses: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_names_per_type: 1_000_000,
+            max_resources_per_response: 1_000_000,
+            max_name_len: 2048,
+            max_held_responses: 64,
+        }
+    }
+}
+
+/// The configuration of one [`Client`](super::Client).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClientConfig {
+    /// SotW or incremental.
+    pub variant: Variant,
+    /// ADS (every type on this stream) or one type per stream.
+    pub transport: Transport,
+    /// The node identity sent on the first request of every stream.
+    pub node: Node,
+    /// Send the node on every request instead of only the first one of each stream
+    /// (`ApiConfigSource.set_node_on_first_message_only = false`).
+    pub node_on_every_request: bool,
+    /// The does-not-exist timer (gRPC A57, Envoy's `initial_fetch_timeout`); `None` disables
+    /// it. Default 15 s, as the protocol text recommends.
+    pub does_not_exist_timeout: Option<Duration>,
+    /// What a rejected resource does to the rest of its response.
+    pub nack_policy: NackPolicy,
+    /// Bounds on peer-controlled state.
+    pub limits: Limits,
+}
+
+impl ClientConfig {
+    /// A configuration with the defaults: node on the first request only, 15 s
+    /// does-not-exist timer, Envoy's reject-all NACK policy, default limits.
+    pub fn new(variant: Variant, transport: Transport, node: Node) -> ClientConfig {
+        ClientConfig {
+            variant,
+            transport,
+            node,
+            node_on_every_request: false,
+            does_not_exist_timeout: Some(Duration::from_secs(15)),
+            nack_policy: NackPolicy::RejectAll,
+            limits: Limits::default(),
+        }
+    }
+}
+
+impl Default for ClientConfig {
+    /// SotW over ADS with an empty node.
+    fn default() -> ClientConfig {
+        ClientConfig::new(Variant::Sotw, Transport::Aggregated, Node::default())
+    }
+}

@@ -1,0 +1,173 @@
+//! What the client tells the application: cache mutations, verdicts on responses,
+//! readiness, validation requests, and the errors of misused methods.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::fmt;
+
+use super::text::SharedStr;
+
+/// Why a resource left the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RemovalReason {
+    /// Incremental: named in `removed_resources` / `removed_resource_names`, or announced
+    /// as not existing by a body-less `Resource`.
+    ServerRemoved,
+    /// SotW LDS/CDS: absent from a full-state response (an empty one removes all).
+    AbsentFromResponse,
+    /// The application unsubscribed from it.
+    Unsubscribed,
+    /// Its TTL ran out without a refresh.
+    Expired,
+}
+
+/// Why a response was dropped without an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IgnoreReason {
+    /// The type URL was never subscribed on this client (the protocol says: ignore, no ACK).
+    NeverSubscribed,
+    /// A SotW response on an incremental client or the reverse.
+    WrongVariant,
+    /// The type URL does not travel on this per-type stream.
+    NotCarried,
+    /// No stream is up (`handle_response` between `disconnected` and `connected`).
+    NotConnected,
+}
+
+/// A ticket for a deferred validation; hand it back to
+/// [`Client::verdict`](super::Client::verdict).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VerdictTicket(pub(crate) u64);
+
+/// One resource the application must judge, in [`ClientEvent::ValidationNeeded`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingResource {
+    /// The resource name.
+    pub name: SharedStr,
+    /// The version it arrives with.
+    pub version: SharedStr,
+    /// Its body, a slice of the response buffer.
+    pub body: Bytes,
+}
+
+/// Something the application should know; drain with
+/// [`Client::poll_event`](super::Client::poll_event) after every input.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientEvent {
+    /// A resource was added or its body changed (not emitted when only the version or TTL
+    /// changed).
+    Upserted {
+        /// Type URL.
+        type_url: SharedStr,
+        /// Resource name.
+        name: SharedStr,
+        /// Its version (SotW: the response version unless a `Resource` wrapper gave one).
+        version: SharedStr,
+        /// The body, a zero-copy slice of the response buffer.
+        body: Bytes,
+        /// Other names the resource goes by (incremental).
+        aliases: Vec<SharedStr>,
+    },
+    /// A resource left the cache.
+    Removed {
+        /// Type URL.
+        type_url: SharedStr,
+        /// Resource name.
+        name: SharedStr,
+        /// Why.
+        reason: RemovalReason,
+    },
+    /// A subscribed name is known not to exist (timer, incremental removal or body-less
+    /// resource, or absence from a full-state SotW response).
+    DoesNotExist {
+        /// Type URL.
+        type_url: SharedStr,
+        /// The subscribed name.
+        name: SharedStr,
+    },
+    /// A response was accepted; its ACK is queued.
+    Acked {
+        /// Type URL.
+        type_url: SharedStr,
+        /// SotW: the version now applied; incremental: `system_version_info`.
+        version: SharedStr,
+        /// The response nonce.
+        nonce: SharedStr,
+    },
+    /// A response was rejected; its NACK is queued.
+    Nacked {
+        /// Type URL.
+        type_url: SharedStr,
+        /// The rejected version (SotW `version_info`, incremental `system_version_info`).
+        version: SharedStr,
+        /// The response nonce.
+        nonce: SharedStr,
+        /// The message sent in `error_detail` (capped).
+        error: String,
+        /// The names whose content was rejected; empty when the response as a whole broke a
+        /// protocol rule.
+        rejected: Vec<SharedStr>,
+    },
+    /// Every name subscribed before the type's first answer has arrived, been rejected or is
+    /// known not to exist (for a wildcard: the first response was handled). Once per type.
+    Ready {
+        /// Type URL.
+        type_url: SharedStr,
+    },
+    /// Deferred validation: judge these resources and call
+    /// [`Client::verdict`](super::Client::verdict). No request of this type is sent until
+    /// then.
+    ValidationNeeded {
+        /// The ticket to answer with.
+        ticket: VerdictTicket,
+        /// Type URL.
+        type_url: SharedStr,
+        /// SotW `version_info` / incremental `system_version_info`.
+        version: SharedStr,
+        /// The resources with a body that would be applied.
+        resources: Vec<PendingResource>,
+    },
+    /// A response was dropped unanswered.
+    Ignored {
+        /// Its type URL.
+        type_url: SharedStr,
+        /// Its nonce.
+        nonce: SharedStr,
+        /// Why.
+        reason: IgnoreReason,
+    },
+}
+
+/// The application misused a method; the client's state is unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientError {
+    /// A per-type stream cannot carry this type URL.
+    TypeNotCarried,
+    /// The type URL is empty.
+    EmptyTypeUrl,
+    /// An empty name, or no names for a type that has no legacy wildcard.
+    EmptyName,
+    /// A name is longer than [`Limits::max_name_len`](super::Limits) or a type would hold
+    /// more than [`Limits::max_names_per_type`](super::Limits).
+    LimitExceeded,
+    /// The ticket is unknown, already answered, or from a stream that has since broken.
+    UnknownTicket,
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ClientError::TypeNotCarried => "this per-type stream does not carry that type URL",
+            ClientError::EmptyTypeUrl => "empty type URL",
+            ClientError::EmptyName => {
+                "empty resource name, or no names for a type without legacy wildcard"
+            }
+            ClientError::LimitExceeded => "a configured limit would be exceeded",
+            ClientError::UnknownTicket => "unknown or stale verdict ticket",
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for ClientError {}

@@ -1,0 +1,55 @@
+//! Per-resource status for a CSDS-style dump (`envoy.admin.v3.ClientResourceStatus`), read
+//! from the same records the events come from.
+
+use alloc::string::String;
+
+use super::text::SharedStr;
+use crate::time::Instant;
+
+/// Where a name stands, as CSDS reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ResourceState {
+    /// Subscribed, not received yet.
+    Requested,
+    /// Known not to exist.
+    DoesNotExist,
+    /// Received and accepted.
+    Acked,
+    /// The last update of it was rejected (a previous accepted body may still be held).
+    Nacked,
+    /// Its TTL ran out; it was removed.
+    Expired,
+}
+
+/// The last rejected update of a resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    /// The version that was rejected.
+    pub version: SharedStr,
+    /// Why.
+    pub error: String,
+}
+
+/// The status of one name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceStatus {
+    /// Where it stands.
+    pub state: ResourceState,
+    /// The accepted version held, if any.
+    pub version: Option<SharedStr>,
+    /// The last rejected update, until a later one is accepted.
+    pub rejected: Option<Rejection>,
+    /// When the held resource expires, if it has a TTL.
+    pub ttl_deadline: Option<Instant>,
+}
+
+/// One row of [`Client::dump`](super::Client::dump).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusEntry {
+    /// Type URL.
+    pub type_url: SharedStr,
+    /// Resource name.
+    pub name: SharedStr,
+    /// Its status.
+    pub status: ResourceStatus,
+}

@@ -1,0 +1,201 @@
+//! What the application wants of one type, and what this stream has been told of it: the
+//! one home of wildcard (legacy and explicit `*`) and of subscribe/unsubscribe merging.
+
+use alloc::collections::BTreeSet;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::text::SharedStr;
+
+/// The explicit wildcard name.
+pub const WILDCARD: &str = "*";
+
+#[derive(Debug, Default)]
+pub(crate) struct Subscription {
+    /// Names wanted, `*` included when wildcard; sorted, so requests are deterministic.
+    pub(crate) desired: BTreeSet<SharedStr>,
+    /// The wildcard came from an empty subscribe (legacy wildcard of LDS/CDS).
+    pub(crate) legacy: bool,
+    /// SotW: the name list of the last request sent on this stream.
+    pub(crate) last_sent: Option<Vec<SharedStr>>,
+    /// SotW: a request with names was sent on this stream, so an empty list now means
+    /// "nothing" rather than legacy wildcard.
+    pub(crate) named_on_stream: bool,
+    /// Incremental: the names this stream's server tracks for us.
+    pub(crate) told: BTreeSet<SharedStr>,
+    /// Incremental: the server holds a legacy (implicit) wildcard for us.
+    pub(crate) told_legacy: bool,
+    /// Incremental: subscriptions not sent yet.
+    pub(crate) pending_sub: BTreeSet<SharedStr>,
+    /// Incremental: unsubscriptions not sent yet.
+    pub(crate) pending_unsub: BTreeSet<SharedStr>,
+}
+
+impl Subscription {
+    pub(crate) fn is_wildcard(&self) -> bool {
+        self.desired.contains(WILDCARD)
+    }
+
+    pub(crate) fn has_interest(&self) -> bool {
+        !self.desired.is_empty()
+    }
+
+    /// Whether `name` was asked for by name (not through the wildcard).
+    pub(crate) fn names(&self, name: &str) -> bool {
+        name != WILDCARD && self.desired.contains(name)
+    }
+
+    /// Adds a wanted name; true if it is new. Merges with unsent changes: an unsent
+    /// unsubscribe of it is cancelled and a subscribe is queued anyway, so the server
+    /// resends a resource the client dropped (the RemoveThenAdd case).
+    pub(crate) fn add(&mut self, name: SharedStr, legacy: bool) -> bool {
+        if name == WILDCARD {
+            // An explicit `*` turns a legacy wildcard explicit; an empty subscribe keeps an
+            // explicit one explicit.
+            self.legacy = legacy && (self.legacy || !self.desired.contains(WILDCARD));
+        }
+        if !self.desired.insert(name.clone()) {
+            return false;
+        }
+        self.pending_unsub.remove(&name);
+        self.pending_sub.insert(name);
+        true
+    }
+
+    /// Removes a wanted name; true if it was wanted. A subscribe not sent yet is cancelled;
+    /// an unsubscribe is queued only if the server was told of the name.
+    pub(crate) fn remove(&mut self, name: &str) -> bool {
+        let Some(name) = self.desired.take(name) else {
+            return false;
+        };
+        if name == WILDCARD {
+            self.legacy = false;
+        }
+        self.pending_sub.remove(&name);
+        if self.told.contains(&name) {
+            self.pending_unsub.insert(name);
+        }
+        true
+    }
+
+    /// Incremental: ask for `name` again although the server believes we hold it (TTL
+    /// expiry): the server must answer every name in `resource_names_subscribe`.
+    pub(crate) fn resubscribe(&mut self, name: &SharedStr) {
+        if self.desired.contains(name) {
+            self.pending_sub.insert(name.clone());
+        }
+    }
+
+    /// Forgets everything the broken stream was told.
+    pub(crate) fn reset_stream(&mut self) {
+        self.last_sent = None;
+        self.named_on_stream = false;
+        self.told.clear();
+        self.told_legacy = false;
+        self.pending_sub.clear();
+        self.pending_unsub.clear();
+    }
+
+    /// SotW: the `resource_names` of the next request. A lone legacy wildcard is the empty
+    /// list while no name was sent on this stream; after that it is an explicit `*`.
+    pub(crate) fn sotw_names(&self, legacy_capable: bool) -> Vec<SharedStr> {
+        if legacy_capable && self.legacy && self.desired.len() == 1 && !self.named_on_stream {
+            return Vec::new();
+        }
+        self.desired.iter().cloned().collect()
+    }
+
+    /// SotW: whether an interest-only request is worth sending (its list differs from the
+    /// last one sent on this stream).
+    pub(crate) fn sotw_changed(&self, legacy_capable: bool) -> bool {
+        self.last_sent.as_deref() != Some(&self.sotw_names(legacy_capable)[..])
+    }
+
+    /// SotW: records the list just sent.
+    pub(crate) fn sotw_sent(&mut self, names: Vec<SharedStr>) {
+        if !names.is_empty() {
+            self.named_on_stream = true;
+        }
+        self.last_sent = Some(names);
+    }
+
+    /// Incremental: the `resource_names_subscribe` of the first request of a stream: every
+    /// name of interest (empty for a lone legacy wildcard).
+    pub(crate) fn delta_initial(&mut self, legacy_capable: bool) -> Vec<String> {
+        self.pending_sub.clear();
+        self.pending_unsub.clear();
+        self.told = self.desired.clone();
+        if legacy_capable && self.legacy && self.desired.len() == 1 {
+            self.told_legacy = true;
+            return Vec::new();
+        }
+        self.desired.iter().map(String::from).collect()
+    }
+
+    /// Incremental: the unsent subscribe / unsubscribe diffs, sorted; marks them told.
+    pub(crate) fn delta_take_diff(&mut self) -> (Vec<String>, Vec<String>) {
+        if !self.pending_sub.is_empty() && self.told_legacy {
+            // Adding names to a legacy wildcard: keep the wildcard by naming it.
+            self.told_legacy = false;
+            if self.desired.contains(WILDCARD) {
+                self.pending_sub.insert(SharedStr::from_static(WILDCARD));
+            }
+        }
+        let sub: Vec<String> = self.pending_sub.iter().map(String::from).collect();
+        let unsub: Vec<String> = self.pending_unsub.iter().map(String::from).collect();
+        for n in core::mem::take(&mut self.pending_sub) {
+            self.told.insert(n);
+        }
+        for n in core::mem::take(&mut self.pending_unsub) {
+            if n == WILDCARD {
+                self.told_legacy = false;
+            }
+            self.told.remove(&n);
+        }
+        (sub, unsub)
+    }
+
+    pub(crate) fn delta_has_diff(&self) -> bool {
+        !self.pending_sub.is_empty() || !self.pending_unsub.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn s(x: &str) -> SharedStr {
+        SharedStr::from(x)
+    }
+
+    #[test]
+    fn subscribe_then_unsubscribe_before_sending_cancels_out() {
+        let mut sub = Subscription::default();
+        sub.add(s("a"), false);
+        sub.remove("a");
+        assert!(!sub.delta_has_diff());
+    }
+
+    #[test]
+    fn remove_then_add_still_subscribes() {
+        let mut sub = Subscription::default();
+        sub.add(s("a"), false);
+        assert_eq!(sub.delta_take_diff(), (vec!["a".into()], vec![]));
+        sub.remove("a");
+        sub.add(s("a"), false);
+        assert_eq!(sub.delta_take_diff(), (vec!["a".into()], vec![]));
+    }
+
+    #[test]
+    fn legacy_wildcard_becomes_explicit_once_named() {
+        let mut sub = Subscription::default();
+        sub.add(s(WILDCARD), true);
+        assert!(sub.sotw_names(true).is_empty());
+        sub.add(s("x"), false);
+        assert_eq!(sub.sotw_names(true), vec![s("*"), s("x")]);
+        sub.sotw_sent(sub.sotw_names(true));
+        sub.remove("x");
+        assert_eq!(sub.sotw_names(true), vec![s("*")]);
+    }
+}

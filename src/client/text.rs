@@ -1,0 +1,137 @@
+//! [`SharedStr`]: a UTF-8 string that is a `Bytes` slice, so names, versions and type URLs
+//! cost a reference count to clone instead of an allocation, and a SotW resource name can be
+//! a zero-copy slice of the resource body it was read from.
+
+use alloc::string::String;
+use bytes::Bytes;
+use core::borrow::Borrow;
+use core::fmt;
+use core::hash::{Hash, Hasher};
+use core::ops::Deref;
+
+/// An immutable UTF-8 string backed by [`Bytes`]: cloning it never copies, and it can point
+/// into a decoded message buffer.
+///
+/// It hashes, compares and orders exactly like the `str` it holds, so maps keyed by
+/// `SharedStr` can be looked up with a `&str`.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SharedStr(Bytes);
+
+impl SharedStr {
+    /// The empty string.
+    pub const EMPTY: SharedStr = SharedStr(Bytes::from_static(b""));
+
+    /// Wraps `bytes` if it is valid UTF-8 (no copy).
+    pub fn from_utf8(bytes: Bytes) -> Result<SharedStr, core::str::Utf8Error> {
+        core::str::from_utf8(&bytes)?;
+        Ok(SharedStr(bytes))
+    }
+
+    /// A string that lives for the whole program (no allocation).
+    pub const fn from_static(s: &'static str) -> SharedStr {
+        SharedStr(Bytes::from_static(s.as_bytes()))
+    }
+
+    /// The string.
+    pub fn as_str(&self) -> &str {
+        // Every constructor checks UTF-8, so this never falls back.
+        core::str::from_utf8(&self.0).unwrap_or("")
+    }
+
+    /// The underlying bytes (shares the buffer).
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.0
+    }
+}
+
+impl From<String> for SharedStr {
+    /// Takes the string's allocation (no copy).
+    fn from(s: String) -> SharedStr {
+        SharedStr(Bytes::from(s))
+    }
+}
+
+impl From<&str> for SharedStr {
+    /// Copies the string once.
+    fn from(s: &str) -> SharedStr {
+        SharedStr(Bytes::copy_from_slice(s.as_bytes()))
+    }
+}
+
+impl From<SharedStr> for String {
+    fn from(s: SharedStr) -> String {
+        String::from(s.as_str())
+    }
+}
+
+impl From<&SharedStr> for String {
+    fn from(s: &SharedStr) -> String {
+        String::from(s.as_str())
+    }
+}
+
+impl Deref for SharedStr {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for SharedStr {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Borrow<str> for SharedStr {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Hash for SharedStr {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl PartialEq<str> for SharedStr {
+    fn eq(&self, other: &str) -> bool {
+        self.0.as_ref() == other.as_bytes()
+    }
+}
+
+impl PartialEq<&str> for SharedStr {
+    fn eq(&self, other: &&str) -> bool {
+        self.0.as_ref() == other.as_bytes()
+    }
+}
+
+impl fmt::Debug for SharedStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for SharedStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hashbrown::HashMap;
+
+    #[test]
+    fn behaves_like_str_in_maps() {
+        let mut map: HashMap<SharedStr, u32> = HashMap::new();
+        map.insert(SharedStr::from("a"), 1);
+        assert_eq!(map.get("a"), Some(&1));
+        assert!(SharedStr::from_utf8(Bytes::from_static(&[0xff])).is_err());
+        assert_eq!(SharedStr::from(String::from("x")), "x");
+        let (a, b) = (SharedStr::from("a"), SharedStr::from("b"));
+        assert!(a < b);
+    }
+}

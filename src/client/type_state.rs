@@ -1,0 +1,530 @@
+//! The state of one type URL, and the apply step shared by SotW and incremental: cache
+//! mutations, removals, does-not-exist, TTL, per-resource status, readiness and the reply.
+//! Every rule here has this one home; the variant parsers only turn a response into an
+//! [`Update`].
+
+use alloc::collections::VecDeque;
+use alloc::string::String;
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::time::Duration;
+use hashbrown::{HashMap, HashSet};
+
+use super::cache::{CachedResource, Record};
+use super::config::NackPolicy;
+use super::event::{ClientEvent, RemovalReason, VerdictTicket};
+use super::status::{Rejection, ResourceState};
+use super::subscription::{Subscription, WILDCARD};
+use super::text::SharedStr;
+use super::timers::{TimerKind, Timers};
+use super::update::{Incoming, Update};
+use super::validation::{nack_status, rejection_message};
+use crate::message::{Response, Variant};
+use crate::pb::google::rpc::Status;
+use crate::time::Instant;
+use crate::types::TypeInfo;
+
+/// An answer owed to one response, sent in order.
+#[derive(Debug, Clone)]
+pub(crate) struct Reply {
+    pub(crate) nonce: SharedStr,
+    /// SotW: the version to report (applied for an ACK, previous good for a NACK).
+    pub(crate) version: SharedStr,
+    pub(crate) error: Option<Status>,
+}
+
+/// A response held back while a verdict is pending.
+#[derive(Debug)]
+pub(crate) enum Held {
+    Response(Response),
+    /// Over [`Limits::max_held_responses`](super::Limits): NACKed when its turn comes.
+    Overflow {
+        nonce: SharedStr,
+        version: SharedStr,
+    },
+}
+
+/// What the shared step needs from the client besides the type.
+pub(crate) struct Ctx<'a> {
+    pub(crate) idx: usize,
+    pub(crate) now: Instant,
+    pub(crate) variant: Variant,
+    pub(crate) policy: NackPolicy,
+    pub(crate) timers: &'a mut Timers,
+    pub(crate) events: &'a mut VecDeque<ClientEvent>,
+}
+
+#[derive(Debug)]
+pub(crate) struct TypeState {
+    pub(crate) url: SharedStr,
+    pub(crate) info: TypeInfo,
+    pub(crate) sub: Subscription,
+    pub(crate) records: HashMap<SharedStr, Record>,
+    /// alias -> resource name (incremental).
+    pub(crate) aliases: HashMap<SharedStr, SharedStr>,
+    /// SotW: last accepted `version_info` (survives reconnects).
+    pub(crate) version: SharedStr,
+    /// Incremental: last accepted `system_version_info` (status only).
+    pub(crate) system_version: SharedStr,
+    // --- this stream ---
+    pub(crate) sent_first: bool,
+    /// Latest response nonce of this type on this stream.
+    pub(crate) nonce: SharedStr,
+    pub(crate) replies: VecDeque<Reply>,
+    /// SotW: send a request even if the names did not change (version reset on TTL expiry).
+    pub(crate) resend: bool,
+    /// In the client's send queue.
+    pub(crate) queued: bool,
+    // --- validation ---
+    pub(crate) pending: Option<(VerdictTicket, Update)>,
+    pub(crate) held: VecDeque<Held>,
+    // --- readiness ---
+    pub(crate) ready: bool,
+    pub(crate) armed: bool,
+    pub(crate) awaiting: HashSet<SharedStr>,
+    pub(crate) awaiting_wildcard: bool,
+}
+
+impl TypeState {
+    pub(crate) fn new(url: SharedStr) -> TypeState {
+        let info = TypeInfo::of(&url);
+        TypeState {
+            url,
+            info,
+            sub: Subscription::default(),
+            records: HashMap::new(),
+            aliases: HashMap::new(),
+            version: SharedStr::EMPTY,
+            system_version: SharedStr::EMPTY,
+            sent_first: false,
+            nonce: SharedStr::EMPTY,
+            replies: VecDeque::new(),
+            resend: false,
+            queued: false,
+            pending: None,
+            held: VecDeque::new(),
+            ready: false,
+            armed: false,
+            awaiting: HashSet::new(),
+            awaiting_wildcard: false,
+        }
+    }
+
+    /// Whether a resource named `name` (with `aliases`) is wanted.
+    pub(crate) fn wants(&self, name: &str, aliases: &[SharedStr]) -> bool {
+        self.sub.is_wildcard() || self.sub.names(name) || aliases.iter().any(|a| self.sub.names(a))
+    }
+
+    /// The record of `name`, following an alias.
+    pub(crate) fn record(&self, name: &str) -> Option<&Record> {
+        self.records.get(name).or_else(|| {
+            self.aliases
+                .get(name)
+                .and_then(|real| self.records.get(real.as_str()))
+        })
+    }
+
+    /// Forgets the stream (the client keeps cache, versions and subscriptions).
+    pub(crate) fn reset_stream(&mut self) {
+        self.sent_first = false;
+        self.nonce = SharedStr::EMPTY;
+        self.replies.clear();
+        self.resend = false;
+        self.queued = false;
+        self.pending = None;
+        self.held.clear();
+        self.sub.reset_stream();
+        for rec in self.records.values_mut() {
+            rec.dne_at = None;
+        }
+    }
+
+    // ---------------------------------------------------------------- readiness
+
+    pub(crate) fn arm_ready(&mut self, name: &SharedStr) {
+        if self.ready {
+            return;
+        }
+        self.armed = true;
+        if name == WILDCARD {
+            self.awaiting_wildcard = true;
+        } else if self
+            .records
+            .get(name)
+            .is_none_or(|r| r.cached.is_none() && r.state == ResourceState::Requested)
+        {
+            self.awaiting.insert(name.clone());
+        }
+    }
+
+    pub(crate) fn check_ready(&mut self, events: &mut VecDeque<ClientEvent>) {
+        if !self.ready && self.armed && self.awaiting.is_empty() && !self.awaiting_wildcard {
+            self.ready = true;
+            events.push_back(ClientEvent::Ready {
+                type_url: self.url.clone(),
+            });
+        }
+    }
+
+    // ---------------------------------------------------------------- apply
+
+    /// Applies a checked response with the application's rejections (name, reason), queues
+    /// the reply, and emits the events.
+    pub(crate) fn apply(
+        &mut self,
+        update: Update,
+        rejections: Vec<(SharedStr, String)>,
+        cx: &mut Ctx<'_>,
+    ) {
+        let nack = !rejections.is_empty();
+        for (name, error) in &rejections {
+            let version = update
+                .resources
+                .iter()
+                .find(|r| &r.name == name)
+                .map_or_else(|| update.version.clone(), |r| r.version.clone());
+            let rec = self
+                .records
+                .entry(name.clone())
+                .or_insert_with(Record::requested);
+            rec.state = ResourceState::Nacked;
+            rec.rejected = Some(alloc::boxed::Box::new(Rejection {
+                version,
+                error: error.clone(),
+            }));
+            self.awaiting.remove(name.as_str());
+        }
+        if !nack || cx.policy == NackPolicy::KeepValid {
+            let rejected: HashSet<&SharedStr> = rejections.iter().map(|(n, _)| n).collect();
+            let present: Option<HashSet<SharedStr>> = update
+                .full_state
+                .then(|| update.resources.iter().map(|r| r.name.clone()).collect());
+            for inc in update.resources.iter() {
+                if rejected.contains(&inc.name) {
+                    continue;
+                }
+                match &inc.body {
+                    Some(body) => self.upsert(inc, body.clone(), cx),
+                    None => self.bodyless(inc, cx),
+                }
+            }
+            for name in &update.removed {
+                self.server_removed(name, cx);
+            }
+            if let Some(present) = present {
+                let mut absent: Vec<SharedStr> = self
+                    .records
+                    .iter()
+                    .filter(|(n, r)| r.cached.is_some() && !present.contains(*n))
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                absent.sort_unstable();
+                for name in absent {
+                    self.remove_cached(&name, RemovalReason::AbsentFromResponse, cx);
+                    if self.sub.names(&name) {
+                        self.mark_dne(&name, cx);
+                    }
+                }
+            }
+        }
+        if nack {
+            let message = rejection_message(&rejections);
+            let status = nack_status(&message);
+            cx.events.push_back(ClientEvent::Nacked {
+                type_url: self.url.clone(),
+                version: update.version.clone(),
+                nonce: update.nonce.clone(),
+                error: status.message.clone(),
+                rejected: rejections.into_iter().map(|(n, _)| n).collect(),
+            });
+            self.replies.push_back(Reply {
+                nonce: update.nonce,
+                version: self.version.clone(),
+                error: Some(status),
+            });
+        } else {
+            match cx.variant {
+                Variant::Sotw => self.version = update.version.clone(),
+                Variant::Delta => self.system_version = update.version.clone(),
+            }
+            cx.events.push_back(ClientEvent::Acked {
+                type_url: self.url.clone(),
+                version: update.version,
+                nonce: update.nonce.clone(),
+            });
+            self.replies.push_back(Reply {
+                nonce: update.nonce,
+                version: self.version.clone(),
+                error: None,
+            });
+        }
+        self.awaiting_wildcard = false;
+        self.check_ready(cx.events);
+    }
+
+    /// A response rejected whole for a protocol reason: NACK, no state change.
+    pub(crate) fn reject(
+        &mut self,
+        nonce: SharedStr,
+        version: SharedStr,
+        message: &str,
+        cx: &mut Ctx<'_>,
+    ) {
+        let status = nack_status(message);
+        cx.events.push_back(ClientEvent::Nacked {
+            type_url: self.url.clone(),
+            version,
+            nonce: nonce.clone(),
+            error: status.message.clone(),
+            rejected: Vec::new(),
+        });
+        self.replies.push_back(Reply {
+            nonce,
+            version: self.version.clone(),
+            error: Some(status),
+        });
+        self.awaiting_wildcard = false;
+        self.check_ready(cx.events);
+    }
+
+    fn upsert(&mut self, inc: &Incoming, body: Bytes, cx: &mut Ctx<'_>) {
+        // A name subscribed through an alias resolves to this resource.
+        for alias in &inc.aliases {
+            if alias != &inc.name && self.records.get(alias).is_some_and(|r| r.cached.is_none()) {
+                if let Some(rec) = self.records.remove(alias) {
+                    if let Some(at) = rec.dne_at {
+                        cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, alias);
+                    }
+                }
+                self.awaiting.remove(alias.as_str());
+            }
+        }
+        let rec = self
+            .records
+            .entry(inc.name.clone())
+            .or_insert_with(Record::requested);
+        if let Some(at) = rec.dne_at.take() {
+            cx.timers
+                .disarm(at, TimerKind::DoesNotExist, cx.idx, &inc.name);
+        }
+        let changed = rec.cached.as_ref().is_none_or(|c| c.body != body);
+        if let Some(old) = rec.cached.take() {
+            for a in &old.aliases {
+                self.aliases.remove(a.as_str());
+            }
+        }
+        for a in &inc.aliases {
+            self.aliases.insert(a.clone(), inc.name.clone());
+        }
+        rec.cached = Some(CachedResource {
+            version: inc.version.clone(),
+            body: body.clone(),
+            aliases: inc.aliases.clone(),
+            ttl: inc.ttl,
+        });
+        rec.state = ResourceState::Acked;
+        rec.rejected = None;
+        set_ttl(rec, &inc.name, inc.ttl, cx);
+        self.awaiting.remove(inc.name.as_str());
+        if changed {
+            cx.events.push_back(ClientEvent::Upserted {
+                type_url: self.url.clone(),
+                name: inc.name.clone(),
+                version: inc.version.clone(),
+                body,
+                aliases: inc.aliases.clone(),
+            });
+        }
+    }
+
+    /// A resource without a body: a heartbeat when held at that version (refreshes the
+    /// TTL); otherwise, incremental only, "this resource does not exist".
+    fn bodyless(&mut self, inc: &Incoming, cx: &mut Ctx<'_>) {
+        if let Some(rec) = self.records.get_mut(inc.name.as_str()) {
+            if rec
+                .cached
+                .as_ref()
+                .is_some_and(|c| c.version == inc.version)
+            {
+                if let Some(c) = rec.cached.as_mut() {
+                    c.ttl = inc.ttl;
+                }
+                set_ttl(rec, &inc.name, inc.ttl, cx);
+                return;
+            }
+        }
+        if cx.variant == Variant::Delta {
+            self.server_removed(&inc.name, cx);
+            for alias in &inc.aliases {
+                if self.sub.names(alias)
+                    && self.records.get(alias).is_none_or(|r| r.cached.is_none())
+                {
+                    self.mark_dne(alias, cx);
+                }
+            }
+        }
+    }
+
+    /// Incremental removal of `name`: drop it if held; a name still subscribed does not exist.
+    pub(crate) fn server_removed(&mut self, name: &SharedStr, cx: &mut Ctx<'_>) {
+        let aliases: Vec<SharedStr> = self
+            .records
+            .get(name.as_str())
+            .and_then(|r| r.cached.as_ref())
+            .map(|c| c.aliases.clone())
+            .unwrap_or_default();
+        self.remove_cached(name, RemovalReason::ServerRemoved, cx);
+        if self.sub.names(name) {
+            self.mark_dne(name, cx);
+        }
+        for alias in aliases {
+            if self.sub.names(&alias) {
+                self.mark_dne(&alias, cx);
+            }
+        }
+    }
+
+    /// Drops a held resource and says so; keeps the record only while the name is
+    /// subscribed by name. Returns whether something was held.
+    pub(crate) fn remove_cached(
+        &mut self,
+        name: &SharedStr,
+        reason: RemovalReason,
+        cx: &mut Ctx<'_>,
+    ) -> bool {
+        let Some(rec) = self.records.get_mut(name.as_str()) else {
+            return false;
+        };
+        let Some(old) = rec.cached.take() else {
+            return false;
+        };
+        for a in &old.aliases {
+            self.aliases.remove(a.as_str());
+        }
+        if let Some(at) = rec.ttl_at.take() {
+            cx.timers.disarm(at, TimerKind::Ttl, cx.idx, name);
+        }
+        if reason == RemovalReason::Expired {
+            rec.state = ResourceState::Expired;
+        }
+        if !self.sub.names(name) {
+            if let Some(rec) = self.records.remove(name.as_str()) {
+                if let Some(at) = rec.dne_at {
+                    cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, name);
+                }
+            }
+        }
+        cx.events.push_back(ClientEvent::Removed {
+            type_url: self.url.clone(),
+            name: name.clone(),
+            reason,
+        });
+        true
+    }
+
+    /// A subscribed name is known not to exist.
+    pub(crate) fn mark_dne(&mut self, name: &SharedStr, cx: &mut Ctx<'_>) {
+        let rec = self
+            .records
+            .entry(name.clone())
+            .or_insert_with(Record::requested);
+        if let Some(at) = rec.dne_at.take() {
+            cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, name);
+        }
+        if rec.state != ResourceState::DoesNotExist {
+            rec.state = ResourceState::DoesNotExist;
+            cx.events.push_back(ClientEvent::DoesNotExist {
+                type_url: self.url.clone(),
+                name: name.clone(),
+            });
+        }
+        self.awaiting.remove(name.as_str());
+    }
+
+    /// Starts the does-not-exist timer of each name just sent that is neither held, known
+    /// not to exist, nor already timed (gRPC A57: only when sent on a connected stream).
+    pub(crate) fn start_dne_timers(
+        &mut self,
+        names: &[SharedStr],
+        timeout: Option<Duration>,
+        cx: &mut Ctx<'_>,
+    ) {
+        let Some(timeout) = timeout else {
+            return;
+        };
+        let at = cx.now.saturating_add(timeout);
+        for name in names {
+            if name == WILDCARD {
+                continue;
+            }
+            if let Some(rec) = self.records.get_mut(name.as_str()) {
+                if rec.cached.is_none()
+                    && rec.state == ResourceState::Requested
+                    && rec.dne_at.is_none()
+                {
+                    rec.dne_at = Some(at);
+                    cx.timers
+                        .arm(at, TimerKind::DoesNotExist, cx.idx, name.clone());
+                }
+            }
+        }
+    }
+
+    /// A timer of this type fired.
+    pub(crate) fn fire(
+        &mut self,
+        at: Instant,
+        kind: TimerKind,
+        name: &SharedStr,
+        cx: &mut Ctx<'_>,
+    ) {
+        let Some(rec) = self.records.get_mut(name.as_str()) else {
+            return;
+        };
+        match kind {
+            TimerKind::DoesNotExist => {
+                if rec.dne_at != Some(at) {
+                    return;
+                }
+                rec.dne_at = None;
+                if rec.cached.is_none() && rec.state == ResourceState::Requested {
+                    self.mark_dne(name, cx);
+                }
+            }
+            TimerKind::Ttl => {
+                if rec.ttl_at != Some(at) {
+                    return;
+                }
+                rec.ttl_at = None;
+                self.remove_cached(name, RemovalReason::Expired, cx);
+                // envoy#15667: ask again so the server re-delivers what expired.
+                match cx.variant {
+                    Variant::Sotw => {
+                        self.version = SharedStr::EMPTY;
+                        if self.sent_first {
+                            self.resend = true;
+                        }
+                    }
+                    Variant::Delta => {
+                        if self.sent_first {
+                            self.sub.resubscribe(name);
+                        }
+                    }
+                }
+            }
+        }
+        self.check_ready(cx.events);
+    }
+}
+
+/// Sets, resets or clears the TTL timer of a held resource.
+fn set_ttl(rec: &mut Record, name: &SharedStr, ttl: Option<Duration>, cx: &mut Ctx<'_>) {
+    if let Some(at) = rec.ttl_at.take() {
+        cx.timers.disarm(at, TimerKind::Ttl, cx.idx, name);
+    }
+    if let Some(ttl) = ttl {
+        let at = cx.now.saturating_add(ttl);
+        rec.ttl_at = Some(at);
+        cx.timers.arm(at, TimerKind::Ttl, cx.idx, name.clone());
+    }
+}
