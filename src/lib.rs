@@ -21,8 +21,10 @@ extern crate std;
 pub mod message;
 pub mod pb;
 pub mod resource;
+pub mod server;
 pub mod time;
 pub mod types;
 
 pub use message::{Request, Response, Transport, Variant};
+pub use server::{ResourceStore, ServerConfig, ServerEvent, ServerStream, StreamSet};
 pub use time::Instant;
