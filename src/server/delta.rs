@@ -12,6 +12,7 @@ use alloc::vec::Vec;
 use super::flow::{SendCtx, Timers};
 use super::sotw::Diff;
 use super::store::ResourceStore;
+use super::version::pair_hash;
 use super::NotFoundReporting;
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource};
 use crate::types::TypeInfo;
@@ -19,8 +20,9 @@ use crate::types::TypeInfo;
 /// What the server believes the client holds for one name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Known {
-    /// This version (told by `initial_resource_versions`, or sent).
-    Version(String),
+    /// This version (told by `initial_resource_versions`, or sent), with its entry hash
+    /// (name, version, TTL) to tell a TTL change.
+    Version(String, u64),
     /// The client was told the name does not exist (not-found or removal).
     Absent,
 }
@@ -119,8 +121,9 @@ impl DeltaState {
                 if name == "*" {
                     continue;
                 }
+                let pair = pair_hash(name, version);
                 self.known
-                    .insert(name.clone(), Known::Version(version.clone()));
+                    .insert(name.clone(), Known::Version(version.clone(), pair));
                 if self.names.insert(name.clone()) {
                     diff.added.push(name.clone());
                 }
@@ -258,13 +261,13 @@ impl DeltaState {
                     if !self.covers(&name, r.aliases()) {
                         continue;
                     }
-                    let held = matches!(self.known.get(name.as_str()), Some(Known::Version(v)) if v == r.version());
+                    let held = matches!(self.known.get(name.as_str()), Some(Known::Version(_, pair)) if *pair == r.pair_hash());
                     if !held {
                         self.out_upserts.insert(name, true);
                     }
                 }
                 None => match self.known.get(name.as_str()) {
-                    Some(Known::Version(_)) => {
+                    Some(Known::Version(..)) => {
                         self.out_removals.insert(name);
                     }
                     Some(Known::Absent) => {}
@@ -278,7 +281,7 @@ impl DeltaState {
         }
         for name in core::mem::take(&mut self.heartbeats_due) {
             if let Some(r) = store.get(t, &name) {
-                let held = matches!(self.known.get(name.as_str()), Some(Known::Version(v)) if v == r.version());
+                let held = matches!(self.known.get(name.as_str()), Some(Known::Version(_, pair)) if *pair == r.pair_hash());
                 if held && r.ttl().is_some() {
                     self.out_upserts.entry(name).or_insert(false);
                 }
@@ -314,17 +317,19 @@ impl DeltaState {
             for (name, with_body) in core::mem::take(&mut self.out_upserts) {
                 match store.get(t, &name) {
                     Some(r) => {
-                        let held = matches!(self.known.get(name.as_str()), Some(Known::Version(v)) if v == r.version());
+                        let held = matches!(self.known.get(name.as_str()), Some(Known::Version(_, pair)) if *pair == r.pair_hash());
                         resources.push(r.delta_resource(t, with_body || !held));
                         match r.ttl() {
                             Some(ttl) => timers.schedule(&name, now + ttl / divisor),
                             None => timers.cancel(&name),
                         }
-                        self.known
-                            .insert(name, Known::Version(String::from(r.version())));
+                        self.known.insert(
+                            name,
+                            Known::Version(String::from(r.version()), r.pair_hash()),
+                        );
                     }
                     None => {
-                        if matches!(self.known.get(name.as_str()), Some(Known::Version(_))) {
+                        if matches!(self.known.get(name.as_str()), Some(Known::Version(..))) {
                             self.out_removals.insert(name);
                         }
                     }

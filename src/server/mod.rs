@@ -28,7 +28,7 @@
 //!
 //! A resource's default version is FNV-1a 64 of its body ([`body_version`]); the
 //! application may supply its own. The SotW `version_info` of a type is a digest of the
-//! `(name, version)` pairs the response leaves the client holding ([`VersionSum`]): the same
+//! `(name, version, TTL)` of what the response leaves the client holding ([`VersionSum`]): the same
 //! on every replica, so a client reconnecting to another replica with the `version_info`
 //! it holds for LDS/CDS is not sent the same state again. Delta's `system_version_info` is
 //! the digest of the whole type in the store (debug only, as the protocol says).
@@ -131,4 +131,4 @@ pub use store::{
     DEFAULT_LOG_CAPACITY,
 };
 pub use stream::{NotFoundReporting, ServerConfig, ServerStream};
-pub use version::{body_version, fnv1a64, pair_hash, VersionSum};
+pub use version::{body_version, entry_hash, fnv1a64, pair_hash, VersionSum};

@@ -47,8 +47,8 @@ pub(crate) struct SotwState {
     resync: bool,
     /// A new wildcard subscription: answered even when empty.
     answer_due: bool,
-    /// Non-full-state types: the version of each resource sent (and its pair hash).
-    sent: BTreeMap<String, (String, u64)>,
+    /// Non-full-state types: the entry hash (name, version, TTL) of each resource sent.
+    sent: BTreeMap<String, u64>,
     /// Non-full-state types: the digest of `sent`.
     sum: VersionSum,
     /// The last `version_info` sent, or the one the client claimed on its first request.
@@ -161,7 +161,7 @@ impl SotwState {
         }
         if self.wildcard == Wildcard::Off {
             for name in &diff.removed {
-                if let Some((_, pair)) = self.sent.remove(name.as_str()) {
+                if let Some(pair) = self.sent.remove(name.as_str()) {
                     self.sum.remove(pair);
                 }
             }
@@ -173,16 +173,16 @@ impl SotwState {
     }
 
     fn forget(&mut self, name: &str) {
-        if let Some((_, pair)) = self.sent.remove(name) {
+        if let Some(pair) = self.sent.remove(name) {
             self.sum.remove(pair);
         }
     }
 
     fn record_sent(&mut self, resource: &StoredResource) {
-        if let Some((_, pair)) = self.sent.insert(
-            String::from(resource.name()),
-            (String::from(resource.version()), resource.pair_hash()),
-        ) {
+        if let Some(pair) = self
+            .sent
+            .insert(String::from(resource.name()), resource.pair_hash())
+        {
             self.sum.remove(pair);
         }
         self.sum.add(resource.pair_hash());
@@ -307,7 +307,7 @@ impl SotwState {
                     let same = self
                         .sent
                         .get(name.as_str())
-                        .is_some_and(|(v, _)| v == r.version());
+                        .is_some_and(|pair| *pair == r.pair_hash());
                     if !same {
                         to_send.insert(name);
                     }
@@ -332,7 +332,7 @@ impl SotwState {
                 let same = self
                     .sent
                     .get(name.as_str())
-                    .is_some_and(|(v, _)| v == r.version());
+                    .is_some_and(|pair| *pair == r.pair_hash());
                 if same && r.ttl().is_some() && self.covers(name) {
                     heartbeats.push(r);
                 }

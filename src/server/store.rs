@@ -10,7 +10,7 @@ use core::fmt;
 use core::time::Duration;
 use prost::Message;
 
-use super::version::{body_version, pair_hash, VersionSum};
+use super::version::{body_version, entry_hash, VersionSum};
 use crate::pb::discovery::Resource;
 use crate::pb::google::protobuf::Any;
 use crate::resource::{name_field_1, NameError};
@@ -108,7 +108,8 @@ impl StoredResource {
     pub fn revision(&self) -> Revision {
         self.revision
     }
-    /// The hash of `(name, version)` that enters a SotW version digest.
+    /// The [`super::version::entry_hash`] of this resource: what enters a SotW version
+    /// digest, and what tells whether a client holds exactly this.
     pub(crate) fn pair_hash(&self) -> u64 {
         self.pair
     }
@@ -319,7 +320,7 @@ impl ResourceStore {
             }
         }
         let revision = Revision(self.revision.0.wrapping_add(1));
-        let pair = pair_hash(&entry.name, &version);
+        let pair = entry_hash(&entry.name, &version, entry.ttl);
         let wrapped = entry.ttl.map(|ttl| {
             Bytes::from(
                 Resource {
@@ -606,7 +607,7 @@ mod tests {
         let names: Vec<_> = s.iter(T).map(|r| r.name()).collect();
         assert_eq!(names, ["bar"]);
         let mut digest = VersionSum::EMPTY;
-        digest.add(pair_hash("bar", &body_version(b"b")));
+        digest.add(super::super::version::pair_hash("bar", &body_version(b"b")));
         assert_eq!(s.type_digest(T), digest);
     }
 }

@@ -4,9 +4,9 @@
 //!
 //! - A resource's default version is FNV-1a 64 of its encoded body, written as 16
 //!   lower-case hex digits ([`body_version`]).
-//! - A set of `(name, version)` pairs (what a SotW response leaves the client holding) is
-//!   versioned by [`VersionSum`]: each pair is hashed with FNV-1a 64 over
-//!   `name 0x00 version`, mixed with the splitmix64 finaliser, and the results are added
+//! - A set of resources (what a SotW response leaves the client holding) is versioned by
+//!   [`VersionSum`]: each is hashed with FNV-1a 64 over `name 0x00 version` (plus
+//!   `0x00 ttl` when it has a TTL, see [`entry_hash`]), mixed with the splitmix64 finaliser, and the results are added
 //!   (wrapping). The sum does not depend on order, so it can be kept up to date one
 //!   resource at a time, and it is the same for the same set whatever the order it was
 //!   built in.
@@ -58,6 +58,20 @@ pub fn pair_hash(name: &str, version: &str) -> u64 {
     let state = fnv1a64_continue(FNV_OFFSET, name.as_bytes());
     let state = fnv1a64_continue(state, &[0]);
     mix(fnv1a64_continue(state, version.as_bytes()))
+}
+
+/// The hash of what a client holds of one resource: [`pair_hash`] of its name and version,
+/// or, when it has a TTL, of `name 0x00 version 0x00 ttl-nanoseconds (u128, little endian)`,
+/// so that a TTL change is a change even at the same version.
+pub fn entry_hash(name: &str, version: &str, ttl: Option<core::time::Duration>) -> u64 {
+    let Some(ttl) = ttl else {
+        return pair_hash(name, version);
+    };
+    let state = fnv1a64_continue(FNV_OFFSET, name.as_bytes());
+    let state = fnv1a64_continue(state, &[0]);
+    let state = fnv1a64_continue(state, version.as_bytes());
+    let state = fnv1a64_continue(state, &[0]);
+    mix(fnv1a64_continue(state, &ttl.as_nanos().to_le_bytes()))
 }
 
 /// An order-independent digest of a set of `(name, version)` pairs, updated one pair at a
