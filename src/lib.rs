@@ -73,9 +73,11 @@ pub mod pb;
 pub mod resource;
 #[cfg(feature = "script")]
 pub mod script;
+pub mod server;
 pub mod time;
 pub mod types;
 
 pub use client::{Client, ClientConfig, ClientError, ClientEvent};
 pub use message::{Request, Response, Transport, Variant};
+pub use server::{ResourceStore, ServerConfig, ServerEvent, ServerStream, StreamSet};
 pub use time::Instant;

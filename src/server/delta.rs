@@ -1,0 +1,383 @@
+//! Incremental xDS, one type on one stream: the per-resource versions the client holds,
+//! its subscriptions, and the next diff.
+//!
+//! Sending is planned in two steps so that ADS can order across types: [`DeltaState::plan`]
+//! turns store changes and subscription changes into pending upserts and removals, and the
+//! stream then emits upserts (in make-before-break order) before removals.
+
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::flow::{SendCtx, Timers};
+use super::sotw::Diff;
+use super::store::ResourceStore;
+use super::version::pair_hash;
+use super::NotFoundReporting;
+use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource};
+use crate::types::TypeInfo;
+
+/// What the server believes the client holds for one name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Known {
+    /// This version (told by `initial_resource_versions`, or sent), with its entry hash
+    /// (name, version, TTL) to tell a TTL change.
+    Version(String, u64),
+    /// The client was told the name does not exist (not-found or removal).
+    Absent,
+}
+
+/// The incremental state of one type.
+#[derive(Clone, Debug)]
+pub(crate) struct DeltaState {
+    type_url: String,
+    legacy_type: bool,
+    wildcard: bool,
+    /// Explicit subscriptions: resource names or aliases.
+    names: BTreeSet<String>,
+    /// Keyed by resource name (or, for a name that resolves to nothing, that name).
+    known: BTreeMap<String, Known>,
+    /// Names (re)subscribed: answered with the resource or a not-found, even if unchanged.
+    pending: BTreeSet<String>,
+    /// Names unsubscribed while wildcard: answered with the resource or its removal.
+    pending_unsubscribed: BTreeSet<String>,
+    /// Names unsubscribed (not wildcard): forgotten at the next plan.
+    to_forget: BTreeSet<String>,
+    /// Wildcard ended: forget what only wildcard covered at the next plan.
+    drop_uncovered: bool,
+    /// Resources changed in the store since the last plan (already filtered).
+    dirty: BTreeSet<String>,
+    resync: bool,
+    heartbeats_due: BTreeSet<String>,
+    /// Planned: resource name -> send with body (false: heartbeat).
+    out_upserts: BTreeMap<String, bool>,
+    /// Planned: subscribed names reported as not existing.
+    out_not_found: BTreeSet<String>,
+    /// Planned: resource names the client holds that are gone.
+    out_removals: BTreeSet<String>,
+}
+
+impl DeltaState {
+    pub(crate) fn new(type_url: &str) -> DeltaState {
+        DeltaState {
+            type_url: String::from(type_url),
+            legacy_type: TypeInfo::of(type_url).legacy_wildcard(),
+            wildcard: false,
+            names: BTreeSet::new(),
+            known: BTreeMap::new(),
+            pending: BTreeSet::new(),
+            pending_unsubscribed: BTreeSet::new(),
+            to_forget: BTreeSet::new(),
+            drop_uncovered: false,
+            dirty: BTreeSet::new(),
+            resync: false,
+            heartbeats_due: BTreeSet::new(),
+            out_upserts: BTreeMap::new(),
+            out_not_found: BTreeSet::new(),
+            out_removals: BTreeSet::new(),
+        }
+    }
+
+    pub(crate) fn is_wildcard(&self) -> bool {
+        self.wildcard
+    }
+
+    pub(crate) fn names(&self) -> &BTreeSet<String> {
+        &self.names
+    }
+
+    /// Whether a change to resource `name` (with these aliases) concerns this stream.
+    pub(crate) fn covers(&self, name: &str, aliases: &[String]) -> bool {
+        self.wildcard
+            || self.names.contains(name)
+            || self.known.contains_key(name)
+            || aliases.iter().any(|a| self.names.contains(a.as_str()))
+    }
+
+    pub(crate) fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
+        if self.covers(name, aliases) {
+            self.dirty.insert(String::from(name));
+        }
+    }
+
+    pub(crate) fn resync(&mut self) {
+        self.resync = true;
+    }
+
+    pub(crate) fn heartbeat_due(&mut self, name: String) {
+        self.heartbeats_due.insert(name);
+    }
+
+    /// Applies a request's subscription changes (stale or not: envoy#10363). Returns the
+    /// diff and whether `initial_resource_versions` was ignored (not the first request).
+    /// Aliases are resolved later, by [`DeltaState::plan`], against the store.
+    pub(crate) fn apply(&mut self, request: &DeltaDiscoveryRequest, first: bool) -> (Diff, bool) {
+        let mut diff = Diff::default();
+        let mut late_initial = false;
+        if first {
+            self.resync = true;
+            // The keys of initial_resource_versions count as subscriptions.
+            for (name, version) in &request.initial_resource_versions {
+                if name == "*" {
+                    continue;
+                }
+                let pair = pair_hash(name, version);
+                self.known
+                    .insert(name.clone(), Known::Version(version.clone(), pair));
+                if self.names.insert(name.clone()) {
+                    diff.added.push(name.clone());
+                }
+            }
+            if self.legacy_type && request.resource_names_subscribe.is_empty() {
+                self.wildcard = true;
+                diff.added.push(String::from("*"));
+            }
+        } else if !request.initial_resource_versions.is_empty() {
+            late_initial = true;
+        }
+        for name in &request.resource_names_subscribe {
+            if name == "*" {
+                if !self.wildcard {
+                    self.wildcard = true;
+                    self.resync = true;
+                    diff.added.push(name.clone());
+                }
+                continue;
+            }
+            if self.names.insert(name.clone()) {
+                diff.added.push(name.clone());
+            }
+            // Subscribed again: answer even if the client seems to hold it already.
+            self.pending.insert(name.clone());
+            self.pending_unsubscribed.remove(name.as_str());
+        }
+        for name in &request.resource_names_unsubscribe {
+            if name == "*" {
+                if self.wildcard {
+                    self.wildcard = false;
+                    diff.removed.push(name.clone());
+                    self.drop_uncovered = true;
+                }
+                continue;
+            }
+            if !self.names.remove(name.as_str()) {
+                // A phantom unsubscribe: ignored.
+                continue;
+            }
+            diff.removed.push(name.clone());
+            self.pending.remove(name.as_str());
+            if self.wildcard {
+                // Still covered by wildcard, but the client dropped it: answer with the
+                // resource, or its removal.
+                self.pending_unsubscribed.insert(name.clone());
+            } else {
+                self.to_forget.insert(name.clone());
+            }
+        }
+        diff.added.sort();
+        diff.added.dedup();
+        diff.removed.sort();
+        (diff, late_initial)
+    }
+
+    /// Resolves the unsubscriptions recorded by [`DeltaState::apply`] against the store.
+    fn settle_unsubscribes(&mut self, store: &ResourceStore) {
+        let t = self.type_url.as_str();
+        let resolve = |n: &str| {
+            store
+                .resolve(t, n)
+                .map_or_else(|| String::from(n), |r| String::from(r.name()))
+        };
+        if core::mem::take(&mut self.drop_uncovered) && !self.wildcard {
+            // Wildcard ended: forget what only wildcard covered.
+            let covered: BTreeSet<String> = self.names.iter().map(|n| resolve(n)).collect();
+            let names = &self.names;
+            self.known
+                .retain(|name, _| covered.contains(name.as_str()) || names.contains(name.as_str()));
+        }
+        for name in core::mem::take(&mut self.to_forget) {
+            let resolved = resolve(&name);
+            if !self.wildcard && !self.names.contains(resolved.as_str()) {
+                self.known.remove(resolved.as_str());
+            }
+            if !self.names.contains(name.as_str()) {
+                self.known.remove(name.as_str());
+            }
+        }
+        for name in core::mem::take(&mut self.pending_unsubscribed) {
+            if self.names.contains(name.as_str()) {
+                continue;
+            }
+            match store.resolve(t, &name) {
+                Some(r) => {
+                    self.known.remove(r.name());
+                    self.out_upserts.insert(String::from(r.name()), true);
+                }
+                None => {
+                    self.known.remove(name.as_str());
+                    self.out_removals.insert(name);
+                }
+            }
+        }
+    }
+
+    /// Turns what changed into planned upserts, not-founds and removals.
+    pub(crate) fn plan(&mut self, store: &ResourceStore) {
+        self.settle_unsubscribes(store);
+        let t = self.type_url.as_str();
+        let mut candidates = core::mem::take(&mut self.dirty);
+        if self.resync {
+            self.resync = false;
+            if self.wildcard {
+                candidates.extend(store.iter(t).map(|r| String::from(r.name())));
+            }
+            candidates.extend(self.known.keys().cloned());
+            for name in &self.names {
+                match store.resolve(t, name) {
+                    Some(r) => {
+                        candidates.insert(String::from(r.name()));
+                    }
+                    None => {
+                        if !self.known.contains_key(name.as_str()) {
+                            self.out_not_found.insert(name.clone());
+                        }
+                    }
+                }
+            }
+        }
+        for name in core::mem::take(&mut self.pending) {
+            match store.resolve(t, &name) {
+                Some(r) => {
+                    self.out_upserts.insert(String::from(r.name()), true);
+                }
+                None => {
+                    self.out_not_found.insert(name);
+                }
+            }
+        }
+        for name in candidates {
+            match store.get(t, &name) {
+                Some(r) => {
+                    if !self.covers(&name, r.aliases()) {
+                        continue;
+                    }
+                    let held = matches!(self.known.get(name.as_str()), Some(Known::Version(_, pair)) if *pair == r.pair_hash());
+                    if !held {
+                        self.out_upserts.insert(name, true);
+                    }
+                }
+                None => match self.known.get(name.as_str()) {
+                    Some(Known::Version(..)) => {
+                        self.out_removals.insert(name);
+                    }
+                    Some(Known::Absent) => {}
+                    None => {
+                        if self.names.contains(name.as_str()) {
+                            self.out_not_found.insert(name);
+                        }
+                    }
+                },
+            }
+        }
+        for name in core::mem::take(&mut self.heartbeats_due) {
+            if let Some(r) = store.get(t, &name) {
+                let held = matches!(self.known.get(name.as_str()), Some(Known::Version(_, pair)) if *pair == r.pair_hash());
+                if held && r.ttl().is_some() {
+                    self.out_upserts.entry(name).or_insert(false);
+                }
+            }
+        }
+    }
+
+    /// Whether upserts (or not-found reports) are planned.
+    pub(crate) fn has_upserts(&self) -> bool {
+        !self.out_upserts.is_empty() || !self.out_not_found.is_empty()
+    }
+
+    /// Whether removals are planned.
+    pub(crate) fn has_removals(&self) -> bool {
+        !self.out_removals.is_empty()
+    }
+
+    /// Emits planned upserts (and, if `with_removals`, removals) as one response without its
+    /// nonce; `None` if everything planned turned out moot.
+    pub(crate) fn emit(
+        &mut self,
+        store: &ResourceStore,
+        ctx: SendCtx,
+        timers: &mut Timers,
+        with_upserts: bool,
+        with_removals: bool,
+    ) -> Option<DeltaDiscoveryResponse> {
+        let (now, divisor) = (ctx.now, ctx.divisor);
+        let t = self.type_url.as_str();
+        let mut resources: Vec<Resource> = Vec::new();
+        let mut removed: BTreeSet<String> = BTreeSet::new();
+        if with_upserts {
+            for (name, with_body) in core::mem::take(&mut self.out_upserts) {
+                match store.get(t, &name) {
+                    Some(r) => {
+                        let held = matches!(self.known.get(name.as_str()), Some(Known::Version(_, pair)) if *pair == r.pair_hash());
+                        resources.push(r.delta_resource(t, with_body || !held));
+                        match r.ttl() {
+                            Some(ttl) => timers.schedule(&name, now + ttl / divisor),
+                            None => timers.cancel(&name),
+                        }
+                        self.known.insert(
+                            name,
+                            Known::Version(String::from(r.version()), r.pair_hash()),
+                        );
+                    }
+                    None => {
+                        if matches!(self.known.get(name.as_str()), Some(Known::Version(..))) {
+                            self.out_removals.insert(name);
+                        }
+                    }
+                }
+            }
+            for name in core::mem::take(&mut self.out_not_found) {
+                if store.resolve(t, &name).is_some() {
+                    // Sprang into existence meanwhile: it is dirty and will be sent.
+                    continue;
+                }
+                match ctx.not_found {
+                    NotFoundReporting::RemovedResources => {
+                        removed.insert(name.clone());
+                    }
+                    NotFoundReporting::BodylessResource => resources.push(Resource {
+                        name: name.clone(),
+                        ..Resource::default()
+                    }),
+                }
+                timers.cancel(&name);
+                self.known.insert(name, Known::Absent);
+            }
+        }
+        if with_removals {
+            for name in core::mem::take(&mut self.out_removals) {
+                if store.get(t, &name).is_some() {
+                    // Came back meanwhile: the change is dirty and will be sent.
+                    continue;
+                }
+                timers.cancel(&name);
+                if self.names.contains(name.as_str()) {
+                    self.known.insert(name.clone(), Known::Absent);
+                } else {
+                    self.known.remove(name.as_str());
+                }
+                removed.insert(name);
+            }
+        }
+        if resources.is_empty() && removed.is_empty() {
+            return None;
+        }
+        resources.sort_by(|a, b| a.name.cmp(&b.name));
+        Some(DeltaDiscoveryResponse {
+            system_version_info: store.type_digest(t).to_version(),
+            resources,
+            type_url: self.type_url.clone(),
+            removed_resources: removed.into_iter().collect(),
+            ..DeltaDiscoveryResponse::default()
+        })
+    }
+}

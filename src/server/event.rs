@@ -1,0 +1,129 @@
+//! What a server stream tells the application: who the node is, ACKs and NACKs,
+//! subscription changes, stale requests, and the protocol errors that close the stream.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::message::Variant;
+use crate::pb::envoy::config::core::v3::Node;
+use crate::pb::google::rpc::Status;
+
+/// Something the application may want to know about a stream.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerEvent {
+    /// The first request carried this node; the application may pick the store for it.
+    NodeIdentified(Node),
+    /// The client now subscribes to these names of `type_url` (`*` is wildcard).
+    Subscribed {
+        /// The type.
+        type_url: String,
+        /// The names added, sorted.
+        names: Vec<String>,
+    },
+    /// The client no longer subscribes to these names (`*` is wildcard). Phantom
+    /// unsubscribes (names it did not subscribe to) are not reported.
+    Unsubscribed {
+        /// The type.
+        type_url: String,
+        /// The names removed, sorted.
+        names: Vec<String>,
+    },
+    /// The client applied the response with this nonce.
+    Acked {
+        /// The type.
+        type_url: String,
+        /// The nonce of the response.
+        nonce: String,
+        /// The response's version (`version_info`, or `system_version_info` in delta).
+        version: String,
+    },
+    /// The client rejected the response with this nonce. The server holds: what it sent
+    /// is not resent until the store changes it.
+    Nacked {
+        /// The type.
+        type_url: String,
+        /// The nonce of the rejected response.
+        nonce: String,
+        /// The version the rejected response carried.
+        version: String,
+        /// Why, as the client put it.
+        error: Status,
+    },
+    /// A request whose nonce is not the latest this stream sent for its type: it is neither
+    /// an ACK nor a NACK (its subscription changes were applied, envoy#10363).
+    StaleRequest {
+        /// The type.
+        type_url: String,
+        /// The nonce it carried (empty when none).
+        nonce: String,
+    },
+    /// Part of a request was ignored (it breaks a SHOULD of the protocol, not a MUST).
+    Ignored {
+        /// The type.
+        type_url: String,
+        /// What was ignored.
+        what: Ignored,
+    },
+    /// The client broke the protocol; the stream is closed and the application should end
+    /// the gRPC call with [`ProtocolError::grpc_code`].
+    ProtocolError(ProtocolError),
+}
+
+/// Parts of a request that are ignored rather than fatal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ignored {
+    /// `initial_resource_versions` on a request that is not the first of its type.
+    LateInitialResourceVersions,
+    /// `error_detail` on a request that has no response to refer to.
+    ErrorWithoutResponse,
+}
+
+/// Why a stream was closed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProtocolError {
+    /// The first request of the stream carries no node.
+    MissingNode,
+    /// A later request carries a node different from the first one.
+    NodeChanged,
+    /// A request on an aggregated stream has no type URL.
+    MissingTypeUrl,
+    /// A request on a single-type stream names another type.
+    WrongTypeUrl {
+        /// The stream's type.
+        expected: String,
+        /// The request's type.
+        got: String,
+    },
+    /// A request of the other variant (SotW on a delta stream or the reverse).
+    WrongVariant {
+        /// The stream's variant.
+        expected: Variant,
+    },
+}
+
+impl ProtocolError {
+    /// The gRPC status code to end the call with: `INVALID_ARGUMENT` (3).
+    pub fn grpc_code(&self) -> i32 {
+        3
+    }
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProtocolError::MissingNode => f.write_str("the first request carries no node"),
+            ProtocolError::NodeChanged => f.write_str("the node changed within the stream"),
+            ProtocolError::MissingTypeUrl => f.write_str("a request on ADS has no type URL"),
+            ProtocolError::WrongTypeUrl { expected, got } => {
+                write!(f, "type URL {got:?} on a stream for {expected:?}")
+            }
+            ProtocolError::WrongVariant { expected } => {
+                write!(f, "request of the wrong variant on a {expected:?} stream")
+            }
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for ProtocolError {}

@@ -1,0 +1,222 @@
+//! Many streams reading one store, with an index from `(type, name)` and from type
+//! (wildcard) to streams, so a store update touches only the streams it concerns.
+
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::string::String;
+use alloc::vec::Vec;
+use hashbrown::HashMap;
+
+use super::event::ServerEvent;
+use super::store::{ResourceStore, Revision};
+use super::stream::{IndexOp, ServerConfig, ServerStream};
+use crate::message::{Request, Response};
+use crate::time::Instant;
+
+/// Names a stream inside a [`StreamSet`]; never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StreamId(pub u64);
+
+/// The id given to a [`StreamSet`] method names no stream (caller misuse).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownStream(pub StreamId);
+
+impl core::fmt::Display for UnknownStream {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "no stream {}", self.0 .0)
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for UnknownStream {}
+
+#[derive(Clone, Debug, Default)]
+struct TypeIndex {
+    by_name: HashMap<String, BTreeSet<StreamId>>,
+    wildcard: BTreeSet<StreamId>,
+}
+
+/// The streams that read one [`ResourceStore`] (one set per store; nodes that see
+/// different stores go to different sets). A store update costs O(changes × streams that
+/// subscribe to them), whatever the number of streams.
+#[derive(Clone, Debug, Default)]
+pub struct StreamSet {
+    streams: BTreeMap<StreamId, ServerStream>,
+    next_id: u64,
+    index: HashMap<String, TypeIndex>,
+    synced: Revision,
+    ready: BTreeSet<StreamId>,
+}
+
+impl StreamSet {
+    /// An empty set.
+    pub fn new() -> StreamSet {
+        StreamSet::default()
+    }
+
+    /// Opens a stream.
+    pub fn insert(&mut self, config: ServerConfig) -> StreamId {
+        self.next_id = self.next_id.wrapping_add(1);
+        let id = StreamId(self.next_id);
+        let mut stream = ServerStream::new(config);
+        stream.set_indexed();
+        self.streams.insert(id, stream);
+        id
+    }
+
+    /// Closes a stream (the gRPC call ended) and drops it from the index.
+    pub fn remove(&mut self, id: StreamId) -> Option<ServerStream> {
+        let stream = self.streams.remove(&id)?;
+        for (type_url, name) in stream.subscriptions() {
+            self.unindex(id, &type_url, &name);
+        }
+        self.ready.remove(&id);
+        Some(stream)
+    }
+
+    /// The stream `id`.
+    pub fn stream(&self, id: StreamId) -> Option<&ServerStream> {
+        self.streams.get(&id)
+    }
+
+    /// How many streams are open.
+    pub fn len(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Whether no stream is open.
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+    }
+
+    /// [`ServerStream::handle_request`] on stream `id`, keeping the index current.
+    pub fn handle_request(
+        &mut self,
+        id: StreamId,
+        now: Instant,
+        request: Request,
+    ) -> Result<(), UnknownStream> {
+        let stream = self.streams.get_mut(&id).ok_or(UnknownStream(id))?;
+        stream.handle_request(now, request);
+        let ops = stream.take_index_ops();
+        let closed = stream.is_closed();
+        for op in ops {
+            match op {
+                IndexOp::Add(t, n) => self.index_add(id, t, n),
+                IndexOp::Remove(t, n) => self.unindex(id, &t, &n),
+            }
+        }
+        if closed {
+            if let Some(stream) = self.streams.get(&id) {
+                for (type_url, name) in stream.subscriptions() {
+                    self.unindex(id, &type_url, &name);
+                }
+            }
+        }
+        self.ready.insert(id);
+        Ok(())
+    }
+
+    fn index_add(&mut self, id: StreamId, type_url: String, name: String) {
+        let entry = self.index.entry(type_url).or_default();
+        if name == "*" {
+            entry.wildcard.insert(id);
+        } else {
+            entry.by_name.entry(name).or_default().insert(id);
+        }
+    }
+
+    fn unindex(&mut self, id: StreamId, type_url: &str, name: &str) {
+        let Some(entry) = self.index.get_mut(type_url) else {
+            return;
+        };
+        if name == "*" {
+            entry.wildcard.remove(&id);
+        } else if let Some(ids) = entry.by_name.get_mut(name) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                entry.by_name.remove(name);
+            }
+        }
+    }
+
+    /// Reads the store's changes since the last sync and marks them on exactly the streams
+    /// that subscribe to them (by name, alias or wildcard); those become ready. A change log
+    /// that no longer reaches back makes every stream resync. Returns how many streams
+    /// became ready.
+    pub fn sync(&mut self, store: &ResourceStore) -> usize {
+        if self.synced == store.revision() {
+            return 0;
+        }
+        let before = self.ready.len();
+        match store.changes_since(self.synced) {
+            Ok(changes) => {
+                for change in changes {
+                    let Some(entry) = self.index.get(change.type_url.as_str()) else {
+                        continue;
+                    };
+                    let by_name = core::iter::once(&change.name)
+                        .chain(change.aliases.iter())
+                        .filter_map(|n| entry.by_name.get(n.as_str()))
+                        .flatten();
+                    for id in entry.wildcard.iter().chain(by_name) {
+                        if let Some(stream) = self.streams.get_mut(id) {
+                            stream.mark_dirty(&change.type_url, &change.name, &change.aliases);
+                            self.ready.insert(*id);
+                        }
+                    }
+                }
+            }
+            Err(_) => {
+                for (id, stream) in &mut self.streams {
+                    stream.resync_all();
+                    self.ready.insert(*id);
+                }
+            }
+        }
+        self.synced = store.revision();
+        self.ready.len() - before.min(self.ready.len())
+    }
+
+    /// The next stream that may have something to send (after a request or a store
+    /// change), lowest id first; drain it with [`StreamSet::poll_response`].
+    pub fn poll_ready(&mut self) -> Option<StreamId> {
+        self.ready.pop_first()
+    }
+
+    /// [`ServerStream::poll_response`] on stream `id` (syncing with the store first).
+    pub fn poll_response(
+        &mut self,
+        id: StreamId,
+        now: Instant,
+        store: &ResourceStore,
+    ) -> Option<Response> {
+        self.sync(store);
+        self.streams.get_mut(&id)?.poll_indexed(now, store)
+    }
+
+    /// [`ServerStream::poll_event`] on stream `id`.
+    pub fn poll_event(&mut self, id: StreamId) -> Option<ServerEvent> {
+        self.streams.get_mut(&id)?.poll_event()
+    }
+
+    /// [`ServerStream::poll_timeout`] of stream `id`.
+    pub fn poll_timeout(&self, id: StreamId) -> Option<Instant> {
+        self.streams.get(&id)?.poll_timeout()
+    }
+
+    /// [`ServerStream::handle_timeout`] on stream `id`; the stream becomes ready if a
+    /// heartbeat is due.
+    pub fn handle_timeout(&mut self, id: StreamId, now: Instant) {
+        if let Some(stream) = self.streams.get_mut(&id) {
+            if stream.has_due_timer(now) {
+                stream.handle_timeout(now);
+                self.ready.insert(id);
+            }
+        }
+    }
+
+    /// The ids of every open stream, ascending.
+    pub fn ids(&self) -> Vec<StreamId> {
+        self.streams.keys().copied().collect()
+    }
+}

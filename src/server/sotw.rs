@@ -1,0 +1,383 @@
+//! State of the World, one type on one stream: what the client subscribes to, what it was
+//! sent, and the next response.
+
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::string::String;
+use alloc::vec::Vec;
+use prost::Message;
+
+use super::flow::Timers;
+use super::store::{to_proto_duration, ResourceStore, StoredResource};
+use super::version::VersionSum;
+use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
+use crate::pb::google::protobuf::Any;
+use crate::time::Instant;
+use crate::types::{TypeInfo, RESOURCE_WRAPPER_TYPE_URL};
+
+/// How the stream subscribes to every resource of the type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wildcard {
+    Off,
+    /// The first request of the type had no names (LDS/CDS): sticky, later names ignored.
+    Legacy,
+    /// `*` among the names: lasts while the requests carry it.
+    Explicit,
+}
+
+/// Names added to and removed from a subscription by one request (`*` is wildcard).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Diff {
+    pub(crate) added: Vec<String>,
+    pub(crate) removed: Vec<String>,
+}
+
+/// The SotW state of one type.
+#[derive(Clone, Debug)]
+pub(crate) struct SotwState {
+    type_url: String,
+    full_state: bool,
+    legacy_type: bool,
+    wildcard: Wildcard,
+    names: BTreeSet<String>,
+    /// Newly subscribed names: sent even when unchanged.
+    pending: BTreeSet<String>,
+    /// Resources changed in the store since the last response (already filtered).
+    dirty: BTreeSet<String>,
+    /// Compare everything subscribed against what was sent (first request, lost log).
+    resync: bool,
+    /// A new wildcard subscription: answered even when empty.
+    answer_due: bool,
+    /// Non-full-state types: the entry hash (name, version, TTL) of each resource sent.
+    sent: BTreeMap<String, u64>,
+    /// Non-full-state types: the digest of `sent`.
+    sum: VersionSum,
+    /// The last `version_info` sent, or the one the client claimed on its first request.
+    last_version: Option<String>,
+    /// TTL resources whose heartbeat is due.
+    heartbeats_due: BTreeSet<String>,
+}
+
+impl SotwState {
+    pub(crate) fn new(type_url: &str) -> SotwState {
+        let info = TypeInfo::of(type_url);
+        SotwState {
+            type_url: String::from(type_url),
+            full_state: info.full_state_in_sotw(),
+            legacy_type: info.legacy_wildcard(),
+            wildcard: Wildcard::Off,
+            names: BTreeSet::new(),
+            pending: BTreeSet::new(),
+            dirty: BTreeSet::new(),
+            resync: false,
+            answer_due: false,
+            sent: BTreeMap::new(),
+            sum: VersionSum::EMPTY,
+            last_version: None,
+            heartbeats_due: BTreeSet::new(),
+        }
+    }
+
+    /// Whether the stream is interested in the resource `name`.
+    pub(crate) fn covers(&self, name: &str) -> bool {
+        self.wildcard != Wildcard::Off || self.names.contains(name)
+    }
+
+    /// Whether the stream subscribes to every resource of the type.
+    pub(crate) fn is_wildcard(&self) -> bool {
+        self.wildcard != Wildcard::Off
+    }
+
+    /// The names explicitly subscribed.
+    pub(crate) fn names(&self) -> &BTreeSet<String> {
+        &self.names
+    }
+
+    pub(crate) fn mark_dirty(&mut self, name: &str) {
+        if self.covers(name) {
+            self.dirty.insert(String::from(name));
+        }
+    }
+
+    pub(crate) fn resync(&mut self) {
+        self.resync = true;
+    }
+
+    pub(crate) fn heartbeat_due(&mut self, name: String) {
+        self.heartbeats_due.insert(name);
+    }
+
+    /// Applies the names of a request (stale or not: envoy#10363).
+    pub(crate) fn apply(&mut self, request: &DiscoveryRequest, first: bool) -> Diff {
+        let mut diff = Diff::default();
+        if first {
+            self.resync = true;
+            if self.full_state && !request.version_info.is_empty() {
+                // Reconnect (maybe to another replica): versions are stable, so a client
+                // that already holds this exact state is not sent it again.
+                self.last_version = Some(request.version_info.clone());
+            }
+            if self.legacy_type && request.resource_names.is_empty() {
+                self.wildcard = Wildcard::Legacy;
+                self.answer_due = self.last_version.is_none();
+                diff.added.push(String::from("*"));
+                return diff;
+            }
+        }
+        if self.wildcard == Wildcard::Legacy {
+            // "once a stream has entered wildcard mode for a given resource type, there is
+            // no way to change the stream out of wildcard mode; resource names specified in
+            // any subsequent request on the stream will be ignored."
+            return diff;
+        }
+        let mut requested: BTreeSet<String> = request.resource_names.iter().cloned().collect();
+        let want_wildcard = requested.remove("*");
+        if want_wildcard && self.wildcard == Wildcard::Off {
+            self.wildcard = Wildcard::Explicit;
+            self.resync = true;
+            self.answer_due = self.last_version.is_none() || !first;
+            diff.added.push(String::from("*"));
+        } else if !want_wildcard && self.wildcard == Wildcard::Explicit {
+            self.wildcard = Wildcard::Off;
+            diff.removed.push(String::from("*"));
+            let stale: Vec<String> = self
+                .sent
+                .keys()
+                .filter(|n| !requested.contains(n.as_str()))
+                .cloned()
+                .collect();
+            for name in stale {
+                self.forget(&name);
+            }
+        }
+        for name in requested.difference(&self.names) {
+            diff.added.push(name.clone());
+            self.pending.insert(name.clone());
+        }
+        for name in self.names.difference(&requested) {
+            diff.removed.push(name.clone());
+        }
+        for name in &diff.removed {
+            self.pending.remove(name.as_str());
+        }
+        if self.wildcard == Wildcard::Off {
+            for name in &diff.removed {
+                if let Some(pair) = self.sent.remove(name.as_str()) {
+                    self.sum.remove(pair);
+                }
+            }
+        }
+        self.names = requested;
+        diff.added.sort();
+        diff.removed.sort();
+        diff
+    }
+
+    fn forget(&mut self, name: &str) {
+        if let Some(pair) = self.sent.remove(name) {
+            self.sum.remove(pair);
+        }
+    }
+
+    fn record_sent(&mut self, resource: &StoredResource) {
+        if let Some(pair) = self
+            .sent
+            .insert(String::from(resource.name()), resource.pair_hash())
+        {
+            self.sum.remove(pair);
+        }
+        self.sum.add(resource.pair_hash());
+    }
+
+    /// The next response for this type, without its nonce, or `None` when nothing needs
+    /// sending. TTL heartbeats are scheduled at `now + ttl / divisor`.
+    pub(crate) fn build(
+        &mut self,
+        store: &ResourceStore,
+        now: Instant,
+        timers: &mut Timers,
+        divisor: u32,
+    ) -> Option<DiscoveryResponse> {
+        let response = if self.full_state {
+            self.build_full(store, now, timers, divisor)
+        } else {
+            self.build_changes(store, now, timers, divisor)
+        };
+        self.pending.clear();
+        self.dirty.clear();
+        self.heartbeats_due.clear();
+        self.resync = false;
+        self.answer_due = false;
+        if let Some(r) = &response {
+            self.last_version = Some(r.version_info.clone());
+        }
+        response
+    }
+
+    /// LDS/CDS: every subscribed resource (or, for wildcard, every resource), every time.
+    fn build_full(
+        &mut self,
+        store: &ResourceStore,
+        now: Instant,
+        timers: &mut Timers,
+        divisor: u32,
+    ) -> Option<DiscoveryResponse> {
+        let t = self.type_url.as_str();
+        let new_name_exists = self.pending.iter().any(|n| store.get(t, n).is_some());
+        let dirty = self.dirty.iter().any(|n| self.covers(n));
+        if !(self.resync
+            || self.answer_due
+            || new_name_exists
+            || dirty
+            || !self.heartbeats_due.is_empty())
+        {
+            return None;
+        }
+        let served: Vec<&StoredResource> = if self.is_wildcard() {
+            store.iter(t).collect()
+        } else {
+            self.names.iter().filter_map(|n| store.get(t, n)).collect()
+        };
+        let version = if self.is_wildcard() {
+            store.type_digest(t)
+        } else {
+            let mut sum = VersionSum::EMPTY;
+            for r in &served {
+                sum.add(r.pair_hash());
+            }
+            sum
+        }
+        .to_version();
+        let heartbeat = !self.heartbeats_due.is_empty();
+        if !self.answer_due
+            && !new_name_exists
+            && !heartbeat
+            && self.last_version.as_deref() == Some(version.as_str())
+        {
+            // Nothing the client holds would change.
+            return None;
+        }
+        if heartbeat || timers.next().is_some() {
+            timers.clear();
+        }
+        let mut resources = Vec::with_capacity(served.len());
+        for r in served {
+            if let Some(ttl) = r.ttl() {
+                timers.schedule(r.name(), now + ttl / divisor);
+                if self.heartbeats_due.contains(r.name()) {
+                    resources.push(heartbeat_any(r));
+                    continue;
+                }
+            }
+            resources.push(r.sotw_any(t));
+        }
+        Some(DiscoveryResponse {
+            version_info: version,
+            resources,
+            type_url: self.type_url.clone(),
+            ..DiscoveryResponse::default()
+        })
+    }
+
+    /// Other types: only what changed, plus newly subscribed names; removals are not sent
+    /// (the protocol has no way to say them), but forgotten so a comeback is pushed.
+    fn build_changes(
+        &mut self,
+        store: &ResourceStore,
+        now: Instant,
+        timers: &mut Timers,
+        divisor: u32,
+    ) -> Option<DiscoveryResponse> {
+        let type_url = self.type_url.clone();
+        let t = type_url.as_str();
+        let mut to_send: BTreeSet<String> = BTreeSet::new();
+        let mut candidates: BTreeSet<String> = core::mem::take(&mut self.dirty);
+        if self.resync {
+            if self.is_wildcard() {
+                candidates.extend(store.iter(t).map(|r| String::from(r.name())));
+            }
+            candidates.extend(self.names.iter().cloned());
+            candidates.extend(self.sent.keys().cloned());
+        }
+        for name in candidates {
+            if !self.covers(&name) {
+                continue;
+            }
+            match store.get(t, &name) {
+                Some(r) => {
+                    let same = self
+                        .sent
+                        .get(name.as_str())
+                        .is_some_and(|pair| *pair == r.pair_hash());
+                    if !same {
+                        to_send.insert(name);
+                    }
+                }
+                None => {
+                    self.forget(&name);
+                    timers.cancel(&name);
+                }
+            }
+        }
+        for name in &self.pending {
+            if store.get(t, name).is_some() {
+                to_send.insert(name.clone());
+            }
+        }
+        let mut heartbeats = Vec::new();
+        for name in &self.heartbeats_due {
+            if to_send.contains(name) {
+                continue;
+            }
+            if let Some(r) = store.get(t, name) {
+                let same = self
+                    .sent
+                    .get(name.as_str())
+                    .is_some_and(|pair| *pair == r.pair_hash());
+                if same && r.ttl().is_some() && self.covers(name) {
+                    heartbeats.push(r);
+                }
+            }
+        }
+        if to_send.is_empty() && heartbeats.is_empty() && !self.answer_due {
+            return None;
+        }
+        let mut out: BTreeMap<&str, Any> = BTreeMap::new();
+        for name in &to_send {
+            if let Some(r) = store.get(t, name) {
+                self.record_sent(r);
+                match r.ttl() {
+                    Some(ttl) => timers.schedule(r.name(), now + ttl / divisor),
+                    None => timers.cancel(r.name()),
+                }
+                out.insert(r.name(), r.sotw_any(t));
+            }
+        }
+        for r in heartbeats {
+            if let Some(ttl) = r.ttl() {
+                timers.schedule(r.name(), now + ttl / divisor);
+            }
+            out.insert(r.name(), heartbeat_any(r));
+        }
+        Some(DiscoveryResponse {
+            version_info: self.sum.to_version(),
+            resources: out.into_values().collect(),
+            type_url: self.type_url.clone(),
+            ..DiscoveryResponse::default()
+        })
+    }
+}
+
+/// A SotW heartbeat: the `Resource` wrapper with name, version and TTL but no body.
+fn heartbeat_any(r: &StoredResource) -> Any {
+    Any {
+        type_url: String::from(RESOURCE_WRAPPER_TYPE_URL),
+        value: Resource {
+            name: String::from(r.name()),
+            version: String::from(r.version()),
+            ttl: r.ttl().map(to_proto_duration),
+            ..Resource::default()
+        }
+        .encode_to_vec()
+        .into(),
+    }
+}

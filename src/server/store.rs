@@ -1,0 +1,613 @@
+//! What the management server publishes: per type URL, name -> (version, body, TTL,
+//! aliases), with a revision counter and a bounded change log so streams learn what
+//! changed without rescanning everything.
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::string::String;
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::fmt;
+use core::time::Duration;
+use prost::Message;
+
+use super::version::{body_version, entry_hash, VersionSum};
+use crate::pb::discovery::Resource;
+use crate::pb::google::protobuf::Any;
+use crate::resource::{name_field_1, NameError};
+use crate::types::RESOURCE_WRAPPER_TYPE_URL;
+
+/// A point in the store's history: every change gets the next revision, so "changed since
+/// revision r" is a cheap question.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Revision(pub u64);
+
+/// One resource as the application hands it to the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceEntry {
+    /// The resource name (what clients subscribe to).
+    pub name: String,
+    /// The encoded resource message (not wrapped in `Any`).
+    pub body: Bytes,
+    /// The version; `None` means the stable hash of the body ([`super::body_version`]).
+    pub version: Option<String>,
+    /// Time to live: clients drop the resource when it expires unless a heartbeat or an
+    /// update refreshes it.
+    pub ttl: Option<Duration>,
+    /// Other names the resource can be subscribed by (incremental xDS).
+    pub aliases: Vec<String>,
+}
+
+impl ResourceEntry {
+    /// An entry with a default version, no TTL and no aliases.
+    pub fn new(name: impl Into<String>, body: Bytes) -> ResourceEntry {
+        ResourceEntry {
+            name: name.into(),
+            body,
+            version: None,
+            ttl: None,
+            aliases: Vec::new(),
+        }
+    }
+
+    /// Sets an application-chosen version.
+    pub fn with_version(mut self, version: impl Into<String>) -> ResourceEntry {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// Sets a TTL.
+    pub fn with_ttl(mut self, ttl: Duration) -> ResourceEntry {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Sets the aliases.
+    pub fn with_aliases(mut self, aliases: Vec<String>) -> ResourceEntry {
+        self.aliases = aliases;
+        self
+    }
+}
+
+/// A resource as the store holds it; responses carry clones of its `Bytes` (a reference
+/// count, never a copy of the body).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredResource {
+    name: String,
+    version: String,
+    body: Bytes,
+    ttl: Option<Duration>,
+    aliases: Vec<String>,
+    revision: Revision,
+    pair: u64,
+    /// The SotW form when a TTL is set: an encoded `Resource` wrapper, built once.
+    wrapped: Option<Bytes>,
+}
+
+impl StoredResource {
+    /// The resource name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The version (application-supplied or the body hash).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+    /// The encoded body.
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+    /// The TTL, if any.
+    pub fn ttl(&self) -> Option<Duration> {
+        self.ttl
+    }
+    /// The aliases.
+    pub fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+    /// The revision of the last change to this resource.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+    /// The [`super::version::entry_hash`] of this resource: what enters a SotW version
+    /// digest, and what tells whether a client holds exactly this.
+    pub(crate) fn pair_hash(&self) -> u64 {
+        self.pair
+    }
+
+    /// The resource as a SotW `Any`: the body itself, or, when it has a TTL, the
+    /// pre-encoded `Resource` wrapper.
+    pub(crate) fn sotw_any(&self, type_url: &str) -> Any {
+        match &self.wrapped {
+            Some(wrapped) => Any {
+                type_url: String::from(RESOURCE_WRAPPER_TYPE_URL),
+                value: wrapped.clone(),
+            },
+            None => Any {
+                type_url: String::from(type_url),
+                value: self.body.clone(),
+            },
+        }
+    }
+
+    /// The incremental form, with or without the body (a heartbeat has none).
+    pub(crate) fn delta_resource(&self, type_url: &str, with_body: bool) -> Resource {
+        Resource {
+            name: self.name.clone(),
+            aliases: self.aliases.clone(),
+            version: self.version.clone(),
+            resource: with_body.then(|| Any {
+                type_url: String::from(type_url),
+                value: self.body.clone(),
+            }),
+            ttl: self.ttl.map(to_proto_duration),
+            ..Resource::default()
+        }
+    }
+}
+
+/// A TTL as `google.protobuf.Duration` (saturating at the largest representable value).
+pub(crate) fn to_proto_duration(d: Duration) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
+    }
+}
+
+/// One change in the log: the resource `name` of `type_url` was set or removed at
+/// `revision`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// When.
+    pub revision: Revision,
+    /// Which type.
+    pub type_url: String,
+    /// Which resource.
+    pub name: String,
+    /// Aliases the resource had before or has after the change (subscribers by alias are
+    /// affected too).
+    pub aliases: Vec<String>,
+}
+
+/// The log no longer reaches back to the revision asked about: rescan everything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogTruncated;
+
+/// Caller misuse of the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// The type URL is empty.
+    EmptyTypeUrl,
+    /// The resource name is empty.
+    EmptyName,
+    /// `*` is the wildcard subscription, never a resource name or alias.
+    WildcardName,
+    /// The alias is already the name or an alias of another resource of the type.
+    AliasTaken {
+        /// The alias.
+        alias: String,
+        /// The resource that has it.
+        owner: String,
+    },
+    /// The name could not be read from the body.
+    Name(NameError),
+    /// `replace_type` was given the same name twice.
+    DuplicateName(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::EmptyTypeUrl => f.write_str("type URL is empty"),
+            StoreError::EmptyName => f.write_str("resource name is empty"),
+            StoreError::WildcardName => f.write_str("\"*\" is reserved for wildcard"),
+            StoreError::AliasTaken { alias, owner } => {
+                write!(f, "alias {alias:?} already belongs to {owner:?}")
+            }
+            StoreError::Name(e) => write!(f, "cannot read the resource name: {e}"),
+            StoreError::DuplicateName(n) => write!(f, "resource {n:?} given twice"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for StoreError {}
+
+#[derive(Clone, Debug, Default)]
+struct TypeTable {
+    resources: BTreeMap<String, StoredResource>,
+    /// alias -> resource name
+    aliases: BTreeMap<String, String>,
+    sum: VersionSum,
+    revision: Revision,
+}
+
+/// The default number of changes the log keeps.
+pub const DEFAULT_LOG_CAPACITY: usize = 65_536;
+
+/// What the server publishes. Different nodes may see different stores: the application
+/// decides which store a stream reads.
+#[derive(Clone, Debug)]
+pub struct ResourceStore {
+    types: BTreeMap<String, TypeTable>,
+    revision: Revision,
+    log: VecDeque<Change>,
+    log_capacity: usize,
+}
+
+impl Default for ResourceStore {
+    fn default() -> Self {
+        ResourceStore::new()
+    }
+}
+
+impl ResourceStore {
+    /// An empty store at revision 0 with a change log of [`DEFAULT_LOG_CAPACITY`].
+    pub fn new() -> ResourceStore {
+        ResourceStore::with_log_capacity(DEFAULT_LOG_CAPACITY)
+    }
+
+    /// An empty store whose change log keeps the last `capacity` changes; a stream that
+    /// falls further behind rescans its subscriptions (correct, just slower).
+    pub fn with_log_capacity(capacity: usize) -> ResourceStore {
+        ResourceStore {
+            types: BTreeMap::new(),
+            revision: Revision(0),
+            log: VecDeque::new(),
+            log_capacity: capacity,
+        }
+    }
+
+    /// The revision of the last change.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// The revision of the last change to `type_url` (0 if never changed).
+    pub fn type_revision(&self, type_url: &str) -> Revision {
+        self.types.get(type_url).map_or(Revision(0), |t| t.revision)
+    }
+
+    /// Sets a resource with the default version (the body hash).
+    pub fn set(&mut self, type_url: &str, name: &str, body: Bytes) -> Result<Revision, StoreError> {
+        self.set_entry(type_url, ResourceEntry::new(name, body))
+    }
+
+    /// Sets a resource whose name is field 1 of its body (every type of the catalog).
+    pub fn insert(&mut self, type_url: &str, body: Bytes) -> Result<Revision, StoreError> {
+        let name = name_field_1(&body).map_err(StoreError::Name)?;
+        let name =
+            core::str::from_utf8(&name).map_err(|_| StoreError::Name(NameError::NameNotUtf8))?;
+        let name = String::from(name);
+        self.set_entry(type_url, ResourceEntry::new(name, body))
+    }
+
+    /// Sets a resource. Setting the same version, TTL and aliases again is a no-op and
+    /// returns the current revision (nothing is sent to anyone).
+    pub fn set_entry(
+        &mut self,
+        type_url: &str,
+        entry: ResourceEntry,
+    ) -> Result<Revision, StoreError> {
+        check_entry(type_url, &entry)?;
+        let table = self.types.entry(String::from(type_url)).or_default();
+        for alias in &entry.aliases {
+            let owner = if table.resources.contains_key(alias.as_str()) {
+                Some(alias.clone())
+            } else {
+                table.aliases.get(alias.as_str()).cloned()
+            };
+            if let Some(owner) = owner.filter(|o| *o != entry.name) {
+                return Err(StoreError::AliasTaken {
+                    alias: alias.clone(),
+                    owner,
+                });
+            }
+        }
+        if table.aliases.contains_key(entry.name.as_str()) {
+            return Err(StoreError::AliasTaken {
+                alias: entry.name.clone(),
+                owner: table
+                    .aliases
+                    .get(entry.name.as_str())
+                    .cloned()
+                    .unwrap_or_default(),
+            });
+        }
+        let version = entry.version.unwrap_or_else(|| body_version(&entry.body));
+        if let Some(old) = table.resources.get(entry.name.as_str()) {
+            if old.version == version && old.ttl == entry.ttl && old.aliases == entry.aliases {
+                return Ok(self.revision);
+            }
+        }
+        let revision = Revision(self.revision.0.wrapping_add(1));
+        let pair = entry_hash(&entry.name, &version, entry.ttl);
+        let wrapped = entry.ttl.map(|ttl| {
+            Bytes::from(
+                Resource {
+                    name: entry.name.clone(),
+                    version: version.clone(),
+                    resource: Some(Any {
+                        type_url: String::from(type_url),
+                        value: entry.body.clone(),
+                    }),
+                    ttl: Some(to_proto_duration(ttl)),
+                    ..Resource::default()
+                }
+                .encode_to_vec(),
+            )
+        });
+        let stored = StoredResource {
+            name: entry.name.clone(),
+            version,
+            body: entry.body,
+            ttl: entry.ttl,
+            aliases: entry.aliases,
+            revision,
+            pair,
+            wrapped,
+        };
+        let mut changed_aliases = stored.aliases.clone();
+        for alias in &stored.aliases {
+            table.aliases.insert(alias.clone(), entry.name.clone());
+        }
+        table.sum.add(pair);
+        if let Some(old) = table.resources.insert(entry.name.clone(), stored) {
+            table.sum.remove(old.pair);
+            for alias in old.aliases {
+                if !changed_aliases.contains(&alias) {
+                    table.aliases.remove(alias.as_str());
+                    changed_aliases.push(alias);
+                }
+            }
+        }
+        table.revision = revision;
+        self.push_change(revision, type_url, entry.name, changed_aliases);
+        Ok(revision)
+    }
+
+    /// Removes a resource; `None` when it was not there.
+    pub fn remove(&mut self, type_url: &str, name: &str) -> Option<Revision> {
+        let table = self.types.get_mut(type_url)?;
+        let old = table.resources.remove(name)?;
+        table.sum.remove(old.pair);
+        for alias in &old.aliases {
+            table.aliases.remove(alias.as_str());
+        }
+        let revision = Revision(self.revision.0.wrapping_add(1));
+        table.revision = revision;
+        self.push_change(revision, type_url, old.name, old.aliases);
+        Some(revision)
+    }
+
+    /// Makes `entries` the whole content of `type_url`: sets each, removes the others.
+    /// Checked before anything changes, so an error leaves the store untouched. Returns the
+    /// revision after the last change.
+    pub fn replace_type(
+        &mut self,
+        type_url: &str,
+        entries: Vec<ResourceEntry>,
+    ) -> Result<Revision, StoreError> {
+        let mut names = BTreeMap::new();
+        for entry in &entries {
+            check_entry(type_url, entry)?;
+            if names.insert(entry.name.as_str(), ()).is_some() {
+                return Err(StoreError::DuplicateName(entry.name.clone()));
+            }
+        }
+        let stale: Vec<String> = self
+            .types
+            .get(type_url)
+            .map(|t| {
+                t.resources
+                    .keys()
+                    .filter(|n| !names.contains_key(n.as_str()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for name in stale {
+            self.remove(type_url, &name);
+        }
+        for entry in entries {
+            self.set_entry(type_url, entry)?;
+        }
+        Ok(self.revision)
+    }
+
+    /// A resource by name.
+    pub fn get(&self, type_url: &str, name: &str) -> Option<&StoredResource> {
+        self.types.get(type_url)?.resources.get(name)
+    }
+
+    /// A resource by name or alias.
+    pub fn resolve(&self, type_url: &str, name_or_alias: &str) -> Option<&StoredResource> {
+        let table = self.types.get(type_url)?;
+        table.resources.get(name_or_alias).or_else(|| {
+            let name = table.aliases.get(name_or_alias)?;
+            table.resources.get(name.as_str())
+        })
+    }
+
+    /// Every resource of a type, sorted by name.
+    pub fn iter(&self, type_url: &str) -> impl Iterator<Item = &StoredResource> {
+        self.types
+            .get(type_url)
+            .into_iter()
+            .flat_map(|t| t.resources.values())
+    }
+
+    /// How many resources of a type the store holds.
+    pub fn len(&self, type_url: &str) -> usize {
+        self.types.get(type_url).map_or(0, |t| t.resources.len())
+    }
+
+    /// Whether the store holds no resource at all.
+    pub fn is_empty(&self) -> bool {
+        self.types.values().all(|t| t.resources.is_empty())
+    }
+
+    /// The version digest of every resource of a type (the SotW version of a wildcard
+    /// subscription), kept up to date on every change.
+    pub fn type_digest(&self, type_url: &str) -> VersionSum {
+        self.types
+            .get(type_url)
+            .map_or(VersionSum::EMPTY, |t| t.sum)
+    }
+
+    /// The changes after `since`, oldest first, in O(1) + O(changes); `Err` when the log no
+    /// longer reaches back that far.
+    pub fn changes_since(
+        &self,
+        since: Revision,
+    ) -> Result<impl Iterator<Item = &Change>, LogTruncated> {
+        let first = match self.log.front() {
+            Some(c) => c.revision.0,
+            None => {
+                return if since >= self.revision {
+                    Ok(self.log.range(0..0))
+                } else {
+                    Err(LogTruncated)
+                };
+            }
+        };
+        if since.0.saturating_add(1) < first {
+            return Err(LogTruncated);
+        }
+        let skip = usize::try_from(since.0.saturating_add(1) - first)
+            .unwrap_or(usize::MAX)
+            .min(self.log.len());
+        Ok(self.log.range(skip..))
+    }
+
+    fn push_change(
+        &mut self,
+        revision: Revision,
+        type_url: &str,
+        name: String,
+        aliases: Vec<String>,
+    ) {
+        self.revision = revision;
+        if self.log_capacity == 0 {
+            self.log.clear();
+            return;
+        }
+        while self.log.len() >= self.log_capacity {
+            self.log.pop_front();
+        }
+        self.log.push_back(Change {
+            revision,
+            type_url: String::from(type_url),
+            name,
+            aliases,
+        });
+    }
+}
+
+fn check_entry(type_url: &str, entry: &ResourceEntry) -> Result<(), StoreError> {
+    if type_url.is_empty() {
+        return Err(StoreError::EmptyTypeUrl);
+    }
+    if entry.name.is_empty() || entry.aliases.iter().any(String::is_empty) {
+        return Err(StoreError::EmptyName);
+    }
+    if entry.name == "*" || entry.aliases.iter().any(|a| a == "*") {
+        return Err(StoreError::WildcardName);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    const T: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+
+    #[test]
+    fn set_is_idempotent_and_logged() {
+        let mut s = ResourceStore::new();
+        let r1 = s.set(T, "a", Bytes::from_static(b"x")).unwrap();
+        assert_eq!(r1, Revision(1));
+        assert_eq!(s.set(T, "a", Bytes::from_static(b"x")).unwrap(), r1);
+        let r2 = s.set(T, "a", Bytes::from_static(b"y")).unwrap();
+        assert_eq!(r2, Revision(2));
+        assert_eq!(s.remove(T, "a"), Some(Revision(3)));
+        assert_eq!(s.remove(T, "a"), None);
+        let names: Vec<_> = s
+            .changes_since(Revision(1))
+            .unwrap()
+            .map(|c| (c.revision.0, c.name.as_str()))
+            .collect();
+        assert_eq!(names, [(2, "a"), (3, "a")]);
+        assert_eq!(s.changes_since(Revision(3)).unwrap().count(), 0);
+        assert_eq!(s.type_digest(T), VersionSum::EMPTY);
+    }
+
+    #[test]
+    fn log_truncation_is_reported() {
+        let mut s = ResourceStore::with_log_capacity(2);
+        for i in 0..5u8 {
+            s.set(T, "a", Bytes::from(vec![i])).unwrap();
+        }
+        assert!(s.changes_since(Revision(2)).is_err());
+        assert_eq!(s.changes_since(Revision(3)).unwrap().count(), 2);
+        assert!(ResourceStore::with_log_capacity(0)
+            .changes_since(Revision(0))
+            .is_ok());
+    }
+
+    #[test]
+    fn misuse_is_a_typed_error() {
+        let mut s = ResourceStore::new();
+        assert_eq!(s.set("", "a", Bytes::new()), Err(StoreError::EmptyTypeUrl));
+        assert_eq!(s.set(T, "", Bytes::new()), Err(StoreError::EmptyName));
+        assert_eq!(s.set(T, "*", Bytes::new()), Err(StoreError::WildcardName));
+        assert_eq!(
+            s.insert(T, Bytes::from_static(&[0x08, 1])),
+            Err(StoreError::Name(NameError::NameNotString))
+        );
+        s.set_entry(
+            T,
+            ResourceEntry::new("a", Bytes::new()).with_aliases(vec!["x".into()]),
+        )
+        .unwrap();
+        assert!(matches!(
+            s.set_entry(
+                T,
+                ResourceEntry::new("b", Bytes::new()).with_aliases(vec!["x".into()])
+            ),
+            Err(StoreError::AliasTaken { .. })
+        ));
+        assert!(matches!(
+            s.set(T, "x", Bytes::new()),
+            Err(StoreError::AliasTaken { .. })
+        ));
+        assert_eq!(s.resolve(T, "x").map(|r| r.name()), Some("a"));
+        let e = vec![
+            ResourceEntry::new("c", Bytes::new()),
+            ResourceEntry::new("c", Bytes::new()),
+        ];
+        assert_eq!(
+            s.replace_type(T, e),
+            Err(StoreError::DuplicateName("c".into()))
+        );
+        assert!(
+            s.get(T, "a").is_some(),
+            "failed replace leaves the store alone"
+        );
+    }
+
+    #[test]
+    fn insert_reads_the_name_and_replace_type_removes_others() {
+        let mut s = ResourceStore::new();
+        s.insert(T, Bytes::from_static(b"\x0a\x03foo")).unwrap();
+        assert!(s.get(T, "foo").is_some());
+        s.replace_type(T, vec![ResourceEntry::new("bar", Bytes::from_static(b"b"))])
+            .unwrap();
+        let names: Vec<_> = s.iter(T).map(|r| r.name()).collect();
+        assert_eq!(names, ["bar"]);
+        let mut digest = VersionSum::EMPTY;
+        digest.add(super::super::version::pair_hash("bar", &body_version(b"b")));
+        assert_eq!(s.type_digest(T), digest);
+    }
+}

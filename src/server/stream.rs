@@ -1,0 +1,530 @@
+//! One gRPC stream of a management server: checks the stream-level rules (variant, node,
+//! type URL), classifies each request per type, routes it to the type's SotW or delta
+//! state, and orders responses across types on ADS.
+
+use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::delta::DeltaState;
+use super::event::{Ignored, ProtocolError, ServerEvent};
+use super::flow::{Flow, Kind, SendCtx, Timers};
+use super::sotw::{Diff, SotwState};
+use super::store::{ResourceStore, Revision};
+use crate::message::{Request, Response, Transport, Variant};
+use crate::pb::envoy::config::core::v3::Node;
+use crate::time::Instant;
+use crate::types::ads_order;
+
+/// How a delta stream tells a client that a subscribed name does not exist.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NotFoundReporting {
+    /// In `removed_resources`: what deployed clients (Envoy, gRPC) expect.
+    #[default]
+    RemovedResources,
+    /// As a `Resource` with the name and no body, as the protocol text describes.
+    BodylessResource,
+}
+
+/// How one stream behaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// SotW or delta: which request type the gRPC method carries.
+    pub variant: Variant,
+    /// ADS or one type.
+    pub transport: Transport,
+    /// How delta reports subscribed names that do not exist.
+    pub not_found: NotFoundReporting,
+    /// Whether the first request must carry a node (the protocol says it does).
+    pub require_node: bool,
+    /// A TTL resource's heartbeat is sent `ttl / heartbeat_divisor` after it was last sent
+    /// (values below 2 count as 2, so a heartbeat always comes before expiry).
+    pub heartbeat_divisor: u32,
+}
+
+impl ServerConfig {
+    /// The defaults: node required, not-found in `removed_resources`, heartbeat at half the
+    /// TTL.
+    pub fn new(variant: Variant, transport: Transport) -> ServerConfig {
+        ServerConfig {
+            variant,
+            transport,
+            not_found: NotFoundReporting::RemovedResources,
+            require_node: true,
+            heartbeat_divisor: 2,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum State {
+    Sotw(SotwState),
+    Delta(DeltaState),
+}
+
+#[derive(Clone, Debug)]
+struct TypeEntry {
+    type_url: String,
+    flow: Flow,
+    state: State,
+    timers: Timers,
+}
+
+/// A change of the stream's subscriptions, for the [`super::StreamSet`] index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum IndexOp {
+    Add(String, String),
+    Remove(String, String),
+}
+
+/// The protocol state of one server-side stream. See the [module docs](super) for the call
+/// order.
+#[derive(Clone, Debug)]
+pub struct ServerStream {
+    config: ServerConfig,
+    node: Option<Node>,
+    /// Sorted in ADS (make-before-break) order.
+    types: Vec<TypeEntry>,
+    events: VecDeque<ServerEvent>,
+    closed: bool,
+    next_nonce: u64,
+    /// The store revision this stream has accounted for.
+    seen: Revision,
+    /// Driven by a `StreamSet`: the set marks changes, the stream does not read the log.
+    indexed: bool,
+    index_ops: Vec<IndexOp>,
+}
+
+impl ServerStream {
+    /// A stream that has received nothing yet.
+    pub fn new(config: ServerConfig) -> ServerStream {
+        ServerStream {
+            config,
+            node: None,
+            types: Vec::new(),
+            events: VecDeque::new(),
+            closed: false,
+            next_nonce: 0,
+            seen: Revision(0),
+            indexed: false,
+            index_ops: Vec::new(),
+        }
+    }
+
+    /// The stream's configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The node of the stream, once identified.
+    pub fn node(&self) -> Option<&Node> {
+        self.node.as_ref()
+    }
+
+    /// Whether a protocol error closed the stream: the application ends the gRPC call.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// The type URLs the client has requested on this stream, in ADS order.
+    pub fn type_urls(&self) -> impl Iterator<Item = &str> {
+        self.types.iter().map(|t| t.type_url.as_str())
+    }
+
+    /// Whether the client subscribes to every resource of `type_url`.
+    pub fn is_wildcard(&self, type_url: &str) -> bool {
+        self.entry(type_url).is_some_and(|e| match &e.state {
+            State::Sotw(s) => s.is_wildcard(),
+            State::Delta(d) => d.is_wildcard(),
+        })
+    }
+
+    /// The names explicitly subscribed for `type_url`, sorted.
+    pub fn subscribed_names(&self, type_url: &str) -> Vec<&str> {
+        self.entry(type_url).map_or_else(Vec::new, |e| {
+            let names = match &e.state {
+                State::Sotw(s) => s.names(),
+                State::Delta(d) => d.names(),
+            };
+            names.iter().map(String::as_str).collect()
+        })
+    }
+
+    fn entry(&self, type_url: &str) -> Option<&TypeEntry> {
+        self.types.iter().find(|t| t.type_url == type_url)
+    }
+
+    fn close(&mut self, error: ProtocolError) {
+        self.closed = true;
+        self.events.push_back(ServerEvent::ProtocolError(error));
+    }
+
+    /// Takes one request from the client. Never fails: whatever the client sent becomes
+    /// state and events; a protocol violation closes the stream.
+    pub fn handle_request(&mut self, now: Instant, request: Request) {
+        let _ = now;
+        if self.closed {
+            return;
+        }
+        if request.variant() != self.config.variant {
+            self.close(ProtocolError::WrongVariant {
+                expected: self.config.variant,
+            });
+            return;
+        }
+        let node = match &request {
+            Request::Sotw(r) => r.node.as_ref(),
+            Request::Delta(r) => r.node.as_ref(),
+        };
+        match (&self.node, node) {
+            (None, None) if self.config.require_node => {
+                self.close(ProtocolError::MissingNode);
+                return;
+            }
+            (None, Some(node)) => {
+                self.node = Some(node.clone());
+                self.events
+                    .push_back(ServerEvent::NodeIdentified(node.clone()));
+            }
+            (Some(first), Some(node)) if first != node => {
+                self.close(ProtocolError::NodeChanged);
+                return;
+            }
+            _ => {}
+        }
+        let type_url = match &self.config.transport {
+            Transport::Aggregated if request.type_url().is_empty() => {
+                self.close(ProtocolError::MissingTypeUrl);
+                return;
+            }
+            Transport::Aggregated => String::from(request.type_url()),
+            Transport::PerType(url) => {
+                if !request.type_url().is_empty() && request.type_url() != url {
+                    let got = String::from(request.type_url());
+                    self.close(ProtocolError::WrongTypeUrl {
+                        expected: url.clone(),
+                        got,
+                    });
+                    return;
+                }
+                url.clone()
+            }
+        };
+        let variant = self.config.variant;
+        let (index, first) = self.entry_index(&type_url, variant);
+        let Some(entry) = self.types.get_mut(index) else {
+            return;
+        };
+        let (nonce, error) = match &request {
+            Request::Sotw(r) => (r.response_nonce.as_str(), r.error_detail.as_ref()),
+            Request::Delta(r) => (r.response_nonce.as_str(), r.error_detail.as_ref()),
+        };
+        let kind = if first {
+            Kind::First
+        } else {
+            entry.flow.classify(variant, nonce, error)
+        };
+        let (diff, late_initial) = match (&mut entry.state, &request) {
+            (State::Sotw(s), Request::Sotw(r)) => (s.apply(r, first), false),
+            (State::Delta(d), Request::Delta(r)) => d.apply(r, first),
+            _ => (Diff::default(), false),
+        };
+        match kind {
+            Kind::First | Kind::Update => {}
+            Kind::Ack { nonce, version } => self.events.push_back(ServerEvent::Acked {
+                type_url: type_url.clone(),
+                nonce,
+                version,
+            }),
+            Kind::Nack {
+                nonce,
+                version,
+                error,
+            } => self.events.push_back(ServerEvent::Nacked {
+                type_url: type_url.clone(),
+                nonce,
+                version,
+                error,
+            }),
+            Kind::Stale { nonce } => self.events.push_back(ServerEvent::StaleRequest {
+                type_url: type_url.clone(),
+                nonce,
+            }),
+            Kind::ErrorWithoutResponse => self.events.push_back(ServerEvent::Ignored {
+                type_url: type_url.clone(),
+                what: Ignored::ErrorWithoutResponse,
+            }),
+        }
+        if late_initial {
+            self.events.push_back(ServerEvent::Ignored {
+                type_url: type_url.clone(),
+                what: Ignored::LateInitialResourceVersions,
+            });
+        }
+        self.subscription_changed(&type_url, diff);
+    }
+
+    /// The one place subscription changes become events and index updates.
+    fn subscription_changed(&mut self, type_url: &str, diff: Diff) {
+        if self.indexed {
+            for name in &diff.added {
+                self.index_ops
+                    .push(IndexOp::Add(String::from(type_url), name.clone()));
+            }
+            for name in &diff.removed {
+                self.index_ops
+                    .push(IndexOp::Remove(String::from(type_url), name.clone()));
+            }
+        }
+        if !diff.added.is_empty() {
+            self.events.push_back(ServerEvent::Subscribed {
+                type_url: String::from(type_url),
+                names: diff.added,
+            });
+        }
+        if !diff.removed.is_empty() {
+            self.events.push_back(ServerEvent::Unsubscribed {
+                type_url: String::from(type_url),
+                names: diff.removed,
+            });
+        }
+    }
+
+    /// The index of the entry for `type_url`, created (in ADS order) if new.
+    fn entry_index(&mut self, type_url: &str, variant: Variant) -> (usize, bool) {
+        if let Some(i) = self.types.iter().position(|t| t.type_url == type_url) {
+            return (i, false);
+        }
+        let at = self
+            .types
+            .iter()
+            .position(|t| ads_order(type_url, &t.type_url).is_lt())
+            .unwrap_or(self.types.len());
+        let state = match variant {
+            Variant::Sotw => State::Sotw(SotwState::new(type_url)),
+            Variant::Delta => State::Delta(DeltaState::new(type_url)),
+        };
+        self.types.insert(
+            at,
+            TypeEntry {
+                type_url: String::from(type_url),
+                flow: Flow::default(),
+                state,
+                timers: Timers::default(),
+            },
+        );
+        (at, true)
+    }
+
+    /// The next event for the application.
+    pub fn poll_event(&mut self) -> Option<ServerEvent> {
+        self.events.pop_front()
+    }
+
+    /// Reads the store's change log since the last call and marks what concerns this
+    /// stream; a log that no longer reaches back makes every type resync.
+    fn catch_up(&mut self, store: &ResourceStore) {
+        if self.seen == store.revision() {
+            return;
+        }
+        match store.changes_since(self.seen) {
+            Ok(changes) => {
+                for change in changes {
+                    if let Some(entry) = self
+                        .types
+                        .iter_mut()
+                        .find(|t| t.type_url == change.type_url)
+                    {
+                        entry.mark_dirty(&change.name, &change.aliases);
+                    }
+                }
+            }
+            Err(_) => self.resync_all(),
+        }
+        self.seen = store.revision();
+    }
+
+    pub(crate) fn resync_all(&mut self) {
+        for entry in &mut self.types {
+            match &mut entry.state {
+                State::Sotw(s) => s.resync(),
+                State::Delta(d) => d.resync(),
+            }
+        }
+    }
+
+    /// Marks a store change for this stream (the `StreamSet` index calls it).
+    pub(crate) fn mark_dirty(&mut self, type_url: &str, name: &str, aliases: &[String]) {
+        if let Some(entry) = self.types.iter_mut().find(|t| t.type_url == type_url) {
+            entry.mark_dirty(name, aliases);
+        }
+    }
+
+    pub(crate) fn set_indexed(&mut self) {
+        self.indexed = true;
+    }
+
+    pub(crate) fn take_index_ops(&mut self) -> Vec<IndexOp> {
+        core::mem::take(&mut self.index_ops)
+    }
+
+    /// Every current subscription as `(type_url, name)`, `*` for wildcard.
+    pub(crate) fn subscriptions(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for entry in &self.types {
+            if self.is_wildcard(&entry.type_url) {
+                out.push((entry.type_url.clone(), String::from("*")));
+            }
+            for name in self.subscribed_names(&entry.type_url) {
+                out.push((entry.type_url.clone(), String::from(name)));
+            }
+        }
+        out
+    }
+
+    /// What must be sent now, or `None`. Call it after every `handle_request`, every store
+    /// change and every `handle_timeout`, until it returns `None`. Responses come in ADS
+    /// order; resources in each are sorted by name; nonces are `1`, `2`, ... per stream.
+    pub fn poll_response(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
+        if self.closed {
+            return None;
+        }
+        if !self.indexed {
+            self.catch_up(store);
+        }
+        self.build(now, store)
+    }
+
+    /// [`ServerStream::poll_response`] for a stream whose changes a `StreamSet` has marked.
+    pub(crate) fn poll_indexed(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
+        if self.closed {
+            return None;
+        }
+        self.seen = store.revision();
+        self.build(now, store)
+    }
+
+    fn next_nonce(&mut self) -> String {
+        self.next_nonce = self.next_nonce.wrapping_add(1);
+        format!("{}", self.next_nonce)
+    }
+
+    fn build(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
+        let divisor = self.config.heartbeat_divisor.max(2);
+        match self.config.variant {
+            Variant::Sotw => {
+                let mut built = None;
+                for entry in &mut self.types {
+                    if let State::Sotw(s) = &mut entry.state {
+                        if let Some(r) = s.build(store, now, &mut entry.timers, divisor) {
+                            built = Some(r);
+                            break;
+                        }
+                    }
+                }
+                let mut response = built?;
+                let nonce = self.next_nonce();
+                response.nonce = nonce.clone();
+                if let Some(entry) = self
+                    .types
+                    .iter_mut()
+                    .find(|t| t.type_url == response.type_url)
+                {
+                    entry.flow.sent(nonce, response.version_info.clone());
+                }
+                Some(Response::Sotw(response))
+            }
+            Variant::Delta => self.build_delta(now, store, divisor),
+        }
+    }
+
+    /// Delta on ADS: upserts go out in make-before-break order (CDS, EDS, LDS, RDS, VHDS,
+    /// the rest); removals wait until no type has upserts left, then go out in the reverse
+    /// order. A type's removals ride with its own upserts when no other type has any.
+    fn build_delta(
+        &mut self,
+        now: Instant,
+        store: &ResourceStore,
+        divisor: u32,
+    ) -> Option<Response> {
+        let ctx = SendCtx {
+            now,
+            divisor,
+            not_found: self.config.not_found,
+        };
+        for entry in &mut self.types {
+            if let State::Delta(d) = &mut entry.state {
+                d.plan(store);
+            }
+        }
+        loop {
+            let with_upserts: Vec<usize> = self
+                .types
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| matches!(&e.state, State::Delta(d) if d.has_upserts()))
+                .map(|(i, _)| i)
+                .collect();
+            let (index, upserts, removals) = match with_upserts.first() {
+                Some(i) => (*i, true, with_upserts.len() == 1),
+                None => {
+                    let last = self
+                        .types
+                        .iter()
+                        .rposition(|e| matches!(&e.state, State::Delta(d) if d.has_removals()))?;
+                    (last, false, true)
+                }
+            };
+            let entry = self.types.get_mut(index)?;
+            let State::Delta(d) = &mut entry.state else {
+                return None;
+            };
+            let Some(mut response) = d.emit(store, ctx, &mut entry.timers, upserts, removals)
+            else {
+                continue;
+            };
+            let nonce = self.next_nonce();
+            response.nonce = nonce.clone();
+            if let Some(entry) = self.types.get_mut(index) {
+                entry.flow.sent(nonce, response.system_version_info.clone());
+            }
+            return Some(Response::Delta(response));
+        }
+    }
+
+    /// The next TTL heartbeat deadline, if any resource sent has a TTL.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.closed {
+            return None;
+        }
+        self.types.iter().filter_map(|t| t.timers.next()).min()
+    }
+
+    /// Fires the heartbeats due at `now`; `poll_response` then sends them (body-less, same
+    /// version). Extra calls are harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for entry in &mut self.types {
+            for name in entry.timers.pop_due(now) {
+                match &mut entry.state {
+                    State::Sotw(s) => s.heartbeat_due(name),
+                    State::Delta(d) => d.heartbeat_due(name),
+                }
+            }
+        }
+    }
+
+    /// Whether a heartbeat is waiting for `poll_response` (for the `StreamSet`).
+    pub(crate) fn has_due_timer(&self, now: Instant) -> bool {
+        self.poll_timeout().is_some_and(|t| t <= now)
+    }
+}
+
+impl TypeEntry {
+    fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
+        match &mut self.state {
+            State::Sotw(s) => s.mark_dirty(name),
+            State::Delta(d) => d.mark_dirty(name, aliases),
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Stable versions: the same bytes give the same version on every replica, platform and
+//! run, so a client that reconnects to another replica of the management server is not
+//! sent what it already holds.
+//!
+//! - A resource's default version is FNV-1a 64 of its encoded body, written as 16
+//!   lower-case hex digits ([`body_version`]).
+//! - A set of resources (what a SotW response leaves the client holding) is versioned by
+//!   [`VersionSum`]: each is hashed with FNV-1a 64 over `name 0x00 version` (plus
+//!   `0x00 ttl` when it has a TTL, see [`entry_hash`]), mixed with the splitmix64 finaliser, and the results are added
+//!   (wrapping). The sum does not depend on order, so it can be kept up to date one
+//!   resource at a time, and it is the same for the same set whatever the order it was
+//!   built in.
+
+use alloc::string::String;
+use core::fmt::Write;
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// FNV-1a 64 of `bytes`, continuing from `state` (start with [`fnv1a64`]'s offset basis by
+/// calling [`fnv1a64`]).
+fn fnv1a64_continue(mut state: u64, bytes: &[u8]) -> u64 {
+    for byte in bytes {
+        state ^= u64::from(*byte);
+        state = state.wrapping_mul(FNV_PRIME);
+    }
+    state
+}
+
+/// FNV-1a 64 of `bytes`: tiny, dependency-free and identical everywhere.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    fnv1a64_continue(FNV_OFFSET, bytes)
+}
+
+/// Writes `value` as 16 lower-case hex digits.
+pub fn hex16(value: u64) -> String {
+    let mut out = String::with_capacity(16);
+    // Writing to a String cannot fail.
+    let _ = write!(out, "{value:016x}");
+    out
+}
+
+/// The default version of a resource: FNV-1a 64 of its body as 16 hex digits.
+pub fn body_version(body: &[u8]) -> String {
+    hex16(fnv1a64(body))
+}
+
+/// splitmix64's finaliser: spreads the bits of each pair hash before they are summed, so
+/// that sums of similar hashes do not collide in the low bits.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The hash of one `(name, version)` pair, as it enters a [`VersionSum`].
+pub fn pair_hash(name: &str, version: &str) -> u64 {
+    let state = fnv1a64_continue(FNV_OFFSET, name.as_bytes());
+    let state = fnv1a64_continue(state, &[0]);
+    mix(fnv1a64_continue(state, version.as_bytes()))
+}
+
+/// The hash of what a client holds of one resource: [`pair_hash`] of its name and version,
+/// or, when it has a TTL, of `name 0x00 version 0x00 ttl-nanoseconds (u128, little endian)`,
+/// so that a TTL change is a change even at the same version.
+pub fn entry_hash(name: &str, version: &str, ttl: Option<core::time::Duration>) -> u64 {
+    let Some(ttl) = ttl else {
+        return pair_hash(name, version);
+    };
+    let state = fnv1a64_continue(FNV_OFFSET, name.as_bytes());
+    let state = fnv1a64_continue(state, &[0]);
+    let state = fnv1a64_continue(state, version.as_bytes());
+    let state = fnv1a64_continue(state, &[0]);
+    mix(fnv1a64_continue(state, &ttl.as_nanos().to_le_bytes()))
+}
+
+/// An order-independent digest of a set of `(name, version)` pairs, updated one pair at a
+/// time: the SotW type-level version.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct VersionSum(u64);
+
+impl VersionSum {
+    /// The digest of the empty set.
+    pub const EMPTY: VersionSum = VersionSum(0);
+
+    /// Adds a pair by its [`pair_hash`].
+    pub fn add(&mut self, pair: u64) {
+        self.0 = self.0.wrapping_add(pair);
+    }
+
+    /// Removes a pair previously added.
+    pub fn remove(&mut self, pair: u64) {
+        self.0 = self.0.wrapping_sub(pair);
+    }
+
+    /// The digest as 16 hex digits, the `version_info` of a SotW response.
+    pub fn to_version(self) -> String {
+        hex16(self.0)
+    }
+
+    /// The raw digest.
+    pub fn value(self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a64_matches_published_vectors() {
+        // Test vectors of the FNV reference (Landon Curt Noll's page).
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+        assert_eq!(body_version(b"a"), "af63dc4c8601ec8c");
+    }
+
+    #[test]
+    fn sum_is_order_independent_and_removable() {
+        let a = pair_hash("a", "1");
+        let b = pair_hash("b", "2");
+        let mut x = VersionSum::EMPTY;
+        x.add(a);
+        x.add(b);
+        let mut y = VersionSum::EMPTY;
+        y.add(b);
+        y.add(a);
+        assert_eq!(x, y);
+        x.remove(a);
+        let mut z = VersionSum::EMPTY;
+        z.add(b);
+        assert_eq!(x, z);
+        // The separator keeps ("ab","c") and ("a","bc") apart.
+        assert_ne!(pair_hash("ab", "c"), pair_hash("a", "bc"));
+        assert_eq!(VersionSum::EMPTY.to_version(), "0000000000000000");
+    }
+}
