@@ -43,9 +43,11 @@
 mod ast;
 mod parse;
 pub mod render;
+mod run;
 
 pub use ast::*;
 pub use parse::{parse, parse_duration, resolve_type, ScriptError};
+pub use run::{run, LineKind, LineReport, Report};
 
 #[cfg(test)]
 mod tests;

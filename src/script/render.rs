@@ -47,7 +47,7 @@ fn error(status: &Option<Status>) -> String {
             if message.len() < status.message.len() {
                 message.push('…');
             }
-            format!(",E=\"{}\"", message.replace('"', "'"))
+            format!(",E=\"{}\"", message.replace('"', "'").replace('\n', " "))
         }
         None => String::new(),
     }

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod replay;
+
 use clap::{Parser, Subcommand, ValueEnum};
 use xds_sansio::check::{self, CheckSide, ALL_RULES};
 use xds_sansio::message::Variant;
@@ -21,6 +23,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Replay scenario files (or directories of them) through the model.
+    Replay {
+        /// Scenario files or directories (searched for *.xds).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// One JSON object per scenario instead of diagrams.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check a recorded conversation (JSON lines) and report every rule one side breaks.
     Check {
         /// The recorded conversation.
@@ -53,6 +64,7 @@ enum VariantArg {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Command::Replay { paths, json } => replay::run(&paths, json),
         Command::Check {
             file,
             side,

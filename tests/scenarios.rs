@@ -1,0 +1,70 @@
+//! Replays every scenario under `scenarios/` through the model; each must pass.
+#![cfg(feature = "script")]
+
+use std::path::{Path, PathBuf};
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "xds") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_scenario_passes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut paths = Vec::new();
+    files(&root, &mut paths);
+    assert!(!paths.is_empty());
+    let mut failures = Vec::new();
+    for path in &paths {
+        let text = std::fs::read_to_string(path).unwrap();
+        let name = path.strip_prefix(&root).unwrap().display().to_string();
+        match xds_sansio::script::parse(&text, &name) {
+            Err(e) => failures.push(format!("{name}: {e}")),
+            Ok(scenario) => {
+                let report = xds_sansio::script::run(&scenario);
+                if !report.passed() {
+                    let detail: Vec<String> = report
+                        .lines
+                        .iter()
+                        .map(|l| {
+                            format!(
+                                "  {:>3} {} {}{}",
+                                l.line,
+                                if l.result.is_ok() { "ok " } else { "ERR" },
+                                l.source,
+                                match (&l.result, &l.actual) {
+                                    (Err(e), Some(a)) => format!("\n        got {a}\n        {e}"),
+                                    (Err(e), None) => format!("\n        {e}"),
+                                    _ => String::new(),
+                                }
+                            )
+                        })
+                        .collect();
+                    failures.push(format!(
+                        "{name}:\n{}\n  {}",
+                        detail.join("\n"),
+                        report.trailing.unwrap_or_default()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} scenarios failed:\n{}",
+        failures.len(),
+        paths.len(),
+        failures.join("\n\n")
+    );
+    eprintln!("{} scenarios passed", paths.len());
+}
