@@ -18,7 +18,8 @@
 //! S->C (V=X,R={foo:a,bar:b},N=A,T=EDS)        # SotW response; resources name[@version][:tag]
 //! C->S (T=CDS,S={foo},U={bar},I={foo@1},N=A)  # delta request
 //! S->C (V=1,R={foo@1:a[ttl=30s]},X={bar},N=B,T=CDS)  # delta response, X = removed
-//! client subscribe EDS foo bar                # also: unsubscribe, defer, accept, reject
+//! client subscribe EDS foo bar                # no names: legacy wildcard (LDS, CDS)
+//! client unsubscribe EDS bar                  # also: defer, accept, reject
 //! server set EDS foo:a bar@7:b                # also: remove EDS foo
 //! wait 15s
 //! disconnect

@@ -930,6 +930,8 @@ impl Runner {
             self.server = Some(ServerStream::new(self.server_config.clone()));
         }
         self.first_request_sent = false;
+        // Nonces belong to one stream: the new stream's may repeat the old one's values.
+        self.nonces = Symbols::default();
         if let Some(client) = self.client.as_mut() {
             client.connected(self.now);
         }
