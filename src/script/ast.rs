@@ -173,6 +173,8 @@ pub struct Item {
     pub no_body: bool,
     /// Wrapped in a `Resource` in SotW (`[wrapped]`; implied by a TTL).
     pub wrapped: bool,
+    /// The type URL of the body's `Any`, when not the message's (`[type=CDS]`).
+    pub any_type: Option<String>,
 }
 
 /// What is known about the error of a request.

@@ -32,7 +32,8 @@
 //!
 //! Types are short names (LDS, RDS, SRDS, VHDS, CDS, EDS, SDS, RTDS), `v2:CDS`, or a full
 //! type URL. Names with `@ : [ ] , { } ( )`, spaces or `#` are written in quotes.
-//! Resource attributes: `[ttl=30s]`, `[alias=a]`, `[nobody]` (no body: a heartbeat or a
+//! Resource attributes: `[ttl=30s]`, `[alias=a]`, `[type=CDS]` (the body's `Any` type, for
+//! mismatches), `[nobody]` (no body: a heartbeat or a
 //! does-not-exist marker), `[wrapped]` (SotW: wrap in `Resource`). A tag stands for a
 //! body: the same tag is the same body, so "unchanged" and "changed" are expressible.
 //!

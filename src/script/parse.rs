@@ -235,11 +235,17 @@ impl<'a> Cursor<'a> {
                 ("alias", Some(v)) => item.aliases.push(v),
                 ("nobody", None) => item.no_body = true,
                 ("wrapped", None) => item.wrapped = true,
+                ("type", Some(v)) => {
+                    item.any_type = Some(
+                        resolve_type(&v)
+                            .ok_or_else(|| error(self.line, format!("unknown type {v:?}")))?,
+                    )
+                }
                 (other, _) => {
                     return Err(error(
                         self.line,
                         format!(
-                            "unknown attribute [{other}] (expected ttl=, alias=, nobody, wrapped)"
+                            "unknown attribute [{other}] (expected ttl=, alias=, type=, nobody, wrapped)"
                         ),
                     ))
                 }
@@ -486,12 +492,10 @@ fn client_command(cursor: &mut Cursor<'_>) -> Result<ClientCommand, ScriptError>
     let type_url = cursor.type_url()?;
     Ok(match verb.as_str() {
         "subscribe" | "unsubscribe" => {
+            // `subscribe LDS` with no names is the legacy wildcard.
             let names = cursor.words()?;
-            if names.is_empty() {
-                return Err(error(
-                    cursor.line,
-                    format!("{verb} needs at least one name"),
-                ));
+            if names.is_empty() && verb == "unsubscribe" {
+                return Err(error(cursor.line, "unsubscribe needs at least one name"));
             }
             if verb == "subscribe" {
                 ClientCommand::Subscribe(type_url, names)

@@ -547,7 +547,7 @@ impl Runner {
             aliases: item.aliases.clone(),
             version: self.versions.input(item.version.as_deref().unwrap_or("")),
             resource: (!item.no_body).then(|| Any {
-                type_url: type_url.into(),
+                type_url: item.any_type.clone().unwrap_or_else(|| type_url.into()),
                 value: Self::body_of(item, fallback_tag),
             }),
             ttl: item.ttl.map(ttl_of),
@@ -576,7 +576,7 @@ impl Runner {
                             }
                         } else {
                             Any {
-                                type_url: type_url.clone(),
+                                type_url: item.any_type.clone().unwrap_or_else(|| type_url.clone()),
                                 value: Self::body_of(item, &version_info),
                             }
                         }
