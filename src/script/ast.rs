@@ -84,8 +84,9 @@ pub enum Action {
         /// Classification tags the server must agree with.
         tags: Vec<String>,
     },
-    /// An application command to the client.
-    Client(ClientCommand),
+    /// Application commands to the client, `;`-separated on one line: they all run before
+    /// the client is polled, so their interest changes merge into one request.
+    ClientBatch(Vec<ClientCommand>),
     /// An application command to the server's store.
     Server(ServerCommand),
     /// Time passes.

@@ -20,6 +20,7 @@
 //! S->C (V=1,R={foo@1:a[ttl=30s]},X={bar},N=B,T=CDS)  # delta response, X = removed
 //! client subscribe EDS foo bar                # no names: legacy wildcard (LDS, CDS)
 //! client unsubscribe EDS bar                  # also: defer, accept, reject
+//! client subscribe CDS b ; unsubscribe CDS b   # one line: runs before the client is polled
 //! server set EDS foo:a bar@7:b                # also: remove EDS foo
 //! wait 15s
 //! disconnect

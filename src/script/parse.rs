@@ -2,6 +2,7 @@
 
 use alloc::format;
 use alloc::string::{String, ToString};
+use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
@@ -176,10 +177,15 @@ impl<'a> Cursor<'a> {
         resolve_type(&word).ok_or_else(|| error(self.line, format!("unknown type {word:?}")))
     }
 
+    /// Words up to the end of the line or a `;` that separates commands.
     fn words(&mut self) -> Result<Vec<String>, ScriptError> {
         let mut words = Vec::new();
         loop {
-            let word = self.token("")?;
+            self.skip_ws();
+            if self.peek() == Some(';') {
+                return Ok(words);
+            }
+            let word = self.token(";")?;
             if word.is_empty() {
                 return Ok(words);
             }
@@ -565,7 +571,15 @@ fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError
                 tags,
             }
         }
-        "client" => Action::Client(client_command(cursor)?),
+        "client" => {
+            // Several commands on one line run before the client is polled, so their
+            // interest changes merge into one request.
+            let mut commands = vec![client_command(cursor)?];
+            while cursor.eat(';') {
+                commands.push(client_command(cursor)?);
+            }
+            Action::ClientBatch(commands)
+        }
         "server" => Action::Server(server_command(cursor)?),
         "wait" => {
             let text = cursor.word("a duration such as 15s or 500ms")?;

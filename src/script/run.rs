@@ -850,7 +850,6 @@ impl Runner {
                     .map_err(|e| e.to_string())
             }
         };
-        self.pump();
         result
     }
 
@@ -1379,7 +1378,7 @@ fn kind_of(action: &Action) -> LineKind {
             direction: Direction::ServerToClient,
             ..
         } => LineKind::Response,
-        Action::Client(_) | Action::Expect(Side::Client, _) => LineKind::Client,
+        Action::ClientBatch(_) | Action::Expect(Side::Client, _) => LineKind::Client,
         Action::Server(_) | Action::Expect(Side::Server, _) => LineKind::Server,
         Action::Wait(_) | Action::Disconnect | Action::Connect => LineKind::Both,
     }
@@ -1412,7 +1411,13 @@ pub fn run(scenario: &Scenario) -> Report {
                 actual = rendered;
                 result
             }
-            Action::Client(command) => runner.client_command(command),
+            Action::ClientBatch(commands) => commands
+                .iter()
+                .try_for_each(|c| runner.client_command(c))
+                .and_then(|()| {
+                    runner.pump();
+                    Ok(())
+                }),
             Action::Server(command) => runner.server_command(command),
             Action::Wait(duration) => runner.wait(*duration),
             Action::Disconnect => {

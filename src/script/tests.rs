@@ -124,11 +124,11 @@ fn parses_commands_and_assertions() {
     );
     assert_eq!(
         actions[2],
-        Action::Client(ClientCommand::Reject(
+        Action::ClientBatch(vec![ClientCommand::Reject(
             CLUSTER.type_url.into(),
             vec!["foo".into()],
             "too big".into()
-        ))
+        )])
     );
     assert_eq!(
         actions[3],
