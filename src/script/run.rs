@@ -1411,13 +1411,11 @@ pub fn run(scenario: &Scenario) -> Report {
                 actual = rendered;
                 result
             }
-            Action::ClientBatch(commands) => commands
-                .iter()
-                .try_for_each(|c| runner.client_command(c))
-                .and_then(|()| {
-                    runner.pump();
-                    Ok(())
-                }),
+            Action::ClientBatch(commands) => {
+                let result = commands.iter().try_for_each(|c| runner.client_command(c));
+                runner.pump();
+                result
+            }
             Action::Server(command) => runner.server_command(command),
             Action::Wait(duration) => runner.wait(*duration),
             Action::Disconnect => {
