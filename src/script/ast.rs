@@ -87,8 +87,9 @@ pub enum Action {
     /// Application commands to the client, `;`-separated on one line: they all run before
     /// the client is polled, so their interest changes merge into one request.
     ClientBatch(Vec<ClientCommand>),
-    /// An application command to the server's store.
-    Server(ServerCommand),
+    /// Commands to the server's store, `;`-separated on one line: all applied before the
+    /// server is polled, so one poll sees every change (for ADS ordering).
+    ServerBatch(Vec<ServerCommand>),
     /// Time passes.
     Wait(Duration),
     /// The stream breaks.

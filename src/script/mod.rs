@@ -32,7 +32,8 @@
 //! ```
 //!
 //! Types are short names (LDS, RDS, SRDS, VHDS, CDS, EDS, SDS, RTDS), `v2:CDS`, or a full
-//! type URL. Names with `@ : [ ] , { } ( )`, spaces or `#` are written in quotes.
+//! type URL. `node=ID` on a request gives its node (`node=-`: none; by default the first
+//! request of a stream the scenario writes carries node `client`). Names with `@ : [ ] , { } ( )`, spaces or `#` are written in quotes.
 //! Resource attributes: `[ttl=30s]`, `[alias=a]`, `[type=CDS]` (the body's `Any` type, for
 //! mismatches), `[nobody]` (no body: a heartbeat or a
 //! does-not-exist marker), `[wrapped]` (SotW: wrap in `Resource`). A tag stands for a

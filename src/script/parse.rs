@@ -204,7 +204,7 @@ impl<'a> Cursor<'a> {
 
     /// `name[@version][:tag][attr]...`
     fn item(&mut self) -> Result<Item, ScriptError> {
-        let name = self.token("@:[,}")?;
+        let name = self.token("@:[,};")?;
         if name.is_empty() {
             return Err(self.error("expected a resource name".into()));
         }
@@ -214,11 +214,11 @@ impl<'a> Cursor<'a> {
         };
         if self.peek() == Some('@') {
             self.at += 1;
-            item.version = Some(self.token(":[,}")?);
+            item.version = Some(self.token(":[,};")?);
         }
         if self.peek() == Some(':') {
             self.at += 1;
-            item.tag = Some(self.token("[,}")?);
+            item.tag = Some(self.token("[,};")?);
         }
         while self.peek() == Some('[') {
             self.at += 1;
@@ -536,7 +536,7 @@ fn server_command(cursor: &mut Cursor<'_>) -> Result<ServerCommand, ScriptError>
             let mut items = Vec::new();
             loop {
                 cursor.skip_ws();
-                if cursor.rest().is_empty() {
+                if cursor.rest().is_empty() || cursor.peek() == Some(';') {
                     break;
                 }
                 items.push(cursor.item()?);
@@ -580,7 +580,13 @@ fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError
             }
             Action::ClientBatch(commands)
         }
-        "server" => Action::Server(server_command(cursor)?),
+        "server" => {
+            let mut commands = vec![server_command(cursor)?];
+            while cursor.eat(';') {
+                commands.push(server_command(cursor)?);
+            }
+            Action::ServerBatch(commands)
+        }
         "wait" => {
             let text = cursor.word("a duration such as 15s or 500ms")?;
             Action::Wait(

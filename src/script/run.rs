@@ -118,7 +118,9 @@ impl Symbols {
 
 /// Replaces the values after `V=`, `N=` and `@` by the symbols they are bound to, so
 /// diagrams read like the seeds' (`V=X`, not a digest).
-fn symbolize(text: &str, versions: &Symbols, nonces: &Symbols) -> String {
+fn symbolize(text: &str, versions: Option<&Symbols>, nonces: &Symbols) -> String {
+    let empty = Symbols::default();
+    let versions = versions.unwrap_or(&empty);
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find(['=', '@']) {
@@ -158,7 +160,8 @@ struct Runner {
     client_events: Vec<ClientEvent>,
     server_events: Vec<ServerEvent>,
     tickets: BTreeMap<String, (VerdictTicket, Vec<String>)>,
-    versions: Symbols,
+    /// Version symbols, one namespace per type URL (versions are per type).
+    versions: BTreeMap<String, Symbols>,
     nonces: Symbols,
     /// Whether the scenario side has sent the stream's first request (for the node).
     first_request_sent: bool,
@@ -319,7 +322,7 @@ impl Runner {
             client_events: Vec::new(),
             server_events: Vec::new(),
             tickets: BTreeMap::new(),
-            versions: Symbols::default(),
+            versions: BTreeMap::new(),
             nonces: Symbols::default(),
             first_request_sent: false,
         };
@@ -328,6 +331,11 @@ impl Runner {
         }
         runner.pump();
         Ok(runner)
+    }
+
+    /// The version symbols of a type.
+    fn vs(&mut self, type_url: &str) -> &mut Symbols {
+        self.versions.entry(type_url.into()).or_default()
     }
 
     /// Drains every output of the modeled sides into the wire queues and event logs.
@@ -406,7 +414,11 @@ impl Runner {
                 } else {
                     self.build_request(pattern)
                 };
-                let rendered = symbolize(&render::request(&request), &self.versions, &self.nonces);
+                let rendered = symbolize(
+                    &render::request(&request),
+                    self.versions.get(request.type_url()),
+                    &self.nonces,
+                );
                 self.deliver_request(request);
                 let result = self.check_tags(pattern.type_url(), tags, events_before);
                 (Some(rendered), result)
@@ -427,8 +439,11 @@ impl Runner {
                 } else {
                     self.build_response(pattern)
                 };
-                let rendered =
-                    symbolize(&render::response(&response), &self.versions, &self.nonces);
+                let rendered = symbolize(
+                    &render::response(&response),
+                    self.versions.get(response.type_url()),
+                    &self.nonces,
+                );
                 self.deliver_response(response);
                 (Some(rendered), Ok(()))
             }
@@ -463,6 +478,8 @@ impl Runner {
         let first = !self.first_request_sent;
         self.first_request_sent = true;
         match node {
+            // `node=-`: a request without a node, even the first.
+            Some(id) if id == "-" => None,
             Some(id) => Some(Node {
                 id: id.clone(),
                 ..Node::default()
@@ -485,7 +502,7 @@ impl Runner {
                 error,
                 node,
             } => Request::Sotw(DiscoveryRequest {
-                version_info: self.versions.input(version.as_deref().unwrap_or("")),
+                version_info: self.vs(type_url).input(version.as_deref().unwrap_or("")),
                 node: self.node_for(node),
                 resource_names: names.clone().unwrap_or_default(),
                 type_url: type_url.clone(),
@@ -508,7 +525,7 @@ impl Runner {
                     .map(|i| {
                         (
                             i.name.clone(),
-                            self.versions.input(i.version.as_deref().unwrap_or("")),
+                            self.vs(type_url).input(i.version.as_deref().unwrap_or("")),
                         )
                     })
                     .collect();
@@ -545,7 +562,9 @@ impl Runner {
         Resource {
             name: item.name.clone(),
             aliases: item.aliases.clone(),
-            version: self.versions.input(item.version.as_deref().unwrap_or("")),
+            version: self
+                .vs(type_url)
+                .input(item.version.as_deref().unwrap_or("")),
             resource: (!item.no_body).then(|| Any {
                 type_url: item.any_type.clone().unwrap_or_else(|| type_url.into()),
                 value: Self::body_of(item, fallback_tag),
@@ -563,7 +582,7 @@ impl Runner {
                 nonce,
                 type_url,
             } => {
-                let version_info = self.versions.input(version.as_deref().unwrap_or(""));
+                let version_info = self.vs(type_url).input(version.as_deref().unwrap_or(""));
                 let resources = resources
                     .iter()
                     .flatten()
@@ -597,7 +616,7 @@ impl Runner {
                 nonce,
                 type_url,
             } => {
-                let system_version_info = self.versions.input(version.as_deref().unwrap_or(""));
+                let system_version_info = self.vs(type_url).input(version.as_deref().unwrap_or(""));
                 let resources = resources
                     .iter()
                     .flatten()
@@ -658,7 +677,7 @@ impl Runner {
             ) => {
                 Self::match_type(type_url, &r.type_url)?;
                 if let Some(v) = version {
-                    self.versions.check("V", v, &r.version_info)?;
+                    self.vs(type_url).check("V", v, &r.version_info)?;
                 }
                 check_set("R", names, &r.resource_names)?;
                 if let Some(n) = nonce {
@@ -693,7 +712,7 @@ impl Runner {
                         if let (Some(v), Some(actual)) =
                             (&item.version, r.initial_resource_versions.get(&item.name))
                         {
-                            self.versions
+                            self.vs(type_url)
                                 .check(&format!("I {}", item.name), v, actual)?;
                         }
                     }
@@ -710,6 +729,7 @@ impl Runner {
 
     fn match_items(
         &mut self,
+        type_url: &str,
         expected: &[Item],
         seen: Vec<(String, Seen)>,
         type_version: &str,
@@ -726,7 +746,7 @@ impl Runner {
             };
             if let Some(v) = &item.version {
                 let actual = seen.version.as_deref().unwrap_or(type_version);
-                self.versions
+                self.vs(type_url)
                     .check(&format!("version of {}", item.name), v, actual)?;
             }
             if let Some(tag) = &item.tag {
@@ -771,14 +791,14 @@ impl Runner {
             ) => {
                 Self::match_type(type_url, &r.type_url)?;
                 if let Some(v) = version {
-                    self.versions.check("V", v, &r.version_info)?;
+                    self.vs(type_url).check("V", v, &r.version_info)?;
                 }
                 if let Some(n) = nonce {
                     self.nonces.check("N", n, &r.nonce)?;
                 }
                 if let Some(items) = resources {
                     let seen = r.resources.iter().map(seen_sotw).collect();
-                    self.match_items(items, seen, &r.version_info)?;
+                    self.match_items(type_url, items, seen, &r.version_info)?;
                 }
                 Ok(())
             }
@@ -794,7 +814,7 @@ impl Runner {
             ) => {
                 Self::match_type(type_url, &r.type_url)?;
                 if let Some(v) = version {
-                    self.versions.check("V", v, &r.system_version_info)?;
+                    self.vs(type_url).check("V", v, &r.system_version_info)?;
                 }
                 if let Some(n) = nonce {
                     self.nonces.check("N", n, &r.nonce)?;
@@ -802,7 +822,7 @@ impl Runner {
                 check_set("X", removed, &r.removed_resources)?;
                 if let Some(items) = resources {
                     let seen = r.resources.iter().map(seen_delta).collect();
-                    self.match_items(items, seen, "")?;
+                    self.match_items(type_url, items, seen, "")?;
                 }
                 Ok(())
             }
@@ -862,7 +882,7 @@ impl Runner {
                 for item in items {
                     let mut entry = ResourceEntry::new(item.name.clone(), Self::body_of(item, ""));
                     if let Some(v) = &item.version {
-                        entry = entry.with_version(self.versions.input(v));
+                        entry = entry.with_version(self.vs(t).input(v));
                     }
                     if let Some(ttl) = item.ttl {
                         entry = entry.with_ttl(ttl);
@@ -881,7 +901,6 @@ impl Runner {
                 }
             }
         }
-        self.pump();
         Ok(())
     }
 
@@ -964,7 +983,7 @@ impl Runner {
                 },
             ) => {
                 let at = (0..self.client_events.len()).find(|&i| {
-                    let mut versions = core::mem::take(&mut self.versions);
+                    let mut versions = core::mem::take(self.vs(type_url));
                     let mut nonces = core::mem::take(&mut self.nonces);
                     let ok = self.client_events.get(i).is_some_and(|e| {
                         client_event_matches(
@@ -978,23 +997,25 @@ impl Runner {
                             true,
                         )
                     });
-                    self.versions = versions;
+                    *self.vs(type_url) = versions;
                     self.nonces = nonces;
                     ok
                 });
                 match at {
                     Some(i) => {
                         let event = self.client_events.remove(i);
+                        let mut versions = core::mem::take(self.vs(type_url));
                         client_event_matches(
                             &event,
                             kind,
                             type_url,
                             name,
                             details,
-                            &mut self.versions,
+                            &mut versions,
                             &mut self.nonces,
                             false,
                         );
+                        *self.vs(type_url) = versions;
                         Ok(())
                     }
                     None => Err(format!(
@@ -1102,7 +1123,7 @@ impl Runner {
                         ))
                     })
                     .collect();
-                self.match_items(items, seen, "")
+                self.match_items(type_url, items, seen, "")
             }
             (Side::Server, Expectation::Cache(type_url, items)) => {
                 let seen: Vec<(String, Seen)> = self
@@ -1120,7 +1141,7 @@ impl Runner {
                         )
                     })
                     .collect();
-                self.match_items(items, seen, "")
+                self.match_items(type_url, items, seen, "")
             }
             (Side::Client, Expectation::Status(type_url, name, expected)) => {
                 let client = self
@@ -1379,7 +1400,7 @@ fn kind_of(action: &Action) -> LineKind {
             ..
         } => LineKind::Response,
         Action::ClientBatch(_) | Action::Expect(Side::Client, _) => LineKind::Client,
-        Action::Server(_) | Action::Expect(Side::Server, _) => LineKind::Server,
+        Action::ServerBatch(_) | Action::Expect(Side::Server, _) => LineKind::Server,
         Action::Wait(_) | Action::Disconnect | Action::Connect => LineKind::Both,
     }
 }
@@ -1416,7 +1437,11 @@ pub fn run(scenario: &Scenario) -> Report {
                 runner.pump();
                 result
             }
-            Action::Server(command) => runner.server_command(command),
+            Action::ServerBatch(commands) => {
+                let result = commands.iter().try_for_each(|c| runner.server_command(c));
+                runner.pump();
+                result
+            }
             Action::Wait(duration) => runner.wait(*duration),
             Action::Disconnect => {
                 runner.disconnect();

@@ -120,7 +120,7 @@ fn parses_commands_and_assertions() {
     let scenario = parse(text, "t").unwrap();
     let actions: Vec<_> = scenario.steps.iter().map(|s| s.action.clone()).collect();
     assert!(
-        matches!(&actions[0], Action::Server(ServerCommand::Set(_, items)) if items.len() == 2 && items[1].version.as_deref() == Some("7"))
+        matches!(&actions[0], Action::ServerBatch(b) if matches!(&b[0], ServerCommand::Set(_, items) if items.len() == 2 && items[1].version.as_deref() == Some("7")))
     );
     assert_eq!(
         actions[2],
