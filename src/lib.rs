@@ -75,6 +75,7 @@ pub mod resource;
 pub mod script;
 pub mod server;
 pub mod time;
+pub mod transcript;
 pub mod types;
 
 pub use client::{Client, ClientConfig, ClientError, ClientEvent};

@@ -16,7 +16,7 @@
 //! | `nack-without-nonce` | client | `error_detail` without the rejected response's nonce |
 //! | `nack-moved-version` | client | a SotW NACK's version is not the last accepted one |
 //! | `ack-version-mismatch` | client | the first error-free answer to a response carries another version |
-//! | `version-not-accepted` | client | a later SotW request carries a version the client never accepted |
+//! | `version-not-accepted` | client | a later SotW request carries a version the client never accepted (empty, a reset, is allowed) |
 //! | `initial-versions-late` | client | delta `initial_resource_versions` after the first request of its type |
 //! | `delta-nonce-repeated` | client | a delta request repeats a nonce it already answered |
 //! | `duplicate-names` | server | a response holds one name twice |
@@ -267,6 +267,11 @@ impl Checker {
                         ),
                     )),
                     (Some(sent), false, true) => t.accepted = Some(sent.version.clone()),
+                    // An empty version is a client that dropped its state (Envoy does
+                    // on TTL expiry, envoy#15667): allowed, and now its accepted version.
+                    (_, false, false) if !first_of_type && r.version_info.is_empty() => {
+                        t.accepted = Some(String::new());
+                    }
                     (_, false, false) if !first_of_type && r.version_info != accepted => found
                         .push((
                             Rule::VersionNotAccepted,
@@ -341,6 +346,9 @@ impl Checker {
                     changed = true;
                 }
                 for name in &r.resource_names_unsubscribe {
+                    // The client may drop what it unsubscribes from; under a wildcard the
+                    // server answers with the resource again (or its removal).
+                    t.held.remove(name);
                     if name == "*" {
                         t.wildcard = false;
                     }
@@ -391,13 +399,21 @@ impl Checker {
             }
         }
         match response {
-            Response::Sotw(_) => {
+            Response::Sotw(r) => {
+                // A response of body-less wrappers only is a TTL heartbeat, never a resend.
+                let heartbeat = !r.resources.is_empty()
+                    && r.resources.iter().all(|any| {
+                        any.type_url == RESOURCE_WRAPPER_TYPE_URL
+                            && Resource::decode(any.value.clone())
+                                .is_ok_and(|w| w.resource.is_none())
+                    });
                 let unchanged = |other: &Option<Sent>| {
-                    other.as_ref().is_some_and(|o| {
-                        o.version == sent.version
-                            && o.resources == sent.resources
-                            && o.generation == t.generation
-                    })
+                    !heartbeat
+                        && other.as_ref().is_some_and(|o| {
+                            o.version == sent.version
+                                && o.resources == sent.resources
+                                && o.generation == t.generation
+                        })
                 };
                 if unchanged(&t.rejected) {
                     found.push((
@@ -461,7 +477,18 @@ impl Checker {
                         ));
                     }
                 }
+                // A body-less resource is a TTL heartbeat or a does-not-exist marker, never
+                // a resend.
+                let bodyless: BTreeSet<String> = r
+                    .resources
+                    .iter()
+                    .filter(|res| res.resource.is_none())
+                    .map(delta_name)
+                    .collect();
                 for (name, (version, _)) in &sent.resources {
+                    if bodyless.contains(name) {
+                        continue;
+                    }
                     if t.rejected_versions.get(name) == Some(version) {
                         found.push((
                             Rule::ResentRejectedVersion,

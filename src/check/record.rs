@@ -29,42 +29,7 @@ use crate::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
 use crate::script::ScriptError;
-
-/// One line of a recorded conversation.
-// Entries are made once per recorded line; boxing the messages would buy nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq)]
-pub enum Entry {
-    /// A request, as recorded.
-    Request {
-        /// 1-based line number.
-        line: usize,
-        /// Which stream.
-        stream: u64,
-        /// The request.
-        request: Request,
-    },
-    /// A response, as recorded.
-    Response {
-        /// 1-based line number.
-        line: usize,
-        /// Which stream.
-        stream: u64,
-        /// The response.
-        response: Response,
-    },
-    /// The server's store changed.
-    Store {
-        /// 1-based line number.
-        line: usize,
-        /// The type.
-        type_url: String,
-        /// The resource.
-        name: String,
-        /// Its version after a set; `None` for a removal.
-        version: Option<String>,
-    },
-}
+pub use crate::transcript::Entry;
 
 fn error(line: usize, message: impl Into<String>) -> ScriptError {
     ScriptError {

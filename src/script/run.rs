@@ -21,6 +21,7 @@ use crate::server::{
     NotFoundReporting, ResourceEntry, ResourceStore, ServerConfig, ServerEvent, ServerStream,
 };
 use crate::time::Instant;
+use crate::transcript::Entry;
 use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 use prost::Message;
 
@@ -55,7 +56,7 @@ pub enum LineKind {
 }
 
 /// The outcome of a scenario.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     /// The scenario's title.
     pub title: String,
@@ -63,6 +64,8 @@ pub struct Report {
     pub lines: Vec<LineReport>,
     /// A failure that is not any line's: messages left over at the end, or a bad option.
     pub trailing: Option<String>,
+    /// Every message that passed and every store change, in order (the checker's input).
+    pub transcript: Vec<Entry>,
 }
 
 impl Report {
@@ -165,6 +168,9 @@ struct Runner {
     nonces: Symbols,
     /// Whether the scenario side has sent the stream's first request (for the node).
     first_request_sent: bool,
+    /// Which stream is up (counts connects).
+    stream: u64,
+    transcript: Vec<Entry>,
 }
 
 fn sorted(names: impl IntoIterator<Item = String>) -> Vec<String> {
@@ -325,6 +331,8 @@ impl Runner {
             versions: BTreeMap::new(),
             nonces: Symbols::default(),
             first_request_sent: false,
+            stream: 1,
+            transcript: Vec::new(),
         };
         if let Some(client) = runner.client.as_mut() {
             client.connected(Instant::ZERO);
@@ -377,6 +385,11 @@ impl Runner {
     }
 
     fn deliver_request(&mut self, request: Request) {
+        self.transcript.push(Entry::Request {
+            line: self.transcript.len() + 1,
+            stream: self.stream,
+            request: request.clone(),
+        });
         if let Some(server) = self.server.as_mut() {
             server.handle_request(self.now, request);
         }
@@ -384,6 +397,11 @@ impl Runner {
     }
 
     fn deliver_response(&mut self, response: Response) {
+        self.transcript.push(Entry::Response {
+            line: self.transcript.len() + 1,
+            stream: self.stream,
+            response: response.clone(),
+        });
         if let Some(client) = self.client.as_mut() {
             client.handle_response(self.now, response);
         }
@@ -893,11 +911,24 @@ impl Runner {
                     self.store
                         .set_entry(t, entry)
                         .map_err(|e| format!("{e:?}"))?;
+                    let version = self.store.get(t, &item.name).map(|r| r.version().into());
+                    self.transcript.push(Entry::Store {
+                        line: self.transcript.len() + 1,
+                        type_url: t.clone(),
+                        name: item.name.clone(),
+                        version,
+                    });
                 }
             }
             ServerCommand::Remove(t, names) => {
                 for name in names {
                     self.store.remove(t, name);
+                    self.transcript.push(Entry::Store {
+                        line: self.transcript.len() + 1,
+                        type_url: t.clone(),
+                        name: name.clone(),
+                        version: None,
+                    });
                 }
             }
         }
@@ -948,6 +979,7 @@ impl Runner {
             self.server = Some(ServerStream::new(self.server_config.clone()));
         }
         self.first_request_sent = false;
+        self.stream += 1;
         // Nonces belong to one stream: the new stream's may repeat the old one's values.
         self.nonces = Symbols::default();
         if let Some(client) = self.client.as_mut() {
@@ -1411,6 +1443,7 @@ pub fn run(scenario: &Scenario) -> Report {
         title: scenario.title.clone(),
         lines: Vec::new(),
         trailing: None,
+        transcript: Vec::new(),
     };
     let mut runner = match Runner::new(scenario) {
         Ok(runner) => runner,
@@ -1462,9 +1495,11 @@ pub fn run(scenario: &Scenario) -> Report {
             result,
         });
         if failed {
+            report.transcript = core::mem::take(&mut runner.transcript);
             return report;
         }
     }
     report.trailing = runner.leftovers();
+    report.transcript = runner.transcript;
     report
 }
