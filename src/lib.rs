@@ -74,6 +74,8 @@ pub mod resource;
 #[cfg(feature = "script")]
 pub mod script;
 pub mod server;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod time;
 pub mod transcript;
 pub mod types;

@@ -282,8 +282,12 @@ impl Checker {
                         )),
                     _ => {}
                 }
+                // Only a rejection of the latest response holds the server: if it has sent
+                // something else since, the rejected state is no longer what it holds.
                 if let (Some(sent), true, true) = (&known, error, first_answer) {
-                    t.rejected = Some(sent.clone());
+                    if t.latest_nonce.as_deref() == Some(nonce) {
+                        t.rejected = Some(sent.clone());
+                    }
                 }
                 let names: BTreeSet<String> = r.resource_names.iter().cloned().collect();
                 // Legacy wildcard lasts while the names stay empty; `*` is explicit. Where the
@@ -320,8 +324,9 @@ impl Checker {
                 }
                 if let (Some(sent), true, true) = (&known, error, first_answer) {
                     for (name, (version, _)) in &sent.resources {
-                        t.rejected_versions.insert(name.clone(), version.clone());
+                        // Only while that version is the last one sent of the name.
                         if t.held.get(name) == Some(version) {
+                            t.rejected_versions.insert(name.clone(), version.clone());
                             t.held.remove(name);
                         }
                     }
@@ -507,6 +512,9 @@ impl Checker {
                     }
                 }
                 for (name, (version, _)) in &sent.resources {
+                    if t.rejected_versions.get(name).is_some_and(|v| v != version) {
+                        t.rejected_versions.remove(name);
+                    }
                     t.held.insert(name.clone(), version.clone());
                 }
                 for name in &sent.removed {
@@ -517,6 +525,14 @@ impl Checker {
         if !nonce.is_empty() {
             t.responses.insert(nonce.clone(), sent.clone());
             t.latest_nonce = Some(nonce);
+        }
+        // A response with other content moves the client on from what it rejected: sending
+        // the rejected state again later (the store went back to it) is a change then.
+        if t.rejected
+            .as_ref()
+            .is_some_and(|r| r.resources != sent.resources || r.version != sent.version)
+        {
+            t.rejected = None;
         }
         t.last_response = Some(sent);
         t.last_request_stale = false;

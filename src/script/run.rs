@@ -64,8 +64,12 @@ pub struct Report {
     pub lines: Vec<LineReport>,
     /// A failure that is not any line's: messages left over at the end, or a bad option.
     pub trailing: Option<String>,
-    /// Every message that passed and every store change, in order (the checker's input).
-    pub transcript: Vec<Entry>,
+    /// The conversation as the client saw it (requests when sent, responses when
+    /// received): check the client's side on it.
+    pub client_view: Vec<Entry>,
+    /// The conversation as the server saw it (requests when received, responses when sent,
+    /// store changes): check the server's side on it.
+    pub server_view: Vec<Entry>,
 }
 
 impl Report {
@@ -170,7 +174,13 @@ struct Runner {
     first_request_sent: bool,
     /// Which stream is up (counts connects).
     stream: u64,
-    transcript: Vec<Entry>,
+    client_view: Vec<Entry>,
+    server_view: Vec<Entry>,
+}
+
+fn record(view: &mut Vec<Entry>, entry: impl FnOnce(usize) -> Entry) {
+    let line = view.len() + 1;
+    view.push(entry(line));
 }
 
 fn sorted(names: impl IntoIterator<Item = String>) -> Vec<String> {
@@ -332,7 +342,8 @@ impl Runner {
             nonces: Symbols::default(),
             first_request_sent: false,
             stream: 1,
-            transcript: Vec::new(),
+            client_view: Vec::new(),
+            server_view: Vec::new(),
         };
         if let Some(client) = runner.client.as_mut() {
             client.connected(Instant::ZERO);
@@ -351,6 +362,12 @@ impl Runner {
         let now = self.now;
         if let Some(client) = self.client.as_mut() {
             while let Some(request) = client.poll_request(now) {
+                let stream = self.stream;
+                record(&mut self.client_view, |line| Entry::Request {
+                    line,
+                    stream,
+                    request: request.clone(),
+                });
                 self.to_server.push_back(request);
             }
             while let Some(event) = client.poll_event() {
@@ -376,6 +393,12 @@ impl Runner {
                 self.server_events.push(event);
             }
             while let Some(response) = server.poll_response(now, &self.store) {
+                let stream = self.stream;
+                record(&mut self.server_view, |line| Entry::Response {
+                    line,
+                    stream,
+                    response: response.clone(),
+                });
                 self.to_client.push_back(response);
             }
             while let Some(event) = server.poll_event() {
@@ -385,11 +408,19 @@ impl Runner {
     }
 
     fn deliver_request(&mut self, request: Request) {
-        self.transcript.push(Entry::Request {
-            line: self.transcript.len() + 1,
-            stream: self.stream,
+        let stream = self.stream;
+        record(&mut self.server_view, |line| Entry::Request {
+            line,
+            stream,
             request: request.clone(),
         });
+        if self.client.is_none() {
+            record(&mut self.client_view, |line| Entry::Request {
+                line,
+                stream,
+                request: request.clone(),
+            });
+        }
         if let Some(server) = self.server.as_mut() {
             server.handle_request(self.now, request);
         }
@@ -397,11 +428,19 @@ impl Runner {
     }
 
     fn deliver_response(&mut self, response: Response) {
-        self.transcript.push(Entry::Response {
-            line: self.transcript.len() + 1,
-            stream: self.stream,
+        let stream = self.stream;
+        record(&mut self.client_view, |line| Entry::Response {
+            line,
+            stream,
             response: response.clone(),
         });
+        if !self.server_modeled {
+            record(&mut self.server_view, |line| Entry::Response {
+                line,
+                stream,
+                response: response.clone(),
+            });
+        }
         if let Some(client) = self.client.as_mut() {
             client.handle_response(self.now, response);
         }
@@ -912,8 +951,8 @@ impl Runner {
                         .set_entry(t, entry)
                         .map_err(|e| format!("{e:?}"))?;
                     let version = self.store.get(t, &item.name).map(|r| r.version().into());
-                    self.transcript.push(Entry::Store {
-                        line: self.transcript.len() + 1,
+                    record(&mut self.server_view, |line| Entry::Store {
+                        line,
                         type_url: t.clone(),
                         name: item.name.clone(),
                         version,
@@ -923,8 +962,8 @@ impl Runner {
             ServerCommand::Remove(t, names) => {
                 for name in names {
                     self.store.remove(t, name);
-                    self.transcript.push(Entry::Store {
-                        line: self.transcript.len() + 1,
+                    record(&mut self.server_view, |line| Entry::Store {
+                        line,
                         type_url: t.clone(),
                         name: name.clone(),
                         version: None,
@@ -1443,7 +1482,8 @@ pub fn run(scenario: &Scenario) -> Report {
         title: scenario.title.clone(),
         lines: Vec::new(),
         trailing: None,
-        transcript: Vec::new(),
+        client_view: Vec::new(),
+        server_view: Vec::new(),
     };
     let mut runner = match Runner::new(scenario) {
         Ok(runner) => runner,
@@ -1495,11 +1535,13 @@ pub fn run(scenario: &Scenario) -> Report {
             result,
         });
         if failed {
-            report.transcript = core::mem::take(&mut runner.transcript);
+            report.client_view = core::mem::take(&mut runner.client_view);
+            report.server_view = core::mem::take(&mut runner.server_view);
             return report;
         }
     }
     report.trailing = runner.leftovers();
-    report.transcript = runner.transcript;
+    report.client_view = runner.client_view;
+    report.server_view = runner.server_view;
     report
 }
