@@ -2,14 +2,139 @@
 //! compile with it; `fuzz/` only wraps them for cargo-fuzz, and `tests/fuzz_corpus.rs`
 //! replays the committed corpus through them on stable. Each body checks invariants and
 //! panics only when one is broken (a bug of this crate).
+//!
+//! Session targets read their input as a small program: one opcode byte, then its
+//! operands (see [`Op`]), so that seeds can be made from the scenarios ([`encode`]).
 
+use alloc::collections::BTreeSet;
 use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
 use prost::Message;
 
+use crate::client::{Client, ClientConfig, ClientEvent, NackPolicy, VerdictTicket};
+use crate::message::{Request, Response, Transport, Variant};
 use crate::name::{ResourceName, XdstpName};
 use crate::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse, Resource,
 };
+use crate::pb::envoy::config::core::v3::Node;
+use crate::server::{ResourceEntry, ResourceStore, ServerConfig, ServerStream};
+use crate::testing::{Pair, PairConfig};
+use crate::time::Instant;
+use crate::types::{CLUSTER, ENDPOINT, LISTENER, ROUTE};
+
+/// The types session targets use.
+pub const TYPES: [&str; 4] = [
+    CLUSTER.type_url,
+    ENDPOINT.type_url,
+    LISTENER.type_url,
+    ROUTE.type_url,
+];
+/// The names session targets use (the scenarios' names among them).
+pub const NAMES: [&str; 8] = ["a", "b", "c", "foo", "bar", "baz", "wc", "*"];
+
+/// Bounds every drain loop: a state machine that keeps producing output is a bug, not a
+/// reason to hang the fuzzer.
+const DRAIN: usize = 10_000;
+
+/// One operation of a session program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `0, len(u16 LE), bytes`: a message from the peer (a response for client targets,
+    /// a request for server targets), encoded.
+    Message(Vec<u8>),
+    /// `1, type, name`: subscribe (client) or publish a body (server: `type, name, tag`).
+    Subscribe(u8, u8),
+    /// `2, type, name`: unsubscribe (client) or remove (server).
+    Unsubscribe(u8, u8),
+    /// `3, centiseconds(u16 LE)`: time passes; timers fire.
+    Wait(u16),
+    /// `4`: the stream breaks; `5`: it comes back.
+    Disconnect,
+    /// `5`.
+    Connect,
+    /// `6, mask`: the verdict on the oldest pending validation (bit i rejects resource i).
+    Verdict(u8),
+    /// `7, type, on`: deferred validation for a type.
+    Defer(u8, u8),
+    /// `8, type, name, tag`: a store update (server and pair targets).
+    Set(u8, u8, u8),
+}
+
+/// Reads the next operation from `data`, or `None` at the end.
+fn next_op(data: &mut &[u8]) -> Option<Op> {
+    fn take<'a>(data: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        if data.len() < n {
+            return None;
+        }
+        let (head, tail) = data.split_at(n);
+        *data = tail;
+        Some(head)
+    }
+    fn byte(data: &mut &[u8]) -> Option<u8> {
+        take(data, 1).and_then(|b| b.first().copied())
+    }
+    fn u16le(data: &mut &[u8]) -> Option<u16> {
+        take(data, 2).map(|b| {
+            u16::from_le_bytes([
+                b.first().copied().unwrap_or(0),
+                b.get(1).copied().unwrap_or(0),
+            ])
+        })
+    }
+    Some(match byte(data)? % 9 {
+        0 => {
+            let len = usize::from(u16le(data)?);
+            let len = len.min(data.len());
+            Op::Message(take(data, len)?.to_vec())
+        }
+        1 => Op::Subscribe(byte(data)?, byte(data)?),
+        2 => Op::Unsubscribe(byte(data)?, byte(data)?),
+        3 => Op::Wait(u16le(data)?),
+        4 => Op::Disconnect,
+        5 => Op::Connect,
+        6 => Op::Verdict(byte(data)?),
+        7 => Op::Defer(byte(data)?, byte(data)?),
+        _ => Op::Set(byte(data)?, byte(data)?, byte(data)?),
+    })
+}
+
+/// Encodes operations into a session program (for seeds).
+pub fn encode(ops: &[Op]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for op in ops {
+        match op {
+            Op::Message(bytes) => {
+                out.push(0);
+                let len = u16::try_from(bytes.len()).unwrap_or(u16::MAX);
+                out.extend_from_slice(&len.to_le_bytes());
+                out.extend_from_slice(bytes.get(..usize::from(len)).unwrap_or(bytes));
+            }
+            Op::Subscribe(t, n) => out.extend_from_slice(&[1, *t, *n]),
+            Op::Unsubscribe(t, n) => out.extend_from_slice(&[2, *t, *n]),
+            Op::Wait(cs) => {
+                out.push(3);
+                out.extend_from_slice(&cs.to_le_bytes());
+            }
+            Op::Disconnect => out.push(4),
+            Op::Connect => out.push(5),
+            Op::Verdict(mask) => out.extend_from_slice(&[6, *mask]),
+            Op::Defer(t, on) => out.extend_from_slice(&[7, *t, *on]),
+            Op::Set(t, n, tag) => out.extend_from_slice(&[8, *t, *n, *tag]),
+        }
+    }
+    out
+}
+
+/// `items[i % len]`; the tables are constants with at least one entry.
+fn pick<const N: usize>(items: &[&'static str; N], i: u8) -> &'static str {
+    items.get(usize::from(i) % N.max(1)).copied().unwrap_or("")
+}
+
+fn body(name: &str, tag: u8) -> bytes::Bytes {
+    crate::script::render::body(name, &alloc::format!("t{tag}"))
+}
 
 /// Resource-name parsing: never panics; canonical forms are fixed points.
 #[allow(clippy::panic)]
@@ -33,22 +158,389 @@ pub fn names(data: &[u8]) {
     let _ = crate::resource::name_of(data);
 }
 
-/// Decoding every discovery message from arbitrary bytes: never panics, and what decodes
-/// re-encodes to something that decodes to the same value.
+/// Decoding every discovery message from arbitrary bytes: never panics, what decodes
+/// re-encodes to the same value, and every decoded message is fed to a state machine.
 #[allow(clippy::panic)]
 pub fn decode(data: &[u8]) {
-    fn round_trip<M: Message + Default + PartialEq + core::fmt::Debug>(data: &[u8]) {
-        if let Ok(message) = M::decode(data) {
-            let again = M::decode(message.encode_to_vec().as_slice());
+    fn round_trip<M: Message + Default + PartialEq + core::fmt::Debug>(data: &[u8]) -> Option<M> {
+        let message = M::decode(data).ok()?;
+        let again = M::decode(message.encode_to_vec().as_slice());
+        assert!(
+            again.as_ref() == Ok(&message),
+            "re-encoding changed {message:?}"
+        );
+        Some(message)
+    }
+    let now = Instant::from_secs(1);
+    if let Some(response) = round_trip::<DiscoveryResponse>(data) {
+        let mut client = subscribed_client(Variant::Sotw, &response.type_url);
+        client.handle_response(now, Response::Sotw(response));
+        drain_client(&mut client, now);
+    }
+    if let Some(response) = round_trip::<DeltaDiscoveryResponse>(data) {
+        let mut client = subscribed_client(Variant::Delta, &response.type_url);
+        client.handle_response(now, Response::Delta(response));
+        drain_client(&mut client, now);
+    }
+    let store = ResourceStore::new();
+    if let Some(request) = round_trip::<DiscoveryRequest>(data) {
+        let mut server = ServerStream::new(ServerConfig::new(Variant::Sotw, Transport::Aggregated));
+        server.handle_request(now, Request::Sotw(request));
+        drain_server(&mut server, now, &store);
+    }
+    if let Some(request) = round_trip::<DeltaDiscoveryRequest>(data) {
+        let mut server =
+            ServerStream::new(ServerConfig::new(Variant::Delta, Transport::Aggregated));
+        server.handle_request(now, Request::Delta(request));
+        drain_server(&mut server, now, &store);
+    }
+    let _ = round_trip::<Resource>(data);
+}
+
+fn subscribed_client(variant: Variant, type_url: &str) -> Client {
+    let mut client = Client::new(ClientConfig::new(
+        variant,
+        Transport::Aggregated,
+        Node::default(),
+    ));
+    client.connected(Instant::ZERO);
+    let _ = client.subscribe(type_url, &NAMES);
+    drain_client(&mut client, Instant::ZERO);
+    client
+}
+
+fn drain_client(client: &mut Client, now: Instant) -> Vec<Request> {
+    let mut requests = Vec::new();
+    for _ in 0..DRAIN {
+        match client.poll_request(now) {
+            Some(r) => requests.push(r),
+            None => break,
+        }
+    }
+    for _ in 0..DRAIN {
+        if client.poll_event().is_none() {
+            break;
+        }
+    }
+    requests
+}
+
+fn drain_server(server: &mut ServerStream, now: Instant, store: &ResourceStore) -> Vec<Response> {
+    let mut responses = Vec::new();
+    for _ in 0..DRAIN {
+        while server.poll_event().is_some() {}
+        match server.poll_response(now, store) {
+            Some(r) => responses.push(r),
+            None => break,
+        }
+    }
+    responses
+}
+
+/// A client session: responses from bytes, subscriptions, verdicts, time and reconnects.
+/// Invariants: every request's nonce was received on the current stream; after timers
+/// fire, none is left due.
+#[allow(clippy::panic)]
+pub fn client_session(data: &[u8]) {
+    let Some((&config, mut data)) = data.split_first() else {
+        return;
+    };
+    let variant = if config & 1 == 0 {
+        Variant::Sotw
+    } else {
+        Variant::Delta
+    };
+    let transport = if config & 2 == 0 {
+        Transport::Aggregated
+    } else {
+        Transport::PerType(pick(&TYPES, config >> 4).into())
+    };
+    let mut client_config = ClientConfig::new(
+        variant,
+        transport,
+        Node {
+            id: "fuzz".into(),
+            ..Node::default()
+        },
+    );
+    if config & 4 != 0 {
+        client_config.nack_policy = NackPolicy::KeepValid;
+    }
+    let mut client = Client::new(client_config);
+    let mut now = Instant::ZERO;
+    let mut connected = true;
+    client.connected(now);
+    let mut nonces: BTreeSet<String> = BTreeSet::new();
+    let mut tickets: Vec<(VerdictTicket, Vec<String>)> = Vec::new();
+    let mut ops = 0;
+    while let Some(op) = next_op(&mut data) {
+        ops += 1;
+        if ops > 512 {
+            break;
+        }
+        match op {
+            Op::Message(bytes) => {
+                let response = match variant {
+                    Variant::Sotw => {
+                        DiscoveryResponse::decode(bytes.as_slice()).map(Response::Sotw)
+                    }
+                    Variant::Delta => {
+                        DeltaDiscoveryResponse::decode(bytes.as_slice()).map(Response::Delta)
+                    }
+                };
+                if let Ok(response) = response {
+                    if connected && !response.nonce().is_empty() {
+                        nonces.insert(response.nonce().into());
+                    }
+                    client.handle_response(now, response);
+                }
+            }
+            Op::Subscribe(t, n) => {
+                let _ = client.subscribe(pick(&TYPES, t), &[pick(&NAMES, n)]);
+            }
+            Op::Unsubscribe(t, n) => {
+                let _ = client.unsubscribe(pick(&TYPES, t), &[pick(&NAMES, n)]);
+            }
+            Op::Wait(cs) => {
+                now = now + Duration::from_millis(u64::from(cs) * 10);
+                client.handle_timeout(now);
+            }
+            Op::Disconnect => {
+                client.disconnected(now);
+                connected = false;
+                nonces.clear();
+            }
+            Op::Connect => {
+                client.connected(now);
+                connected = true;
+                nonces.clear();
+            }
+            Op::Verdict(mask) => {
+                if !tickets.is_empty() {
+                    let (ticket, names) = tickets.remove(0);
+                    let rejected: Vec<(&str, &str)> = names
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| *i < 8 && mask & (1 << i) != 0)
+                        .map(|(_, n)| (n.as_str(), "fuzz says no"))
+                        .collect();
+                    let _ = client.verdict(ticket, &rejected);
+                }
+            }
+            Op::Defer(t, on) => client.set_deferred_validation(pick(&TYPES, t), on & 1 == 1),
+            Op::Set(..) => {}
+        }
+        for _ in 0..DRAIN {
+            let Some(request) = client.poll_request(now) else {
+                break;
+            };
+            assert!(connected, "a request while disconnected: {request:?}");
+            let nonce = match &request {
+                Request::Sotw(r) => &r.response_nonce,
+                Request::Delta(r) => &r.response_nonce,
+            };
             assert!(
-                again.as_ref() == Ok(&message),
-                "re-encoding changed {message:?}"
+                nonce.is_empty() || nonces.contains(nonce),
+                "nonce {nonce:?} was never received on this stream"
+            );
+        }
+        for _ in 0..DRAIN {
+            match client.poll_event() {
+                Some(ClientEvent::ValidationNeeded {
+                    ticket, resources, ..
+                }) => {
+                    tickets.push((
+                        ticket,
+                        resources
+                            .iter()
+                            .map(|r| String::from(r.name.as_str()))
+                            .collect(),
+                    ));
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        if let Some(deadline) = client.poll_timeout() {
+            assert!(
+                deadline >= now,
+                "a timer in the past: {deadline:?} < {now:?}"
             );
         }
     }
-    round_trip::<DiscoveryRequest>(data);
-    round_trip::<DiscoveryResponse>(data);
-    round_trip::<DeltaDiscoveryRequest>(data);
-    round_trip::<DeltaDiscoveryResponse>(data);
-    round_trip::<Resource>(data);
+}
+
+/// A server session: requests from bytes, store updates, time.
+/// Invariants: response nonces are unique and non-empty; nothing is sent once closed.
+#[allow(clippy::panic)]
+pub fn server_session(data: &[u8]) {
+    let Some((&config, mut data)) = data.split_first() else {
+        return;
+    };
+    let variant = if config & 1 == 0 {
+        Variant::Sotw
+    } else {
+        Variant::Delta
+    };
+    let transport = if config & 2 == 0 {
+        Transport::Aggregated
+    } else {
+        Transport::PerType(pick(&TYPES, config >> 4).into())
+    };
+    let mut server = ServerStream::new(ServerConfig::new(variant, transport));
+    let mut store = ResourceStore::new();
+    let mut now = Instant::ZERO;
+    let mut nonces: BTreeSet<String> = BTreeSet::new();
+    let mut ops = 0;
+    while let Some(op) = next_op(&mut data) {
+        ops += 1;
+        if ops > 512 {
+            break;
+        }
+        match op {
+            Op::Message(bytes) => {
+                let request = match variant {
+                    Variant::Sotw => DiscoveryRequest::decode(bytes.as_slice()).map(Request::Sotw),
+                    Variant::Delta => {
+                        DeltaDiscoveryRequest::decode(bytes.as_slice()).map(Request::Delta)
+                    }
+                };
+                if let Ok(request) = request {
+                    server.handle_request(now, request);
+                }
+            }
+            Op::Set(t, n, _) | Op::Subscribe(t, n) => {
+                let tag = match op {
+                    Op::Set(_, _, tag) => tag,
+                    _ => 0,
+                };
+                let name = pick(&NAMES, n);
+                let mut entry = ResourceEntry::new(name, body(name, tag));
+                if tag & 0x80 != 0 {
+                    entry = entry.with_ttl(Duration::from_secs(u64::from(tag & 0x0f) + 1));
+                }
+                let _ = store.set_entry(pick(&TYPES, t), entry);
+            }
+            Op::Unsubscribe(t, n) => {
+                store.remove(pick(&TYPES, t), pick(&NAMES, n));
+            }
+            Op::Wait(cs) => {
+                now = now + Duration::from_millis(u64::from(cs) * 10);
+                server.handle_timeout(now);
+            }
+            _ => {}
+        }
+        let closed = server.is_closed();
+        for response in drain_server(&mut server, now, &store) {
+            assert!(!closed, "a response after the stream closed");
+            let nonce = String::from(response.nonce());
+            assert!(!nonce.is_empty(), "a response without a nonce");
+            assert!(nonces.insert(nonce.clone()), "nonce {nonce:?} used twice");
+        }
+        if let Some(deadline) = server.poll_timeout() {
+            assert!(deadline >= now, "a timer in the past");
+        }
+    }
+}
+
+/// The pair: a client and a server on a simulated stream under fuzz-chosen operations.
+/// Invariants: no livelock, and both sides pass the conformance checker on every history
+/// (with feature `check`).
+#[allow(clippy::panic)]
+pub fn pair(data: &[u8]) {
+    let Some((&config, mut data)) = data.split_first() else {
+        return;
+    };
+    let variant = if config & 1 == 0 {
+        Variant::Sotw
+    } else {
+        Variant::Delta
+    };
+    let transport = if config & 2 == 0 {
+        Transport::Aggregated
+    } else {
+        Transport::PerType(pick(&TYPES, config >> 4).into())
+    };
+    let mut client = ClientConfig::new(
+        variant,
+        transport.clone(),
+        Node {
+            id: "fuzz".into(),
+            ..Node::default()
+        },
+    );
+    client.nack_policy = if config & 4 == 0 {
+        NackPolicy::RejectAll
+    } else {
+        NackPolicy::KeepValid
+    };
+    let mut pair = Pair::new(PairConfig {
+        client,
+        server: ServerConfig::new(variant, transport),
+        latency: Duration::from_millis(5),
+    });
+    let mut ops = 0;
+    while let Some(op) = next_op(&mut data) {
+        ops += 1;
+        if ops > 128 {
+            break;
+        }
+        match op {
+            Op::Subscribe(t, n) => {
+                let _ = pair.client.subscribe(pick(&TYPES, t), &[pick(&NAMES, n)]);
+            }
+            Op::Unsubscribe(t, n) => {
+                let _ = pair.client.unsubscribe(pick(&TYPES, t), &[pick(&NAMES, n)]);
+            }
+            Op::Set(t, n, tag) => {
+                let name = pick(&NAMES, n);
+                if name != "*" {
+                    let _ = pair
+                        .store
+                        .set_entry(pick(&TYPES, t), ResourceEntry::new(name, body(name, tag)));
+                    pair.record_store(pick(&TYPES, t), name);
+                }
+            }
+            Op::Message(bytes) => {
+                // Partial delivery: as many steps as the message is long (at most 8).
+                for _ in 0..bytes.len().min(8) {
+                    pair.step();
+                }
+            }
+            Op::Wait(cs) => {
+                if let Err(stuck) = pair.advance(Duration::from_millis(u64::from(cs % 3000) * 10)) {
+                    panic!("{stuck}");
+                }
+            }
+            Op::Disconnect => pair.break_stream(),
+            Op::Connect => {
+                if pair.server.is_none() {
+                    pair.reconnect();
+                }
+            }
+            Op::Verdict(_) | Op::Defer(..) => {}
+        }
+        pair.collect();
+    }
+    if pair.server.is_none() {
+        pair.reconnect();
+    }
+    if let Err(stuck) = pair.drive() {
+        panic!("{stuck}");
+    }
+    #[cfg(feature = "check")]
+    {
+        use crate::check::{check, CheckSide};
+        for (side, view) in [
+            (CheckSide::Client, pair.client_view()),
+            (CheckSide::Server, pair.server_view()),
+        ] {
+            let violations = check(view, side);
+            assert!(
+                violations.is_empty(),
+                "{side:?}: {violations:?}\n{}",
+                pair.notation()
+            );
+        }
+    }
 }

@@ -468,12 +468,21 @@ fn ttl_expired_resources_are_gone_and_come_back_when_resent() {
 #[test]
 fn regressions() {
     use Op::*;
-    let cases: Vec<(Setup, Vec<Op>)> = vec![
-        (
-            Setup { variant: Variant::Sotw, ads: true },
-            vec![Subscribe(0, 2), Unsubscribe(0, 2), Subscribe(0, 0), Set(0, 2, false), Step(3), Subscribe(0, 2), Remove(0, 2)],
-        ),
-    ];
+    let cases: Vec<(Setup, Vec<Op>)> = vec![(
+        Setup {
+            variant: Variant::Sotw,
+            ads: true,
+        },
+        vec![
+            Subscribe(0, 2),
+            Unsubscribe(0, 2),
+            Subscribe(0, 0),
+            Set(0, 2, false),
+            Step(3),
+            Subscribe(0, 2),
+            Remove(0, 2),
+        ],
+    )];
     for (setup, ops) in cases {
         let mut world = run(setup, &ops);
         world.check_convergence();
