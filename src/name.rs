@@ -7,7 +7,7 @@
 //! decode the percent-escapes, then re-encode with the context parameters sorted. The
 //! escape sets are the ones Envoy uses: the authority escapes `%/?#`, the id `%:?#[]`
 //! (never `/`: the id path is opaque and `/` separates its segments), parameter keys and
-//! values `%#[]&=`.
+//! values `%#[]&=`. The resource type, one segment, escapes `/` as well as the id's set.
 //!
 //! A name whose id path ends in `/*` (or is `*`) is a glob collection: it stands for every
 //! resource with the same authority, type and exactly the same context parameters whose
@@ -150,6 +150,9 @@ pub struct XdstpName {
 
 const AUTHORITY_ESCAPES: &[u8] = b"%/?#";
 const ID_ESCAPES: &[u8] = b"%:?#[]";
+/// The resource type is one path segment: `/` in it must be escaped too, or the canonical
+/// form would parse back with a different type and id (found by fuzzing).
+const TYPE_ESCAPES: &[u8] = b"%/:?#[]";
 const PARAM_ESCAPES: &[u8] = b"%#[]&=";
 
 fn hex_value(byte: u8) -> Option<u8> {
@@ -264,7 +267,7 @@ impl XdstpName {
         out.push_str(XDSTP_SCHEME);
         encode_into(&mut out, &self.authority, AUTHORITY_ESCAPES);
         out.push('/');
-        encode_into(&mut out, &self.resource_type, ID_ESCAPES);
+        encode_into(&mut out, &self.resource_type, TYPE_ESCAPES);
         out.push('/');
         encode_into(&mut out, &self.id, ID_ESCAPES);
         if !self.context.is_empty() {
@@ -460,7 +463,7 @@ mod tests {
             let params = usize::arbitrary(g) % 3;
             XdstpName {
                 authority: text(g, ALPHABET, true),
-                resource_type: text(g, &['a', 'b', '.', '%', ':'], false),
+                resource_type: text(g, &['a', 'b', '.', '%', ':', '/'], false),
                 id,
                 context: (0..params)
                     .map(|_| (text(g, ALPHABET, false), text(g, ALPHABET, true)))
