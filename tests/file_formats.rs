@@ -432,3 +432,54 @@ fn binary_bodies_are_slices_of_the_input() {
     let range = bytes.as_ptr() as usize..bytes.as_ptr() as usize + bytes.len();
     assert!(range.contains(&(body.as_ptr() as usize)));
 }
+
+/// Whatever the bytes, decoding returns a value or a typed error, never a panic; and a
+/// binary error always names a byte offset inside the input.
+#[test]
+fn arbitrary_bytes_never_panic_in_any_format() {
+    static CODEC: std::sync::OnceLock<FileCodec> = std::sync::OnceLock::new();
+    fn prop(bytes: Vec<u8>, text: String) -> bool {
+        let codec = CODEC.get_or_init(|| FileCodec::with_json_codec(JsonCodec::new(), false));
+        for format in FORMATS {
+            for input in [bytes.clone(), text.clone().into_bytes()] {
+                let len = input.len();
+                match codec.decode::<d::DiscoveryResponse>(format, Bytes::from(input)) {
+                    Ok(_) => {}
+                    Err(FormatError::Malformed {
+                        position: Some(Position::Byte(offset)),
+                        ..
+                    }) if offset > len => return false,
+                    Err(FormatError::Malformed { .. }) => {}
+                    Err(other) => panic!("{other:?}"),
+                }
+            }
+        }
+        true
+    }
+    quickcheck::QuickCheck::new().quickcheck(prop as fn(Vec<u8>, String) -> bool);
+}
+
+/// Mutations of a valid binary file: every failure names an offset inside the input.
+#[test]
+fn mutated_binary_files_name_an_offset_inside_the_input() {
+    fn prop(flips: Vec<(u8, u8)>, cut: u8) -> bool {
+        let codec = FileCodec::new();
+        let mut bytes = sample_response().encode_to_vec();
+        for (at, value) in flips {
+            let i = at as usize % bytes.len();
+            bytes[i] = value;
+        }
+        bytes.truncate(bytes.len().saturating_sub(cut as usize % 4));
+        let len = bytes.len();
+        match codec.decode::<d::DiscoveryResponse>(Format::Binary, Bytes::from(bytes)) {
+            Ok(_) => true,
+            Err(FormatError::Malformed {
+                position: Some(Position::Byte(offset)),
+                ..
+            }) => offset <= len,
+            Err(FormatError::Malformed { position: None, .. }) => true,
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    quickcheck::QuickCheck::new().quickcheck(prop as fn(Vec<(u8, u8)>, u8) -> bool);
+}

@@ -65,11 +65,13 @@
 //! # Server decisions ([`RestServer`])
 //!
 //! * **One home for the rules.** Each waiting request gets its own SotW
-//!   [`crate::ServerStream`] for its type, fed that one request as the first of a stream, so
-//!   what a response carries (full state for LDS/CDS, the subscribed resources for other
-//!   types), its `version_info` (a digest of what it leaves the client holding, the same
-//!   on every replica) and the wildcard rules are the server's. Requests are independent:
-//!   no per-client state survives between polls, so any replica can answer any poll.
+//!   [`crate::ServerStream`] for its type (inside a [`crate::StreamSet`]), fed that one
+//!   request as the first of a stream, so what a response carries (full state for LDS/CDS,
+//!   the subscribed resources for other types), its `version_info` (a digest of what it
+//!   leaves the client holding, the same on every replica) and the wildcard rules are the
+//!   server's. Requests are independent: no per-client state survives between polls, so
+//!   any replica can answer any poll. The set's index means a store change wakes only the
+//!   waiting requests it concerns, and the change log is read once for all of them.
 //! * **Answer only on change (long poll).** The `version_info` of the request says what the
 //!   client holds; a response whose version equals it is not sent. Nor is one whose version
 //!   equals the request's `response_nonce`: REST responses carry their `version_info` as

@@ -13,7 +13,7 @@ use crate::message::{Request, Response, Transport, Variant};
 use crate::pb::discovery::DiscoveryRequest;
 use crate::pb::envoy::config::core::v3::Node;
 use crate::pb::google::rpc::Status;
-use crate::server::{ResourceStore, Revision, ServerConfig, ServerEvent, ServerStream};
+use crate::server::{ResourceStore, ServerConfig, ServerEvent, StreamId, StreamSet};
 use crate::time::Instant;
 
 /// Identifies one waiting HTTP request.
@@ -72,15 +72,12 @@ pub enum RestServerEvent {
 
 #[derive(Clone, Debug)]
 struct Waiting {
-    stream: ServerStream,
-    type_url: String,
+    stream: StreamId,
     version: String,
     nonce: String,
     deadline: Instant,
     /// The first build has been done (its result is compared with what the client holds).
     checked: bool,
-    /// The store revision of the type at the last build.
-    revision: Revision,
 }
 
 /// The server side of REST-JSON polling. See the [module docs](super).
@@ -88,6 +85,10 @@ struct Waiting {
 pub struct RestServer {
     config: RestServerConfig,
     codec: JsonCodec,
+    /// One stream per waiting request; the set's index wakes only the streams a store
+    /// change concerns, and reads the change log once for all of them.
+    streams: StreamSet,
+    by_stream: BTreeMap<StreamId, RestRequestId>,
     waiting: BTreeMap<RestRequestId, Waiting>,
     ready: VecDeque<(RestRequestId, HttpResponse)>,
     events: VecDeque<RestServerEvent>,
@@ -119,6 +120,8 @@ impl RestServer {
         RestServer {
             config,
             codec,
+            streams: StreamSet::new(),
+            by_stream: BTreeMap::new(),
             waiting: BTreeMap::new(),
             ready: VecDeque::new(),
             events: VecDeque::new(),
@@ -148,6 +151,7 @@ impl RestServer {
         let id = RestRequestId(self.next_id);
         match self.admit(now, id, method, path, body, deadline) {
             Ok(waiting) => {
+                self.by_stream.insert(waiting.stream, id);
                 self.waiting.insert(id, waiting);
             }
             Err(answer) => self.ready.push_back((id, answer)),
@@ -191,14 +195,17 @@ impl RestServer {
                 text(400, format!("body is not a JSON DiscoveryRequest: {e}"))
             }
         })?;
-        let mut stream = ServerStream::new(ServerConfig {
+        let stream = self.streams.insert(ServerConfig {
             require_node: self.config.require_node,
             heartbeat_divisor: self.config.heartbeat_divisor,
             ..ServerConfig::new(Variant::Sotw, Transport::PerType(String::from(type_url)))
         });
-        stream.handle_request(now, Request::Sotw(request.clone()));
-        while let Some(event) = stream.poll_event() {
+        let _ = self
+            .streams
+            .handle_request(stream, now, Request::Sotw(request.clone()));
+        while let Some(event) = self.streams.poll_event(stream) {
             if let ServerEvent::ProtocolError(e) = event {
+                self.streams.remove(stream);
                 return Err(text(400, e.to_string()));
             }
         }
@@ -219,19 +226,27 @@ impl RestServer {
         }
         Ok(Waiting {
             stream,
-            type_url: String::from(type_url),
             version: request.version_info,
             nonce: request.response_nonce,
             deadline,
             checked: false,
-            revision: Revision(0),
         })
     }
 
     /// The client went away: forget request `id`. Returns whether it was waiting.
     pub fn cancel(&mut self, id: RestRequestId) -> bool {
         self.ready.retain(|(r, _)| *r != id);
-        self.waiting.remove(&id).is_some()
+        self.forget(id)
+    }
+
+    /// Drops a waiting request and its stream.
+    fn forget(&mut self, id: RestRequestId) -> bool {
+        let Some(w) = self.waiting.remove(&id) else {
+            return false;
+        };
+        self.by_stream.remove(&w.stream);
+        self.streams.remove(w.stream);
+        true
     }
 
     /// The next answer to send, if any: call after every `handle_request`, every store
@@ -246,18 +261,46 @@ impl RestServer {
         if let Some(answer) = self.ready.pop_front() {
             return Some(answer);
         }
-        let ids: Vec<RestRequestId> = self.waiting.keys().copied().collect();
-        for id in ids {
-            let answer = match self.waiting.get_mut(&id) {
-                Some(w) => check(w, now, store, &self.codec),
-                None => None,
+        self.streams.sync(store);
+        while let Some(stream) = self.streams.poll_ready() {
+            let Some(&id) = self.by_stream.get(&stream) else {
+                continue;
             };
-            if let Some(answer) = answer {
-                self.waiting.remove(&id);
-                return Some((id, answer));
+            let built = self.streams.poll_response(stream, now, store);
+            let Some(w) = self.waiting.get_mut(&id) else {
+                continue;
+            };
+            let first = !w.checked;
+            w.checked = true;
+            let Some(Response::Sotw(mut response)) = built else {
+                continue;
+            };
+            // The first build sends everything the request covers: hold it back when the
+            // client already holds that version or has just rejected it.
+            let held = response.version_info == w.version;
+            let rejected = !w.nonce.is_empty() && response.version_info == w.nonce;
+            if first && (held || rejected) {
+                continue;
             }
+            response.nonce = response.version_info.clone();
+            let answer = match self.codec.to_string(&response) {
+                Ok(body) => HttpResponse {
+                    status: 200,
+                    content_type: Some(CONTENT_TYPE_JSON),
+                    body,
+                },
+                Err(e) => text(500, format!("cannot write the response: {e}")),
+            };
+            self.forget(id);
+            return Some((id, answer));
         }
-        None
+        let expired = self
+            .waiting
+            .iter()
+            .find(|(_, w)| w.checked && w.deadline <= now)
+            .map(|(id, _)| *id)?;
+        self.forget(expired);
+        Some((expired, not_modified()))
     }
 
     /// The next event, if any.
@@ -273,7 +316,7 @@ impl RestServer {
         }
         self.waiting
             .values()
-            .map(|w| match w.stream.poll_timeout() {
+            .map(|w| match self.streams.poll_timeout(w.stream) {
                 Some(t) => t.min(w.deadline),
                 None => w.deadline,
             })
@@ -291,49 +334,14 @@ impl RestServer {
             .map(|(id, _)| *id)
             .collect();
         for id in expired {
-            self.waiting.remove(&id);
+            self.forget(id);
             self.ready.push_back((id, not_modified()));
         }
-        for w in self.waiting.values_mut() {
-            w.stream.handle_timeout(now);
+        let streams: Vec<StreamId> = self.waiting.values().map(|w| w.stream).collect();
+        for stream in streams {
+            self.streams.handle_timeout(stream, now);
         }
     }
-}
-
-/// Looks at one waiting request: its answer if the store has something the client does not
-/// hold (or a heartbeat is due), `304` if its deadline has passed, else `None`.
-fn check(
-    w: &mut Waiting,
-    now: Instant,
-    store: &ResourceStore,
-    codec: &JsonCodec,
-) -> Option<HttpResponse> {
-    let revision = store.type_revision(&w.type_url);
-    let heartbeat = w.stream.poll_timeout().is_some_and(|t| t <= now);
-    if !w.checked || revision != w.revision || heartbeat {
-        if heartbeat {
-            w.stream.handle_timeout(now);
-        }
-        let first = !w.checked;
-        w.checked = true;
-        w.revision = revision;
-        if let Some(Response::Sotw(mut response)) = w.stream.poll_response(now, store) {
-            let held = response.version_info == w.version;
-            let rejected = !w.nonce.is_empty() && response.version_info == w.nonce;
-            if !(first && (held || rejected)) {
-                response.nonce = response.version_info.clone();
-                return Some(match codec.to_string(&response) {
-                    Ok(body) => HttpResponse {
-                        status: 200,
-                        content_type: Some(CONTENT_TYPE_JSON),
-                        body,
-                    },
-                    Err(e) => text(500, format!("cannot write the response: {e}")),
-                });
-            }
-        }
-    }
-    (w.deadline <= now).then(not_modified)
 }
 
 /// Whether a body that failed as a `DiscoveryRequest` has the fields of a
