@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use xds_sansio::client::{ClientConfig, ClientEvent, ResourceState};
+use xds_sansio::file::{FormatError, Position};
 use xds_sansio::json::JsonCodec;
 use xds_sansio::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
 use xds_sansio::pb::envoy::config::core::v3::Node;
@@ -270,9 +271,10 @@ fn http_failures_change_nothing_and_the_next_poll_repeats_the_version() {
     let r = c.poll_request(t(now)).unwrap();
     c.handle_response(t(now), r.id, 200, b"{\"versionInfo\": \"2\",\n  oops}");
     match events(&mut c).as_slice() {
-        [RestEvent::Failed(RestFailure::MalformedBody(m))] => {
-            assert!(m.contains("line 2"), "{m}")
-        }
+        [RestEvent::Failed(RestFailure::MalformedBody(FormatError::Malformed {
+            position: Some(Position::LineColumn { line: 2, .. }),
+            ..
+        }))] => {}
         other => panic!("{other:?}"),
     }
     // Well-formed JSON that is not a DiscoveryResponse.
@@ -395,4 +397,30 @@ fn legacy_wildcard_for_cds_sends_no_names() {
     assert_eq!(r.path, "/v3/discovery:clusters");
     assert!(decode(&r).resource_names.is_empty());
     let _ = ClientConfig::default();
+}
+
+#[test]
+fn unknown_response_fields_fail_unless_ignored() {
+    let body = r#"{"versionInfo": "1", "typeUrl": "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
+  "fieldFromTheFuture": true}"#;
+    let mut strict = eds(&["foo"]);
+    let r = strict.poll_request(t(0)).unwrap();
+    strict.handle_response(t(1), r.id, 200, body.as_bytes());
+    match events(&mut strict).as_slice() {
+        [RestEvent::Failed(RestFailure::MalformedBody(FormatError::Malformed {
+            position: Some(Position::LineColumn { line: 2, .. }),
+            message,
+            ..
+        }))] => assert!(message.contains("fieldFromTheFuture"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    let mut cfg = config(EDS);
+    cfg.ignore_unknown_fields = true;
+    let mut lenient = RestClient::new(cfg, JsonCodec::new()).unwrap();
+    lenient.subscribe(&["foo"]).unwrap();
+    let r = lenient.poll_request(t(0)).unwrap();
+    lenient.handle_response(t(1), r.id, 200, body.as_bytes());
+    assert!(events(&mut lenient).iter().any(
+        |e| matches!(e, RestEvent::Client(ClientEvent::Acked { version, .. }) if version == "1")
+    ));
 }

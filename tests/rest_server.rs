@@ -561,3 +561,30 @@ fn arbitrary_requests_and_answers_never_panic() {
     }
     quickcheck::QuickCheck::new().quickcheck(prop as fn(u8, String, Vec<u8>, u16) -> bool);
 }
+
+#[test]
+fn unknown_request_fields_are_400_unless_ignored() {
+    let store = store();
+    let body = br#"{"typeUrl": "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+ "node": {"id": "n"}, "fieldFromTheFuture": 1}"#;
+    let mut strict = server();
+    strict.handle_request(t(0), "POST", CDS_PATH, body, t(0));
+    let (_, answer) = strict.poll_response(t(0), &store).unwrap();
+    assert_eq!(answer.status, 400);
+    assert!(answer.body.contains("line 2"), "{}", answer.body);
+    assert!(
+        answer.body.contains("fieldFromTheFuture"),
+        "{}",
+        answer.body
+    );
+    let mut lenient = RestServer::new(
+        RestServerConfig {
+            ignore_unknown_fields: true,
+            ..RestServerConfig::default()
+        },
+        codec(),
+    );
+    lenient.handle_request(t(0), "POST", CDS_PATH, body, t(0));
+    let (_, answer) = lenient.poll_response(t(0), &store).unwrap();
+    assert_eq!(ok_response(&answer).type_url, CDS);
+}

@@ -6,11 +6,14 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::time::Duration;
 
+use bytes::Bytes;
+
 use super::{rest_path, HttpRequest, RestError, CONTENT_TYPE_JSON};
 use crate::client::{
     CachedResource, Client, ClientConfig, ClientError, ClientEvent, ResourceStatus, SharedStr,
     StatusEntry, Validator, VerdictTicket,
 };
+use crate::file::{FileCodec, Format, FormatError};
 use crate::json::JsonCodec;
 use crate::message::{Request, Response, Transport, Variant};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
@@ -32,6 +35,9 @@ pub struct RestConfig {
     pub request_timeout: Option<Duration>,
     /// The path to `POST` to; `None` takes the type's path from the catalog.
     pub path: Option<String>,
+    /// Accept response fields the schema does not know (a newer server), instead of
+    /// failing the exchange. Default `false`: strict, like [`JsonCodec`].
+    pub ignore_unknown_fields: bool,
 }
 
 impl RestConfig {
@@ -46,6 +52,7 @@ impl RestConfig {
             poll_period,
             request_timeout: None,
             path: None,
+            ignore_unknown_fields: false,
         }
     }
 }
@@ -58,13 +65,16 @@ pub enum RestFailure {
     Status(u16),
     /// A `200` with an empty body.
     EmptyBody,
-    /// A body that is not the canonical JSON of a `DiscoveryResponse` (the parser's
-    /// message, with line and column).
-    MalformedBody(String),
+    /// A body that is not the canonical JSON of a `DiscoveryResponse`, with the position
+    /// of the problem (the same reader as JSON files).
+    MalformedBody(FormatError),
     /// The caller reported a transport failure (connection refused, reset, its own timeout).
     Transport,
     /// [`RestConfig::request_timeout`] elapsed.
     TimedOut,
+    /// The request could not be written as JSON (not expected: our own message and
+    /// descriptors); no request left.
+    Encode(String),
 }
 
 /// What the application should know.
@@ -97,6 +107,7 @@ pub struct RestClient {
     type_url: SharedStr,
     path: String,
     codec: JsonCodec,
+    reader: FileCodec,
     poll_period: Duration,
     request_timeout: Option<Duration>,
     in_flight: Option<InFlight>,
@@ -131,6 +142,7 @@ impl RestClient {
             poll_period,
             request_timeout,
             path,
+            ignore_unknown_fields,
         } = config;
         if client_config.variant == Variant::Delta {
             return Err(RestError::DeltaNotAvailable);
@@ -153,6 +165,7 @@ impl RestClient {
             client,
             type_url,
             path,
+            reader: FileCodec::with_json_codec(codec.clone(), ignore_unknown_fields),
             codec,
             poll_period,
             request_timeout,
@@ -250,7 +263,7 @@ impl RestClient {
                 // Our own message with our own descriptors: not expected; say it and wait a
                 // period rather than spin.
                 self.events
-                    .push_back(RestEvent::Failed(RestFailure::MalformedBody(e.to_string())));
+                    .push_back(RestEvent::Failed(RestFailure::Encode(e.to_string())));
                 self.next_poll = Some(now.saturating_add(self.poll_period));
                 return None;
             }
@@ -276,7 +289,7 @@ impl RestClient {
             return;
         }
         match status {
-            200 => match parse_body(&self.codec, body) {
+            200 => match parse_body(&self.reader, body) {
                 Ok(response) => self.client.handle_response(now, Response::Sotw(response)),
                 Err(failure) => self.events.push_back(RestEvent::Failed(failure)),
             },
@@ -404,17 +417,11 @@ impl RestClient {
 }
 
 /// Reads a `200` body as a `DiscoveryResponse`.
-fn parse_body(codec: &JsonCodec, body: &[u8]) -> Result<DiscoveryResponse, RestFailure> {
+fn parse_body(reader: &FileCodec, body: &[u8]) -> Result<DiscoveryResponse, RestFailure> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(RestFailure::EmptyBody);
     }
-    let text = core::str::from_utf8(body).map_err(|e| {
-        RestFailure::MalformedBody(alloc::format!(
-            "invalid UTF-8 at byte offset {}",
-            e.valid_up_to()
-        ))
-    })?;
-    codec
-        .from_str::<DiscoveryResponse>(text)
-        .map_err(|e| RestFailure::MalformedBody(e.to_string()))
+    reader
+        .decode(Format::Json, Bytes::copy_from_slice(body))
+        .map_err(RestFailure::MalformedBody)
 }

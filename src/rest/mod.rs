@@ -53,8 +53,10 @@
 //! * **HTTP outcomes.** `200` with a body: the body is read as canonical JSON and handled by
 //!   the SotW rules. `304 Not Modified` (what Envoy's REST fetcher treats as "no change"):
 //!   nothing changes. Any other status, a `200` with an empty body, a body that is not a
-//!   JSON `DiscoveryResponse`, or a transport failure: reported as [`RestEvent::Failed`],
-//!   nothing changes, and the next poll repeats the same version. A body that cannot be
+//!   JSON `DiscoveryResponse` (read by the same reader as JSON files, so the failure names
+//!   the line and column; unknown fields are refused unless
+//!   [`RestConfig::ignore_unknown_fields`]), or a transport failure: reported as
+//!   [`RestEvent::Failed`], nothing changes, and the next poll repeats the same version. A body that cannot be
 //!   read is not NACKed: there is no version or nonce to NACK, as a gRPC stream would not
 //!   NACK a message that fails to decode.
 //! * **No ADS, no delta.** [`RestClient::new`] refuses a configuration for ADS
@@ -86,10 +88,12 @@
 //! * **TTL heartbeats** of resources with a TTL are answered like changes (a `200` whose
 //!   wrapped resources carry no body), so a waiting client's TTLs are refreshed.
 //! * **Errors are answers.** An unknown path is `404`; a method other than `POST` is `405`;
-//!   a body that is not a JSON `DiscoveryRequest` is `400` (an incremental request is
-//!   named as such: "incremental xDS is not available over REST"); a request the stream
-//!   rules reject (missing node, a `type_url` that is not the path's type) is `400` with
-//!   the reason. There is no ADS path, so ADS is a `404` naming it.
+//!   a body that is not a JSON `DiscoveryRequest` is `400` naming the line and column
+//!   (unknown fields too, unless [`RestServerConfig::ignore_unknown_fields`]); an
+//!   incremental request is named as such: "incremental xDS is not available over
+//!   REST-JSON polling"; a request the stream rules reject (missing node, a `type_url`
+//!   that is not the path's type) is `400` with the reason; a response that cannot be
+//!   written is `500`. There is no ADS path, so ADS is a `404` naming it.
 
 mod client;
 mod server;

@@ -7,7 +7,10 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use bytes::Bytes;
+
 use super::{type_url_for_path, HttpResponse, CONTENT_TYPE_JSON};
+use crate::file::{FileCodec, Format};
 use crate::json::JsonCodec;
 use crate::message::{Request, Response, Transport, Variant};
 use crate::pb::discovery::DiscoveryRequest;
@@ -29,6 +32,9 @@ pub struct RestServerConfig {
     /// TTL heartbeats are due `ttl / heartbeat_divisor` after a resource was sent (see
     /// [`ServerConfig::heartbeat_divisor`]).
     pub heartbeat_divisor: u32,
+    /// Accept request fields the schema does not know (a newer client) instead of
+    /// answering `400`. Default `false`.
+    pub ignore_unknown_fields: bool,
 }
 
 impl Default for RestServerConfig {
@@ -36,6 +42,7 @@ impl Default for RestServerConfig {
         RestServerConfig {
             require_node: true,
             heartbeat_divisor: 2,
+            ignore_unknown_fields: false,
         }
     }
 }
@@ -85,6 +92,7 @@ struct Waiting {
 pub struct RestServer {
     config: RestServerConfig,
     codec: JsonCodec,
+    reader: FileCodec,
     /// One stream per waiting request; the set's index wakes only the streams a store
     /// change concerns, and reads the change log once for all of them.
     streams: StreamSet,
@@ -118,6 +126,7 @@ impl RestServer {
     /// it for canonical `Any`s).
     pub fn new(config: RestServerConfig, codec: JsonCodec) -> RestServer {
         RestServer {
+            reader: FileCodec::with_json_codec(codec.clone(), config.ignore_unknown_fields),
             config,
             codec,
             streams: StreamSet::new(),
@@ -179,22 +188,20 @@ impl RestServer {
             };
             return Err(text(404, format!("{path}: {why}")));
         };
-        let body = core::str::from_utf8(body).map_err(|e| {
-            text(
-                400,
-                format!("body: invalid UTF-8 at byte offset {}", e.valid_up_to()),
-            )
-        })?;
-        let request: DiscoveryRequest = self.codec.from_str(body).map_err(|e| {
-            if looks_incremental(body) {
-                text(
-                    400,
-                    String::from("incremental xDS is not available over REST-JSON polling"),
-                )
-            } else {
-                text(400, format!("body is not a JSON DiscoveryRequest: {e}"))
-            }
-        })?;
+        let request: DiscoveryRequest = self
+            .reader
+            .decode(Format::Json, Bytes::copy_from_slice(body))
+            .map_err(|e| {
+                let incremental = core::str::from_utf8(body).is_ok_and(looks_incremental);
+                if incremental {
+                    text(
+                        400,
+                        String::from("incremental xDS is not available over REST-JSON polling"),
+                    )
+                } else {
+                    text(400, format!("body is not a JSON DiscoveryRequest: {e}"))
+                }
+            })?;
         let stream = self.streams.insert(ServerConfig {
             require_node: self.config.require_node,
             heartbeat_divisor: self.config.heartbeat_divisor,
