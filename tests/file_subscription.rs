@@ -186,3 +186,77 @@ fn the_same_file_twice_changes_nothing_the_second_time() {
         }]
     );
 }
+
+/// With the application's resource schema added to the JSON layer, hand-written files name
+/// resources by their fields in JSON, YAML and text format, as Envoy's files do.
+#[cfg(all(feature = "yaml", feature = "textproto"))]
+#[test]
+fn resource_schemas_make_hand_written_files_readable() {
+    use prost_types::field_descriptor_proto::{Label, Type};
+    use prost_types::{
+        DescriptorProto, FieldDescriptorProto, FileDescriptorProto, FileDescriptorSet,
+    };
+    use xds_sansio::file::FileCodec;
+    use xds_sansio::json::JsonCodec;
+
+    let field = |name: &str, json: &str, number: i32, ty: Type| FieldDescriptorProto {
+        name: Some(name.into()),
+        json_name: Some(json.into()),
+        number: Some(number),
+        label: Some(Label::Optional as i32),
+        r#type: Some(ty as i32),
+        ..Default::default()
+    };
+    let set = FileDescriptorSet {
+        file: vec![FileDescriptorProto {
+            name: Some("acme/widget.proto".into()),
+            package: Some("acme".into()),
+            syntax: Some("proto3".into()),
+            message_type: vec![DescriptorProto {
+                name: Some("Widget".into()),
+                field: vec![
+                    field("name", "name", 1, Type::String),
+                    field("weight", "weight", 2, Type::Int32),
+                ],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    };
+    let mut json = JsonCodec::new();
+    json.add_file_descriptor_set(&set.encode_to_vec()).unwrap();
+    let codec = FileCodec::with_json_codec(json, false);
+    const WIDGET: &str = "type.googleapis.com/acme.Widget";
+    let files: [(Format, &str); 3] = [
+        (
+            Format::Json,
+            r#"{"versionInfo": "1", "resources": [{"@type": "type.googleapis.com/acme.Widget", "name": "foo", "weight": 3}]}"#,
+        ),
+        (
+            Format::Yaml,
+            "version_info: \"1\"\nresources:\n- \"@type\": type.googleapis.com/acme.Widget\n  name: foo\n  weight: 3\n",
+        ),
+        (
+            Format::Text,
+            "version_info: \"1\"\nresources {\n  [type.googleapis.com/acme.Widget] { name: \"foo\" weight: 3 }\n}\n",
+        ),
+    ];
+    for (format, text) in files {
+        let mut sub =
+            FileSubscription::with_codec(WIDGET, ClientConfig::default(), codec.clone()).unwrap();
+        sub.handle_bytes(Instant::ZERO, format, Bytes::from(text.as_bytes().to_vec()));
+        let ev = events(&mut sub);
+        assert!(
+            ev.contains(&FileEvent::Accepted {
+                version: "1".into()
+            }),
+            "{format}: {ev:?}"
+        );
+        // name = "foo" (field 1), weight = 3 (field 2).
+        assert_eq!(
+            sub.resource("foo").map(|r| r.body.clone()),
+            Some(Bytes::from_static(b"\x0a\x03foo\x10\x03")),
+            "{format}"
+        );
+    }
+}

@@ -48,6 +48,13 @@
 //!   goes the same way (as Envoy converts YAML to JSON); the text format is prost-reflect's.
 //!   Binary needs nothing beyond the `no_std` core; the others need features `json`,
 //!   `yaml`, `textproto` (each implies `std`).
+//! * **Resource schemas.** The crate knows only the discovery messages, so without help a
+//!   resource in a JSON/YAML/text file is `{"@type": URL, "value": base64}` (JSON/YAML) or
+//!   `type_url`/`value` (text). Add the resource schemas to a
+//!   [`JsonCodec`](crate::json::JsonCodec) and build the subscription with
+//!   [`FileSubscription::with_codec`]: then resources are written by their fields
+//!   (`"@type": ...Cluster`, `name: foo`, ...; text: `[type.googleapis.com/...] { ... }`),
+//!   as in Envoy's own files.
 //! * **Positions** ([`Position`]): binary errors name the byte offset of the top-level
 //!   field record where decoding breaks; text formats name a 1-based line and column
 //!   (syntax errors always; schema errors in JSON/YAML when the schema parser agrees, see
