@@ -40,7 +40,9 @@
 //!   `poll_period` later (Envoy's `refresh_delay`; keep it small for long polling); a
 //!   subscription change makes it due at once. [`RestClient::poll_timeout`] says when.
 //!   With [`RestConfig::request_timeout`], an exchange unanswered for that long counts as
-//!   failed at that time.
+//!   failed at that time. There is no jitter (Envoy adds some to `refresh_delay`): outputs
+//!   are deterministic, and a caller that wants jitter varies `now` or the period itself.
+//!   Failures do not back off either: the next poll is one period later, as in Envoy.
 //! * **What is sent.** A request the SotW client has queued (its first request, an ACK, a
 //!   NACK, a subscription change) is sent as is; several queued between two polls collapse
 //!   into the last one, which carries the same version, nonce and names (a NACK's
@@ -81,6 +83,11 @@
 //!   NACK hold of the streaming server). Otherwise the request waits, and the stream
 //!   watches the store: the first change to what it covers produces the answer. A client
 //!   that echoes no nonce can only be held by its `version_info`.
+//! * **One store per server.** A [`RestServer`] answers from one
+//!   [`crate::ResourceStore`], like a [`crate::StreamSet`]. Serving different stores to
+//!   different nodes takes one server per store, with the caller choosing the server
+//!   (e.g. by path or by reading the node from the body itself); the crate does not route
+//!   REST requests by node yet.
 //! * **Deadline and not-modified.** The caller gives each request a deadline (its
 //!   long-poll timeout; `now` for plain polling). At the deadline with nothing to send,
 //!   the answer is **`304 Not Modified` with an empty body**, which Envoy's REST
