@@ -49,12 +49,16 @@
 //! - [`message`]: the variant (SotW or delta) and transport (ADS or per type) of a stream.
 //! - [`time`]: the caller-supplied clock.
 //! - `json` (feature `json`): canonical proto3 JSON for every message.
+//! - [`file`](mod@file): filesystem subscriptions (binary protobuf, JSON, YAML, text format).
+//! - `rest` (feature `json`): REST-JSON polling, client and server side.
 //!
 //! # Features
 //!
 //! - `std` (default): `std::error::Error` impls and [`time::StdClock`]. Without it the
 //!   crate is `no_std` + `alloc`.
-//! - `json`: canonical proto3 JSON through prost-reflect.
+//! - `json`: canonical proto3 JSON through prost-reflect; also enables `rest`.
+//! - `yaml`: YAML files for [`file`](mod@file) (serde_norway); implies `json`.
+//! - `textproto`: protobuf text format files for [`file`](mod@file) (prost-reflect); implies `json`.
 extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
@@ -62,6 +66,7 @@ extern crate std;
 #[cfg(feature = "check")]
 pub mod check;
 pub mod client;
+pub mod file;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -71,6 +76,8 @@ pub mod message;
 pub mod name;
 pub mod pb;
 pub mod resource;
+#[cfg(feature = "json")]
+pub mod rest;
 #[cfg(feature = "script")]
 pub mod script;
 pub mod server;
