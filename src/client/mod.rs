@@ -104,8 +104,11 @@
 //!   answer and reported as [`ClientEvent::Ignored`]. A type whose last name was dropped
 //!   still gets its responses ACKed.
 //! * **ADS order.** On connect the first requests go out in make-before-break order (CDS,
-//!   EDS, LDS, RDS, ...); after that, types are served first come first served, each type's
-//!   answers in the order of its responses.
+//!   EDS, LDS, RDS, ...); after that, types are served first come first served.
+//!   Incremental answers every response on its own, in order (seed 004, `response_nonce`).
+//!   SotW answers the latest response of a type only: an unsent answer to an older one would
+//!   carry a stale nonce that the server ignores (seed 000, "Requests become stale"), so
+//!   every SotW request carries the latest nonce of its type on the stream.
 
 mod cache;
 mod config;

@@ -171,11 +171,12 @@ pub(crate) fn due(ts: &mut TypeState) -> Option<Due> {
         // Only the answers owed to responses before the pending one may leave.
         return ts.replies.pop_front().map(Due::Reply);
     }
+    if let Some(reply) = ts.replies.pop_front() {
+        // A response that beat our first request is answered by it.
+        return Some(Due::Reply(reply));
+    }
     if !ts.sent_first && ts.sub.has_interest() {
         return Some(Due::Initial);
-    }
-    if let Some(reply) = ts.replies.pop_front() {
-        return Some(Due::Reply(reply));
     }
     if ts.sent_first && (ts.resend || ts.sub.sotw_changed(legacy)) {
         return Some(Due::Change);

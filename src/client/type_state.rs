@@ -139,6 +139,17 @@ impl TypeState {
         }
     }
 
+    /// Queues the answer to a response. Incremental answers every response on its own, in
+    /// order. SotW answers only the latest: an unsent answer to an older response would
+    /// carry a stale nonce, which the server ignores (seed 000, "Requests become stale"),
+    /// so every SotW request carries the latest nonce of its type on the stream.
+    fn push_reply(&mut self, reply: Reply, variant: Variant) {
+        if variant == Variant::Sotw {
+            self.replies.clear();
+        }
+        self.replies.push_back(reply);
+    }
+
     // ---------------------------------------------------------------- readiness
 
     pub(crate) fn arm_ready(&mut self, name: &SharedStr) {
@@ -237,11 +248,12 @@ impl TypeState {
                 error: status.message.clone(),
                 rejected: rejections.into_iter().map(|(n, _)| n).collect(),
             });
-            self.replies.push_back(Reply {
+            let reply = Reply {
                 nonce: update.nonce,
                 version: self.version.clone(),
                 error: Some(status),
-            });
+            };
+            self.push_reply(reply, cx.variant);
         } else {
             match cx.variant {
                 Variant::Sotw => self.version = update.version.clone(),
@@ -252,11 +264,12 @@ impl TypeState {
                 version: update.version,
                 nonce: update.nonce.clone(),
             });
-            self.replies.push_back(Reply {
+            let reply = Reply {
                 nonce: update.nonce,
                 version: self.version.clone(),
                 error: None,
-            });
+            };
+            self.push_reply(reply, cx.variant);
         }
         self.awaiting_wildcard = false;
         self.check_ready(cx.events);
@@ -278,11 +291,12 @@ impl TypeState {
             error: status.message.clone(),
             rejected: Vec::new(),
         });
-        self.replies.push_back(Reply {
+        let reply = Reply {
             nonce,
             version: self.version.clone(),
             error: Some(status),
-        });
+        };
+        self.push_reply(reply, cx.variant);
         self.awaiting_wildcard = false;
         self.check_ready(cx.events);
     }
