@@ -614,7 +614,7 @@ impl Client {
                     .filter_map(|r| {
                         r.body.as_ref().map(|b| PendingResource {
                             name: r.name.clone(),
-                            version: r.version.clone(),
+                            version: r.version.clone().unwrap_or_else(|| update.version.clone()),
                             body: b.clone(),
                         })
                     })
@@ -629,7 +629,8 @@ impl Client {
                 .iter()
                 .filter_map(|r| {
                     let body = r.body.as_ref()?;
-                    v.validate(&r.name, &r.version, body)
+                    let version = r.version.as_ref().unwrap_or(&update.version);
+                    v.validate(&r.name, version, body)
                         .err()
                         .map(|e| (r.name.clone(), e))
                 })

@@ -5,13 +5,12 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
-use hashbrown::HashSet;
 use prost::Message;
 
 use super::config::Limits;
 use super::text::SharedStr;
 use super::type_state::{Reply, TypeState};
-use super::update::{ttl_of, Incoming, Reject, Update};
+use super::update::{check_duplicates, ttl_of, Incoming, Reject, Update};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use crate::pb::envoy::config::core::v3::Node;
 use crate::resource::NameExtractor;
@@ -34,7 +33,7 @@ pub(crate) fn parse(
     } = resp;
     let version = SharedStr::from(version_info);
     let nonce = SharedStr::from(nonce);
-    let checked = check(resources, type_url, &version, ts, limits, extractor);
+    let checked = check(resources, type_url, ts, limits, extractor);
     match checked {
         Ok(resources) => Ok(Update {
             nonce,
@@ -59,7 +58,6 @@ fn name_of(body: &Bytes, extractor: NameExtractor, i: usize) -> Result<SharedStr
 fn check(
     resources: Vec<crate::pb::google::protobuf::Any>,
     type_url: &str,
-    version: &SharedStr,
     ts: &TypeState,
     limits: &Limits,
     extractor: NameExtractor,
@@ -71,10 +69,7 @@ fn check(
             limits.max_resources_per_response
         ));
     }
-    let wildcard = ts.sub.is_wildcard();
-    let mut seen: HashSet<SharedStr> = HashSet::with_capacity(resources.len());
     let mut out = Vec::with_capacity(resources.len());
-    let mut new_names = 0usize;
     for (i, any) in resources.into_iter().enumerate() {
         let inc = if any.type_url == RESOURCE_WRAPPER_TYPE_URL {
             let wrapper = Resource::decode(any.value)
@@ -101,11 +96,7 @@ fn check(
             };
             Incoming {
                 name,
-                version: if wrapper.version.is_empty() {
-                    version.clone()
-                } else {
-                    SharedStr::from(wrapper.version)
-                },
+                version: (!wrapper.version.is_empty()).then(|| SharedStr::from(wrapper.version)),
                 body,
                 aliases: wrapper.aliases.into_iter().map(SharedStr::from).collect(),
                 ttl,
@@ -118,7 +109,7 @@ fn check(
         } else {
             Incoming {
                 name: name_of(&any.value, extractor, i)?,
-                version: version.clone(),
+                version: None,
                 body: Some(any.value),
                 aliases: Vec::new(),
                 ttl: None,
@@ -131,19 +122,19 @@ fn check(
                 limits.max_name_len
             ));
         }
-        if !seen.insert(inc.name.clone()) {
-            return Err(format!("duplicate resource name {:?}", inc.name.as_str()));
-        }
-        if wildcard || ts.sub.names(&inc.name) {
-            if inc.body.is_some() && !ts.records.contains_key(inc.name.as_str()) {
-                new_names += 1;
-            }
-            out.push(inc);
-        }
+        out.push(inc);
+    }
+    check_duplicates(&out)?;
+    if !ts.sub.is_wildcard() {
+        out.retain(|inc| ts.sub.names(&inc.name));
     }
     let after = if ts.info.full_state_in_sotw() {
         out.len()
     } else {
+        let new_names = out
+            .iter()
+            .filter(|inc| inc.body.is_some() && !ts.records.contains_key(inc.name.as_str()))
+            .count();
         ts.records.len().saturating_add(new_names)
     };
     if after > limits.max_names_per_type {
