@@ -885,3 +885,57 @@ fn a_response_before_the_first_request_is_answered_by_it() {
     c.handle_response(t(0), sotw(EDS, "X", "A", &[("foo", "1")]));
     check(&one(&mut c, t(0)), "X", &["foo"], "A", false);
 }
+
+#[test]
+fn full_state_counts_heartbeats_and_kept_rejections_as_present() {
+    let mut cfg = config(Variant::Sotw, Transport::Aggregated);
+    cfg.nack_policy = NackPolicy::KeepValid;
+    let mut c = Client::new(cfg);
+    c.subscribe(CDS, &[]).unwrap();
+    c.set_validator(CDS, reject_bad());
+    c.connected(t(0));
+    one(&mut c, t(0));
+    c.handle_response(
+        t(1),
+        sotw_raw(
+            CDS,
+            "1",
+            "a",
+            vec![
+                wrapped(CDS, "hb", "7", Some("1"), Some(100)),
+                any(CDS, "kept", "1"),
+                any(CDS, "gone", "1"),
+                any(CDS, "same", "1"),
+            ],
+        ),
+    );
+    events(&mut c);
+    c.handle_response(
+        t(2),
+        sotw_raw(
+            CDS,
+            "2",
+            "b",
+            vec![
+                wrapped(CDS, "hb", "7", None, Some(100)),
+                any(CDS, "kept", "bad"),
+                any(CDS, "same", "1"),
+            ],
+        ),
+    );
+    assert_eq!(
+        names_of(&events(&mut c)),
+        ["-gone:AbsentFromResponse", "nack:2/b"]
+    );
+    assert_eq!(c.resource_names(CDS), ["hb", "kept", "same"]);
+    c.handle_response(t(3), sotw(CDS, "3", "c", &[("kept", "2")]));
+    assert_eq!(
+        names_of(&events(&mut c)),
+        [
+            "+kept",
+            "-hb:AbsentFromResponse",
+            "-same:AbsentFromResponse",
+            "ack:3/c"
+        ]
+    );
+}

@@ -144,7 +144,7 @@ use cache::Record;
 use type_state::{Ctx, Held, TypeState};
 
 use crate::message::{Request, Response, Transport, Variant};
-use crate::resource::{name_field_1, NameExtractor};
+use crate::resource::NameExtractor;
 use crate::time::Instant;
 use crate::types::{ads_order, TypeInfo};
 
@@ -586,10 +586,7 @@ impl Client {
         };
         let parsed = match response {
             Response::Sotw(r) => {
-                let extractor = extractors
-                    .get(url.as_str())
-                    .copied()
-                    .unwrap_or(name_field_1);
+                let extractor = extractors.get(url.as_str()).copied();
                 sotw::parse(r, &url, ts, &config.limits, extractor)
             }
             Response::Delta(r) => delta::parse(r, &url, ts, &config.limits),

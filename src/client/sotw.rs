@@ -13,7 +13,7 @@ use super::type_state::{Reply, TypeState};
 use super::update::{check_duplicates, ttl_of, Incoming, Reject, Update};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use crate::pb::envoy::config::core::v3::Node;
-use crate::resource::NameExtractor;
+use crate::resource::{name_field_1, NameExtractor};
 use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 
 /// Checks a SotW response of `type_url` (the effective type of the stream) and keeps the
@@ -23,7 +23,7 @@ pub(crate) fn parse(
     type_url: &str,
     ts: &TypeState,
     limits: &Limits,
-    extractor: NameExtractor,
+    extractor: Option<NameExtractor>,
 ) -> Result<Update, Reject> {
     let DiscoveryResponse {
         version_info,
@@ -50,9 +50,18 @@ pub(crate) fn parse(
     }
 }
 
-fn name_of(body: &Bytes, extractor: NameExtractor, i: usize) -> Result<SharedStr, String> {
-    let name = extractor(body).map_err(|e| format!("resource {i}: cannot read its name: {e}"))?;
-    SharedStr::from_utf8(name).map_err(|_| format!("resource {i}: name is not UTF-8"))
+fn name_of(body: &Bytes, extractor: Option<NameExtractor>, i: usize) -> Result<SharedStr, String> {
+    let fail = |e| format!("resource {i}: cannot read its name: {e}");
+    match extractor {
+        // The default scanner already checked UTF-8.
+        None => name_field_1(body)
+            .map(SharedStr::from_checked_name)
+            .map_err(fail),
+        Some(extract) => {
+            let name = extract(body).map_err(fail)?;
+            SharedStr::from_utf8(name).map_err(|_| format!("resource {i}: name is not UTF-8"))
+        }
+    }
 }
 
 fn check(
@@ -60,7 +69,7 @@ fn check(
     type_url: &str,
     ts: &TypeState,
     limits: &Limits,
-    extractor: NameExtractor,
+    extractor: Option<NameExtractor>,
 ) -> Result<Vec<Incoming>, String> {
     if resources.len() > limits.max_resources_per_response {
         return Err(format!(

@@ -85,11 +85,20 @@ pub(crate) struct TypeState {
     pub(crate) awaiting_wildcard: bool,
     /// Counts applied responses; records named by the current one carry it.
     pub(crate) generation: u32,
+    /// Records holding a resource.
+    pub(crate) cached_count: usize,
+    /// Records holding a resource named by the response being applied.
+    marked: usize,
 }
 
 impl TypeState {
     pub(crate) fn new(url: SharedStr) -> TypeState {
         let info = TypeInfo::of(&url);
+        // Catalog types get a static URL: cloning it into every event costs nothing.
+        let url = match info.known {
+            Some((t, v)) => SharedStr::from_static(t.type_url_for(v)),
+            None => url,
+        };
         TypeState {
             url,
             info,
@@ -110,6 +119,8 @@ impl TypeState {
             awaiting: HashSet::new(),
             awaiting_wildcard: false,
             generation: 0,
+            cached_count: 0,
+            marked: 0,
         }
     }
 
@@ -198,6 +209,7 @@ impl TypeState {
             full_state,
         } = update;
         self.generation = self.generation.wrapping_add(1);
+        self.marked = 0;
         let generation = self.generation;
         let nack = !rejections.is_empty();
         for (name, error) in &rejections {
@@ -212,6 +224,9 @@ impl TypeState {
                 .or_insert_with(Record::requested);
             rec.state = ResourceState::Nacked;
             rec.seen = generation;
+            if rec.cached.is_some() {
+                self.marked += 1;
+            }
             rec.rejected = Some(alloc::boxed::Box::new(Rejection {
                 version: rejected_version,
                 error: error.clone(),
@@ -236,7 +251,8 @@ impl TypeState {
             for name in &removed {
                 self.server_removed(name, cx);
             }
-            if full_state {
+            // Only scan for what the response left out if something was left out.
+            if full_state && self.cached_count > self.marked {
                 let mut absent: Vec<SharedStr> = self
                     .records
                     .iter()
@@ -345,6 +361,7 @@ impl TypeState {
             .entry_ref(&name)
             .or_insert_with(Record::requested);
         rec.seen = self.generation;
+        self.marked += 1;
         if let Some(at) = rec.dne_at.take() {
             cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, &name);
         }
@@ -359,10 +376,13 @@ impl TypeState {
                 false
             }
             _ => {
-                if let Some(old) = rec.cached.take() {
-                    for a in &old.aliases {
-                        self.aliases.remove(a.as_str());
+                match rec.cached.take() {
+                    Some(old) => {
+                        for a in &old.aliases {
+                            self.aliases.remove(a.as_str());
+                        }
                     }
+                    None => self.cached_count += 1,
                 }
                 for a in &aliases {
                     self.aliases.insert(a.clone(), name.clone());
@@ -401,6 +421,9 @@ impl TypeState {
         let v = inc.version.as_ref().unwrap_or(response_version);
         if let Some(rec) = self.records.get_mut(inc.name.as_str()) {
             rec.seen = self.generation;
+            if rec.cached.is_some() {
+                self.marked += 1;
+            }
             if rec.cached.as_ref().is_some_and(|c| c.version == *v) {
                 if let Some(c) = rec.cached.as_mut() {
                     c.ttl = inc.ttl;
@@ -454,6 +477,7 @@ impl TypeState {
         let Some(old) = rec.cached.take() else {
             return false;
         };
+        self.cached_count = self.cached_count.saturating_sub(1);
         for a in &old.aliases {
             self.aliases.remove(a.as_str());
         }
