@@ -939,3 +939,29 @@ fn full_state_counts_heartbeats_and_kept_rejections_as_present() {
         ]
     );
 }
+
+#[test]
+fn unsubscribing_while_a_verdict_is_pending_is_honoured() {
+    let mut c = eds_foo_bar();
+    c.set_deferred_validation(EDS, true);
+    c.handle_response(t(1), sotw(EDS, "X", "A", &[("foo", "1"), ("bar", "1")]));
+    let ClientEvent::ValidationNeeded { ticket, .. } = events(&mut c).remove(0) else {
+        panic!()
+    };
+    c.unsubscribe(EDS, &["bar"]).unwrap();
+    c.verdict(ticket, &[]).unwrap();
+    assert_eq!(c.resource_names(EDS), ["foo"]);
+    check(&one(&mut c, t(2)), "X", &["foo"], "A", false);
+}
+
+#[test]
+fn interest_change_after_a_nack_carries_no_error() {
+    let mut c = eds_foo_bar();
+    c.set_validator(EDS, reject_bad());
+    c.handle_response(t(1), sotw(EDS, "X", "A", &[("foo", "1"), ("bar", "1")]));
+    one(&mut c, t(1));
+    c.handle_response(t(2), sotw(EDS, "Y", "B", &[("foo", "bad")]));
+    check(&one(&mut c, t(2)), "X", &["bar", "foo"], "B", true);
+    c.subscribe(EDS, &["baz"]).unwrap();
+    check(&one(&mut c, t(3)), "X", &["bar", "baz", "foo"], "B", false);
+}

@@ -33,7 +33,7 @@ pub(crate) struct Record {
     pub(crate) dne_at: Option<Instant>,
     pub(crate) ttl_at: Option<Instant>,
     /// The response generation that last named it (full-state deletion).
-    pub(crate) seen: u32,
+    pub(crate) seen: u64,
 }
 
 impl Record {

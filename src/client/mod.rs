@@ -103,6 +103,16 @@
 //!   a type the per-type stream does not carry, or while disconnected is dropped without an
 //!   answer and reported as [`ClientEvent::Ignored`]. A type whose last name was dropped
 //!   still gets its responses ACKed.
+//! * **Zero copy.** Cached bodies and event bodies are `Bytes` slices of the buffer the
+//!   response was decoded from (decode with `DiscoveryResponse::decode(bytes)`); SotW names
+//!   read from bodies are slices too ([`SharedStr`]). An unchanged body (same bytes, same
+//!   aliases) keeps the buffer already held and emits no [`ClientEvent::Upserted`].
+//! * **Not interpreted.** The newest, not-implemented-hide fields are decoded but ignored:
+//!   SotW `resource_errors` and `canary`, `Resource.cache_control` and `metadata`,
+//!   `DynamicParameterConstraints`; incremental `resource_errors` only count as removals
+//!   when their code is NOT_FOUND. `resource_locators` are never sent.
+//! * **Verdicts and interest.** A verdict applies only the resources still wanted when it
+//!   is given: an unsubscribe while a verdict is pending is honoured.
 //! * **ADS order.** On connect the first requests go out in make-before-break order (CDS,
 //!   EDS, LDS, RDS, ...); after that, types are served first come first served.
 //!   Incremental answers every response on its own, in order (seed 004, `response_nonce`).
@@ -426,12 +436,10 @@ impl Client {
             .iter()
             .position(|t| t.pending.as_ref().is_some_and(|(t, _)| *t == ticket))
             .ok_or(ClientError::UnknownTicket)?;
-        let update = self
-            .types
-            .get_mut(idx)
-            .and_then(|ts| ts.pending.take())
-            .map(|(_, u)| u)
-            .ok_or(ClientError::UnknownTicket)?;
+        let ts = self.types.get_mut(idx).ok_or(ClientError::UnknownTicket)?;
+        let (_, mut update) = ts.pending.take().ok_or(ClientError::UnknownTicket)?;
+        // Interest may have changed while the verdict was pending.
+        update.resources.retain(|r| ts.wants(&r.name, &r.aliases));
         let by_name: HashMap<&str, &str> = rejections.iter().copied().collect();
         let rejected: Vec<(SharedStr, String)> = update
             .resources

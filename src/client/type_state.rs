@@ -84,7 +84,7 @@ pub(crate) struct TypeState {
     pub(crate) awaiting: HashSet<SharedStr>,
     pub(crate) awaiting_wildcard: bool,
     /// Counts applied responses; records named by the current one carry it.
-    pub(crate) generation: u32,
+    pub(crate) generation: u64,
     /// Records holding a resource.
     pub(crate) cached_count: usize,
     /// Records holding a resource named by the response being applied.
