@@ -87,10 +87,8 @@ fn run(ops: &[Op], variant: Variant, keep_valid: bool) -> Result<(), String> {
                     ClientEvent::Upserted { name, body, .. } => {
                         mirror.insert(name.to_string(), body);
                     }
-                    ClientEvent::Removed { name, .. } => {
-                        if mirror.remove(name.as_str()).is_none() {
-                            return Err(format!("Removed {name} that was never upserted"));
-                        }
+                    ClientEvent::Removed { name, .. } if mirror.remove(name.as_str()).is_none() => {
+                        return Err(format!("Removed {name} that was never upserted"));
                     }
                     _ => {}
                 }
