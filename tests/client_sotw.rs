@@ -965,3 +965,10 @@ fn interest_change_after_a_nack_carries_no_error() {
     c.subscribe(EDS, &["baz"]).unwrap();
     check(&one(&mut c, t(3)), "X", &["bar", "baz", "foo"], "B", false);
 }
+
+#[test]
+fn client_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Client>();
+    assert_send::<ClientEvent>();
+}
