@@ -159,6 +159,34 @@ use crate::time::Instant;
 use crate::types::{ads_order, TypeInfo};
 
 /// The protocol state of one xDS stream (and its successors) to one management server.
+///
+/// ```
+/// use xds_sansio::client::{Client, ClientConfig, ClientEvent};
+/// use xds_sansio::pb::discovery::DiscoveryResponse;
+/// use xds_sansio::types::CLUSTER;
+/// use xds_sansio::{Instant, Request, Response, Transport, Variant};
+///
+/// let config = ClientConfig::new(Variant::Sotw, Transport::Aggregated, Default::default());
+/// let mut client = Client::new(config);
+/// client.subscribe(CLUSTER.type_url, &[]).unwrap(); // legacy wildcard
+/// client.connected(Instant::ZERO);
+/// let Some(Request::Sotw(first)) = client.poll_request(Instant::ZERO) else { panic!() };
+/// assert!(first.resource_names.is_empty() && first.node.is_some());
+///
+/// client.handle_response(
+///     Instant::from_secs(1),
+///     Response::Sotw(DiscoveryResponse {
+///         version_info: "v1".into(),
+///         type_url: CLUSTER.type_url.into(),
+///         nonce: "n1".into(),
+///         ..Default::default()
+///     }),
+/// );
+/// let Some(Request::Sotw(ack)) = client.poll_request(Instant::from_secs(1)) else { panic!() };
+/// assert_eq!((ack.version_info.as_str(), ack.response_nonce.as_str()), ("v1", "n1"));
+/// assert!(matches!(client.poll_event(), Some(ClientEvent::Acked { .. })));
+/// assert!(matches!(client.poll_event(), Some(ClientEvent::Ready { .. })));
+/// ```
 pub struct Client {
     config: ClientConfig,
     types: Vec<TypeState>,
