@@ -23,6 +23,8 @@ enum Op {
     Poll,
     Reconnect,
     Tick(u8),
+    /// Answer the oldest pending ticket, rejecting the names whose bit is set.
+    Verdict(u8),
 }
 
 impl Arbitrary for Op {
@@ -53,12 +55,13 @@ impl Arbitrary for Op {
             }
             6 | 7 => Op::Poll,
             8 => Op::Reconnect,
+            9 if bool::arbitrary(g) => Op::Verdict(u8::arbitrary(g)),
             _ => Op::Tick(u8::arbitrary(g) % 20),
         }
     }
 }
 
-fn run(ops: &[Op], variant: Variant, keep_valid: bool) -> Result<(), String> {
+fn run(ops: &[Op], variant: Variant, keep_valid: bool, deferred: bool) -> Result<(), String> {
     let mut cfg = ClientConfig::new(variant, Transport::Aggregated, node());
     if keep_valid {
         cfg.nack_policy = NackPolicy::KeepValid;
@@ -75,45 +78,51 @@ fn run(ops: &[Op], variant: Variant, keep_valid: bool) -> Result<(), String> {
             }
         }),
     );
+    c.set_deferred_validation(ty, deferred);
     let mut mirror: BTreeMap<String, Bytes> = BTreeMap::new();
+    let mut tickets = std::collections::VecDeque::new();
     let mut now = 0;
     let mut k = 0;
     c.connected(t(0));
-    let sync =
-        |c: &mut Client, mirror: &mut BTreeMap<String, Bytes>, now: u64| -> Result<(), String> {
-            while c.poll_request(t(now)).is_some() {}
-            while let Some(ev) = c.poll_event() {
-                match ev {
-                    ClientEvent::Upserted { name, body, .. } => {
-                        mirror.insert(name.to_string(), body);
-                    }
-                    ClientEvent::Removed { name, .. } if mirror.remove(name.as_str()).is_none() => {
-                        return Err(format!("Removed {name} that was never upserted"));
-                    }
-                    _ => {}
+    let sync = |c: &mut Client,
+                mirror: &mut BTreeMap<String, Bytes>,
+                tickets: &mut std::collections::VecDeque<_>,
+                now: u64|
+     -> Result<(), String> {
+        while c.poll_request(t(now)).is_some() {}
+        while let Some(ev) = c.poll_event() {
+            match ev {
+                ClientEvent::Upserted { name, body, .. } => {
+                    mirror.insert(name.to_string(), body);
                 }
-            }
-            let held: BTreeMap<String, Bytes> = c
-                .resource_names(ty)
-                .into_iter()
-                .map(|n| {
-                    let body = c
-                        .resource(ty, &n)
-                        .map(|r| r.body.clone())
-                        .unwrap_or_default();
-                    (n.to_string(), body)
-                })
-                .collect();
-            if held != *mirror {
-                return Err(format!("cache {held:?} != events {mirror:?}"));
-            }
-            for e in c.dump() {
-                if c.status(&e.type_url, &e.name).as_ref() != Some(&e.status) {
-                    return Err("dump and status disagree".into());
+                ClientEvent::ValidationNeeded { ticket, .. } => tickets.push_back(ticket),
+                ClientEvent::Removed { name, .. } if mirror.remove(name.as_str()).is_none() => {
+                    return Err(format!("Removed {name} that was never upserted"));
                 }
+                _ => {}
             }
-            Ok(())
-        };
+        }
+        let held: BTreeMap<String, Bytes> = c
+            .resource_names(ty)
+            .into_iter()
+            .map(|n| {
+                let body = c
+                    .resource(ty, &n)
+                    .map(|r| r.body.clone())
+                    .unwrap_or_default();
+                (n.to_string(), body)
+            })
+            .collect();
+        if held != *mirror {
+            return Err(format!("cache {held:?} != events {mirror:?}"));
+        }
+        for e in c.dump() {
+            if c.status(&e.type_url, &e.name).as_ref() != Some(&e.status) {
+                return Err("dump and status disagree".into());
+            }
+        }
+        Ok(())
+    };
     for op in ops {
         match op {
             Op::Subscribe(n) => {
@@ -174,10 +183,23 @@ fn run(ops: &[Op], variant: Variant, keep_valid: bool) -> Result<(), String> {
                     }
                 }
             }
-            Op::Poll => sync(&mut c, &mut mirror, now)?,
+            Op::Poll => sync(&mut c, &mut mirror, &mut tickets, now)?,
             Op::Reconnect => {
                 c.disconnected(t(now));
                 c.connected(t(now));
+            }
+            Op::Verdict(mask) => {
+                sync(&mut c, &mut mirror, &mut tickets, now)?;
+                if let Some(ticket) = tickets.pop_front() {
+                    let rejected: Vec<(&str, &str)> = NAMES
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| mask & (1 << i) != 0)
+                        .map(|(_, n)| (*n, "rejected later"))
+                        .collect();
+                    // A ticket voided by a reconnect is refused; anything else is accepted.
+                    let _ = c.verdict(ticket, &rejected);
+                }
             }
             Op::Tick(s) => {
                 now += u64::from(*s);
@@ -185,14 +207,14 @@ fn run(ops: &[Op], variant: Variant, keep_valid: bool) -> Result<(), String> {
             }
         }
     }
-    sync(&mut c, &mut mirror, now)
+    sync(&mut c, &mut mirror, &mut tickets, now)
 }
 
 #[test]
 fn prop_events_replay_to_the_cache() {
-    fn prop(ops: Vec<Op>, delta: bool, keep_valid: bool) -> bool {
+    fn prop(ops: Vec<Op>, delta: bool, keep_valid: bool, deferred: bool) -> bool {
         let variant = if delta { Variant::Delta } else { Variant::Sotw };
-        match run(&ops, variant, keep_valid) {
+        match run(&ops, variant, keep_valid, deferred) {
             Ok(()) => true,
             Err(e) => {
                 eprintln!("{e}");
@@ -202,5 +224,5 @@ fn prop_events_replay_to_the_cache() {
     }
     QuickCheck::new()
         .tests(1000)
-        .quickcheck(prop as fn(Vec<Op>, bool, bool) -> bool);
+        .quickcheck(prop as fn(Vec<Op>, bool, bool, bool) -> bool);
 }
