@@ -972,3 +972,34 @@ fn client_is_send() {
     assert_send::<Client>();
     assert_send::<ClientEvent>();
 }
+
+#[test]
+fn rejecting_every_resource_of_a_large_response_stays_linear() {
+    let mut c = sotw_ads();
+    c.subscribe(CDS, &[]).unwrap();
+    c.set_validator(
+        CDS,
+        Box::new(|_: &str, _: &str, _: &Bytes| Err("no".into())),
+    );
+    c.connected(t(0));
+    one(&mut c, t(0));
+    let names: Vec<String> = (0..20_000).map(|i| format!("c{i}")).collect();
+    let res: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "x")).collect();
+    let start = std::time::Instant::now();
+    c.handle_response(t(1), sotw(CDS, "1", "a", &res));
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "quadratic rejection handling"
+    );
+    let req = one(&mut c, t(1));
+    assert!(req.error_detail.unwrap().message.len() <= MAX_ERROR_MESSAGE + TRUNCATION_MARKER.len());
+    assert_eq!(
+        c.status(CDS, "c19999").unwrap().state,
+        ResourceState::Nacked
+    );
+    c.unsubscribe(CDS, &["*"]).unwrap();
+    assert!(
+        c.dump().is_empty(),
+        "statuses kept only by the wildcard leave with it"
+    );
+}

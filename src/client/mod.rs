@@ -386,6 +386,10 @@ impl Client {
                     for n in unwanted {
                         ts.remove_cached(&n, RemovalReason::Unsubscribed, cx);
                     }
+                    // Statuses the wildcard alone kept (rejected, never held) go too.
+                    let sub = &ts.sub;
+                    ts.records
+                        .retain(|n, r| r.cached.is_some() || sub.names(n) || r.dne_at.is_some());
                     continue;
                 }
                 let target = if ts.records.contains_key(name.as_str()) {

@@ -212,12 +212,19 @@ impl TypeState {
         self.marked = 0;
         let generation = self.generation;
         let nack = !rejections.is_empty();
-        for (name, error) in &rejections {
-            let rejected_version = resources
+        // name -> version of each resource, built only when something was rejected.
+        let versions: HashMap<&str, &SharedStr> = if nack {
+            resources
                 .iter()
-                .find(|r| &r.name == name)
-                .and_then(|r| r.version.clone())
-                .unwrap_or_else(|| version.clone());
+                .map(|r| (r.name.as_str(), r.version.as_ref().unwrap_or(&version)))
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        for (name, error) in &rejections {
+            let rejected_version = versions
+                .get(name.as_str())
+                .map_or_else(|| version.clone(), |v| (*v).clone());
             let rec = self
                 .records
                 .entry(name.clone())
@@ -233,6 +240,7 @@ impl TypeState {
             }));
             self.awaiting.remove(name.as_str());
         }
+        drop(versions);
         if !nack || cx.policy == NackPolicy::KeepValid {
             if self.records.is_empty() {
                 self.records.reserve(resources.len());
