@@ -51,17 +51,10 @@ pub(crate) fn parse(
 }
 
 fn name_of(body: &Bytes, extractor: Option<NameExtractor>, i: usize) -> Result<SharedStr, String> {
-    let fail = |e| format!("resource {i}: cannot read its name: {e}");
-    match extractor {
-        // The default scanner already checked UTF-8.
-        None => name_field_1(body)
-            .map(SharedStr::from_checked_name)
-            .map_err(fail),
-        Some(extract) => {
-            let name = extract(body).map_err(fail)?;
-            SharedStr::from_utf8(name).map_err(|_| format!("resource {i}: name is not UTF-8"))
-        }
-    }
+    let name = extractor.unwrap_or(name_field_1)(body)
+        .map_err(|e| format!("resource {i}: cannot read its name: {e}"))?;
+    // Checked again whatever the extractor: `SharedStr` relies on it for soundness.
+    SharedStr::from_utf8(name).map_err(|_| format!("resource {i}: name is not UTF-8"))
 }
 
 fn check(

@@ -27,12 +27,6 @@ impl SharedStr {
         Ok(SharedStr(bytes))
     }
 
-    /// A name returned by [`crate::resource::name_field_1`], which checks UTF-8 itself.
-    pub(crate) fn from_checked_name(bytes: Bytes) -> SharedStr {
-        debug_assert!(core::str::from_utf8(&bytes).is_ok());
-        SharedStr(bytes)
-    }
-
     /// A string that lives for the whole program (no allocation).
     pub const fn from_static(s: &'static str) -> SharedStr {
         SharedStr(Bytes::from_static(s.as_bytes()))
