@@ -549,3 +549,33 @@ fn cached_bodies_point_into_the_delta_buffer() {
     assert!(wire.as_ptr_range().contains(&body.as_ptr()));
     let _ = Resource::default();
 }
+
+#[test]
+fn incremental_ads_keeps_types_walled_off() {
+    let mut c = delta_ads();
+    c.subscribe(CDS, &["*"]).unwrap();
+    c.subscribe(EDS, &["foo"]).unwrap();
+    c.set_validator(EDS, reject_bad());
+    c.connected(t(0));
+    assert_eq!(delta_reqs(&mut c, t(0)).len(), 2);
+    c.handle_response(t(1), delta(CDS, "c1", &[("foo", "1", "c")], &[]));
+    c.handle_response(t(1), delta(EDS, "e1", &[("foo", "1", "bad")], &[]));
+    c.handle_response(t(1), delta(CDS, "c2", &[("bar", "1", "c")], &[]));
+    let reqs = delta_reqs(&mut c, t(1));
+    let seen: Vec<(&str, &str, bool)> = reqs
+        .iter()
+        .map(|r| {
+            (
+                r.type_url.as_str(),
+                r.response_nonce.as_str(),
+                r.error_detail.is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [(CDS, "c1", false), (EDS, "e1", true), (CDS, "c2", false)]
+    );
+    assert_eq!(c.resource_names(CDS), ["bar", "foo"]);
+    assert!(c.resource_names(EDS).is_empty());
+}
