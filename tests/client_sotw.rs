@@ -692,7 +692,7 @@ fn ready_once_every_initial_name_is_resolved() {
     assert!(!names_of(&events(&mut c)).contains(&"ready".to_string()));
     c.handle_response(t(2), sotw(EDS, "Y", "B", &[("bar", "1")]));
     assert_eq!(names_of(&events(&mut c)), ["+bar", "ack:Y/B", "ready"]);
-    assert_eq!(sotw_reqs(&mut c, t(2)).len(), 2);
+    check(&one(&mut c, t(2)), "Y", &["bar", "foo"], "B", false);
     c.subscribe(EDS, &["late"]).unwrap();
     c.handle_timeout(t(100));
     one(&mut c, t(100));
@@ -866,4 +866,140 @@ fn a_broken_stream_voids_the_ticket() {
     assert!(c.resource(EDS, "foo").is_none());
     c.connected(t(3));
     check(&one(&mut c, t(3)), "", &["bar", "foo"], "", false);
+}
+
+#[test]
+fn only_the_latest_response_is_answered_in_sotw() {
+    // An answer to an older response would carry a stale nonce: only the latest goes out.
+    let mut c = eds_foo_bar();
+    c.handle_response(t(1), sotw(EDS, "X", "A", &[("foo", "1")]));
+    c.handle_response(t(1), sotw(EDS, "Y", "B", &[("bar", "1")]));
+    check(&one(&mut c, t(1)), "Y", &["bar", "foo"], "B", false);
+}
+
+#[test]
+fn a_response_before_the_first_request_is_answered_by_it() {
+    let mut c = sotw_ads();
+    c.subscribe(EDS, &["foo"]).unwrap();
+    c.connected(t(0));
+    c.handle_response(t(0), sotw(EDS, "X", "A", &[("foo", "1")]));
+    check(&one(&mut c, t(0)), "X", &["foo"], "A", false);
+}
+
+#[test]
+fn full_state_counts_heartbeats_and_kept_rejections_as_present() {
+    let mut cfg = config(Variant::Sotw, Transport::Aggregated);
+    cfg.nack_policy = NackPolicy::KeepValid;
+    let mut c = Client::new(cfg);
+    c.subscribe(CDS, &[]).unwrap();
+    c.set_validator(CDS, reject_bad());
+    c.connected(t(0));
+    one(&mut c, t(0));
+    c.handle_response(
+        t(1),
+        sotw_raw(
+            CDS,
+            "1",
+            "a",
+            vec![
+                wrapped(CDS, "hb", "7", Some("1"), Some(100)),
+                any(CDS, "kept", "1"),
+                any(CDS, "gone", "1"),
+                any(CDS, "same", "1"),
+            ],
+        ),
+    );
+    events(&mut c);
+    c.handle_response(
+        t(2),
+        sotw_raw(
+            CDS,
+            "2",
+            "b",
+            vec![
+                wrapped(CDS, "hb", "7", None, Some(100)),
+                any(CDS, "kept", "bad"),
+                any(CDS, "same", "1"),
+            ],
+        ),
+    );
+    assert_eq!(
+        names_of(&events(&mut c)),
+        ["-gone:AbsentFromResponse", "nack:2/b"]
+    );
+    assert_eq!(c.resource_names(CDS), ["hb", "kept", "same"]);
+    c.handle_response(t(3), sotw(CDS, "3", "c", &[("kept", "2")]));
+    assert_eq!(
+        names_of(&events(&mut c)),
+        [
+            "+kept",
+            "-hb:AbsentFromResponse",
+            "-same:AbsentFromResponse",
+            "ack:3/c"
+        ]
+    );
+}
+
+#[test]
+fn unsubscribing_while_a_verdict_is_pending_is_honoured() {
+    let mut c = eds_foo_bar();
+    c.set_deferred_validation(EDS, true);
+    c.handle_response(t(1), sotw(EDS, "X", "A", &[("foo", "1"), ("bar", "1")]));
+    let ClientEvent::ValidationNeeded { ticket, .. } = events(&mut c).remove(0) else {
+        panic!()
+    };
+    c.unsubscribe(EDS, &["bar"]).unwrap();
+    c.verdict(ticket, &[]).unwrap();
+    assert_eq!(c.resource_names(EDS), ["foo"]);
+    check(&one(&mut c, t(2)), "X", &["foo"], "A", false);
+}
+
+#[test]
+fn interest_change_after_a_nack_carries_no_error() {
+    let mut c = eds_foo_bar();
+    c.set_validator(EDS, reject_bad());
+    c.handle_response(t(1), sotw(EDS, "X", "A", &[("foo", "1"), ("bar", "1")]));
+    one(&mut c, t(1));
+    c.handle_response(t(2), sotw(EDS, "Y", "B", &[("foo", "bad")]));
+    check(&one(&mut c, t(2)), "X", &["bar", "foo"], "B", true);
+    c.subscribe(EDS, &["baz"]).unwrap();
+    check(&one(&mut c, t(3)), "X", &["bar", "baz", "foo"], "B", false);
+}
+
+#[test]
+fn client_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Client>();
+    assert_send::<ClientEvent>();
+}
+
+#[test]
+fn rejecting_every_resource_of_a_large_response_stays_linear() {
+    let mut c = sotw_ads();
+    c.subscribe(CDS, &[]).unwrap();
+    c.set_validator(
+        CDS,
+        Box::new(|_: &str, _: &str, _: &Bytes| Err("no".into())),
+    );
+    c.connected(t(0));
+    one(&mut c, t(0));
+    let names: Vec<String> = (0..20_000).map(|i| format!("c{i}")).collect();
+    let res: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "x")).collect();
+    let start = std::time::Instant::now();
+    c.handle_response(t(1), sotw(CDS, "1", "a", &res));
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "quadratic rejection handling"
+    );
+    let req = one(&mut c, t(1));
+    assert!(req.error_detail.unwrap().message.len() <= MAX_ERROR_MESSAGE + TRUNCATION_MARKER.len());
+    assert_eq!(
+        c.status(CDS, "c19999").unwrap().state,
+        ResourceState::Nacked
+    );
+    c.unsubscribe(CDS, &["*"]).unwrap();
+    assert!(
+        c.dump().is_empty(),
+        "statuses kept only by the wildcard leave with it"
+    );
 }

@@ -32,6 +32,8 @@ pub(crate) struct Record {
     pub(crate) rejected: Option<Box<Rejection>>,
     pub(crate) dne_at: Option<Instant>,
     pub(crate) ttl_at: Option<Instant>,
+    /// The response generation that last named it (full-state deletion).
+    pub(crate) seen: u64,
 }
 
 impl Record {
@@ -42,6 +44,7 @@ impl Record {
             rejected: None,
             dne_at: None,
             ttl_at: None,
+            seen: 0,
         }
     }
 

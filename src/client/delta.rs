@@ -5,12 +5,11 @@ use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use hashbrown::HashSet;
 
 use super::config::Limits;
 use super::text::SharedStr;
 use super::type_state::{Reply, TypeState};
-use super::update::{ttl_of, Incoming, Reject, Update};
+use super::update::{check_duplicates, ttl_of, Incoming, Reject, Update};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse};
 use crate::pb::envoy::config::core::v3::Node;
 
@@ -92,9 +91,7 @@ fn check(
     ts: &TypeState,
     limits: &Limits,
 ) -> Result<Vec<Incoming>, String> {
-    let mut seen: HashSet<SharedStr> = HashSet::with_capacity(resources.len());
     let mut out = Vec::with_capacity(resources.len());
-    let mut new_names = 0usize;
     for (i, r) in resources.into_iter().enumerate() {
         let name = if !r.name.is_empty() {
             SharedStr::from(r.name)
@@ -126,22 +123,20 @@ fn check(
             None => None,
         };
         let ttl = ttl_of(r.ttl).map_err(|e| format!("resource {:?}: {e}", name.as_str()))?;
-        if !seen.insert(name.clone()) {
-            return Err(format!("duplicate resource name {:?}", name.as_str()));
-        }
-        if ts.wants(&name, &aliases) {
-            if body.is_some() && !ts.records.contains_key(name.as_str()) {
-                new_names += 1;
-            }
-            out.push(Incoming {
-                name,
-                version: SharedStr::from(r.version),
-                body,
-                aliases,
-                ttl,
-            });
-        }
+        out.push(Incoming {
+            name,
+            version: Some(SharedStr::from(r.version)),
+            body,
+            aliases,
+            ttl,
+        });
     }
+    check_duplicates(&out)?;
+    out.retain(|inc| ts.wants(&inc.name, &inc.aliases));
+    let new_names = out
+        .iter()
+        .filter(|inc| inc.body.is_some() && !ts.records.contains_key(inc.name.as_str()))
+        .count();
     let after = ts.records.len().saturating_add(new_names);
     if after > limits.max_names_per_type {
         return Err(format!(

@@ -5,16 +5,15 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
-use hashbrown::HashSet;
 use prost::Message;
 
 use super::config::Limits;
 use super::text::SharedStr;
 use super::type_state::{Reply, TypeState};
-use super::update::{ttl_of, Incoming, Reject, Update};
+use super::update::{check_duplicates, ttl_of, Incoming, Reject, Update};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use crate::pb::envoy::config::core::v3::Node;
-use crate::resource::NameExtractor;
+use crate::resource::{name_field_1, NameExtractor};
 use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 
 /// Checks a SotW response of `type_url` (the effective type of the stream) and keeps the
@@ -24,7 +23,7 @@ pub(crate) fn parse(
     type_url: &str,
     ts: &TypeState,
     limits: &Limits,
-    extractor: NameExtractor,
+    extractor: Option<NameExtractor>,
 ) -> Result<Update, Reject> {
     let DiscoveryResponse {
         version_info,
@@ -34,7 +33,7 @@ pub(crate) fn parse(
     } = resp;
     let version = SharedStr::from(version_info);
     let nonce = SharedStr::from(nonce);
-    let checked = check(resources, type_url, &version, ts, limits, extractor);
+    let checked = check(resources, type_url, ts, limits, extractor);
     match checked {
         Ok(resources) => Ok(Update {
             nonce,
@@ -51,18 +50,19 @@ pub(crate) fn parse(
     }
 }
 
-fn name_of(body: &Bytes, extractor: NameExtractor, i: usize) -> Result<SharedStr, String> {
-    let name = extractor(body).map_err(|e| format!("resource {i}: cannot read its name: {e}"))?;
+fn name_of(body: &Bytes, extractor: Option<NameExtractor>, i: usize) -> Result<SharedStr, String> {
+    let name = extractor.unwrap_or(name_field_1)(body)
+        .map_err(|e| format!("resource {i}: cannot read its name: {e}"))?;
+    // Checked again whatever the extractor: `SharedStr` relies on it for soundness.
     SharedStr::from_utf8(name).map_err(|_| format!("resource {i}: name is not UTF-8"))
 }
 
 fn check(
     resources: Vec<crate::pb::google::protobuf::Any>,
     type_url: &str,
-    version: &SharedStr,
     ts: &TypeState,
     limits: &Limits,
-    extractor: NameExtractor,
+    extractor: Option<NameExtractor>,
 ) -> Result<Vec<Incoming>, String> {
     if resources.len() > limits.max_resources_per_response {
         return Err(format!(
@@ -71,10 +71,7 @@ fn check(
             limits.max_resources_per_response
         ));
     }
-    let wildcard = ts.sub.is_wildcard();
-    let mut seen: HashSet<SharedStr> = HashSet::with_capacity(resources.len());
     let mut out = Vec::with_capacity(resources.len());
-    let mut new_names = 0usize;
     for (i, any) in resources.into_iter().enumerate() {
         let inc = if any.type_url == RESOURCE_WRAPPER_TYPE_URL {
             let wrapper = Resource::decode(any.value)
@@ -101,11 +98,7 @@ fn check(
             };
             Incoming {
                 name,
-                version: if wrapper.version.is_empty() {
-                    version.clone()
-                } else {
-                    SharedStr::from(wrapper.version)
-                },
+                version: (!wrapper.version.is_empty()).then(|| SharedStr::from(wrapper.version)),
                 body,
                 aliases: wrapper.aliases.into_iter().map(SharedStr::from).collect(),
                 ttl,
@@ -118,7 +111,7 @@ fn check(
         } else {
             Incoming {
                 name: name_of(&any.value, extractor, i)?,
-                version: version.clone(),
+                version: None,
                 body: Some(any.value),
                 aliases: Vec::new(),
                 ttl: None,
@@ -131,19 +124,19 @@ fn check(
                 limits.max_name_len
             ));
         }
-        if !seen.insert(inc.name.clone()) {
-            return Err(format!("duplicate resource name {:?}", inc.name.as_str()));
-        }
-        if wildcard || ts.sub.names(&inc.name) {
-            if inc.body.is_some() && !ts.records.contains_key(inc.name.as_str()) {
-                new_names += 1;
-            }
-            out.push(inc);
-        }
+        out.push(inc);
+    }
+    check_duplicates(&out)?;
+    if !ts.sub.is_wildcard() {
+        out.retain(|inc| ts.sub.names(&inc.name));
     }
     let after = if ts.info.full_state_in_sotw() {
         out.len()
     } else {
+        let new_names = out
+            .iter()
+            .filter(|inc| inc.body.is_some() && !ts.records.contains_key(inc.name.as_str()))
+            .count();
         ts.records.len().saturating_add(new_names)
     };
     if after > limits.max_names_per_type {
@@ -171,11 +164,12 @@ pub(crate) fn due(ts: &mut TypeState) -> Option<Due> {
         // Only the answers owed to responses before the pending one may leave.
         return ts.replies.pop_front().map(Due::Reply);
     }
+    if let Some(reply) = ts.replies.pop_front() {
+        // A response that beat our first request is answered by it.
+        return Some(Due::Reply(reply));
+    }
     if !ts.sent_first && ts.sub.has_interest() {
         return Some(Due::Initial);
-    }
-    if let Some(reply) = ts.replies.pop_front() {
-        return Some(Due::Reply(reply));
     }
     if ts.sent_first && (ts.resend || ts.sub.sotw_changed(legacy)) {
         return Some(Due::Change);

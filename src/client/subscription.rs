@@ -99,16 +99,26 @@ impl Subscription {
     /// SotW: the `resource_names` of the next request. A lone legacy wildcard is the empty
     /// list while no name was sent on this stream; after that it is an explicit `*`.
     pub(crate) fn sotw_names(&self, legacy_capable: bool) -> Vec<SharedStr> {
-        if legacy_capable && self.legacy && self.desired.len() == 1 && !self.named_on_stream {
+        if self.lone_legacy(legacy_capable) {
             return Vec::new();
         }
         self.desired.iter().cloned().collect()
     }
 
+    fn lone_legacy(&self, legacy_capable: bool) -> bool {
+        legacy_capable && self.legacy && self.desired.len() == 1 && !self.named_on_stream
+    }
+
     /// SotW: whether an interest-only request is worth sending (its list differs from the
-    /// last one sent on this stream).
+    /// last one sent on this stream). Compares in place: no allocation.
     pub(crate) fn sotw_changed(&self, legacy_capable: bool) -> bool {
-        self.last_sent.as_deref() != Some(&self.sotw_names(legacy_capable)[..])
+        let Some(last) = &self.last_sent else {
+            return true;
+        };
+        if self.lone_legacy(legacy_capable) {
+            return !last.is_empty();
+        }
+        last.len() != self.desired.len() || !last.iter().eq(self.desired.iter())
     }
 
     /// SotW: records the list just sent.

@@ -34,8 +34,11 @@ impl SharedStr {
 
     /// The string.
     pub fn as_str(&self) -> &str {
-        // Every constructor checks UTF-8, so this never falls back.
-        core::str::from_utf8(&self.0).unwrap_or("")
+        debug_assert!(core::str::from_utf8(&self.0).is_ok());
+        // SAFETY: the field is private and every constructor (`from_utf8`, `from_static`,
+        // `From<String>`, `From<&str>`) only wraps bytes that are valid UTF-8; `Bytes` is
+        // immutable. Hashing calls this for every map operation, so it must not re-validate.
+        unsafe { core::str::from_utf8_unchecked(&self.0) }
     }
 
     /// The underlying bytes (shares the buffer).

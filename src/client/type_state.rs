@@ -83,11 +83,22 @@ pub(crate) struct TypeState {
     pub(crate) armed: bool,
     pub(crate) awaiting: HashSet<SharedStr>,
     pub(crate) awaiting_wildcard: bool,
+    /// Counts applied responses; records named by the current one carry it.
+    pub(crate) generation: u64,
+    /// Records holding a resource.
+    pub(crate) cached_count: usize,
+    /// Records holding a resource named by the response being applied.
+    marked: usize,
 }
 
 impl TypeState {
     pub(crate) fn new(url: SharedStr) -> TypeState {
         let info = TypeInfo::of(&url);
+        // Catalog types get a static URL: cloning it into every event costs nothing.
+        let url = match info.known {
+            Some((t, v)) => SharedStr::from_static(t.type_url_for(v)),
+            None => url,
+        };
         TypeState {
             url,
             info,
@@ -107,6 +118,9 @@ impl TypeState {
             armed: false,
             awaiting: HashSet::new(),
             awaiting_wildcard: false,
+            generation: 0,
+            cached_count: 0,
+            marked: 0,
         }
     }
 
@@ -137,6 +151,17 @@ impl TypeState {
         for rec in self.records.values_mut() {
             rec.dne_at = None;
         }
+    }
+
+    /// Queues the answer to a response. Incremental answers every response on its own, in
+    /// order. SotW answers only the latest: an unsent answer to an older response would
+    /// carry a stale nonce, which the server ignores (seed 000, "Requests become stale"),
+    /// so every SotW request carries the latest nonce of its type on the stream.
+    fn push_reply(&mut self, reply: Reply, variant: Variant) {
+        if variant == Variant::Sotw {
+            self.replies.clear();
+        }
+        self.replies.push_back(reply);
     }
 
     // ---------------------------------------------------------------- readiness
@@ -176,46 +201,70 @@ impl TypeState {
         rejections: Vec<(SharedStr, String)>,
         cx: &mut Ctx<'_>,
     ) {
+        let Update {
+            nonce,
+            version,
+            resources,
+            removed,
+            full_state,
+        } = update;
+        self.generation = self.generation.wrapping_add(1);
+        self.marked = 0;
+        let generation = self.generation;
         let nack = !rejections.is_empty();
-        for (name, error) in &rejections {
-            let version = update
-                .resources
+        // name -> version of each resource, built only when something was rejected.
+        let versions: HashMap<&str, &SharedStr> = if nack {
+            resources
                 .iter()
-                .find(|r| &r.name == name)
-                .map_or_else(|| update.version.clone(), |r| r.version.clone());
+                .map(|r| (r.name.as_str(), r.version.as_ref().unwrap_or(&version)))
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        for (name, error) in &rejections {
+            let rejected_version = versions
+                .get(name.as_str())
+                .map_or_else(|| version.clone(), |v| (*v).clone());
             let rec = self
                 .records
                 .entry(name.clone())
                 .or_insert_with(Record::requested);
             rec.state = ResourceState::Nacked;
+            rec.seen = generation;
+            if rec.cached.is_some() {
+                self.marked += 1;
+            }
             rec.rejected = Some(alloc::boxed::Box::new(Rejection {
-                version,
+                version: rejected_version,
                 error: error.clone(),
             }));
             self.awaiting.remove(name.as_str());
         }
+        drop(versions);
         if !nack || cx.policy == NackPolicy::KeepValid {
+            if self.records.is_empty() {
+                self.records.reserve(resources.len());
+            }
+            cx.events.reserve(resources.len().saturating_add(2));
             let rejected: HashSet<&SharedStr> = rejections.iter().map(|(n, _)| n).collect();
-            let present: Option<HashSet<SharedStr>> = update
-                .full_state
-                .then(|| update.resources.iter().map(|r| r.name.clone()).collect());
-            for inc in update.resources.iter() {
+            for mut inc in resources {
                 if rejected.contains(&inc.name) {
                     continue;
                 }
-                match &inc.body {
-                    Some(body) => self.upsert(inc, body.clone(), cx),
-                    None => self.bodyless(inc, cx),
+                match inc.body.take() {
+                    Some(body) => self.upsert(inc, body, &version, cx),
+                    None => self.bodyless(&inc, &version, cx),
                 }
             }
-            for name in &update.removed {
+            for name in &removed {
                 self.server_removed(name, cx);
             }
-            if let Some(present) = present {
+            // Only scan for what the response left out if something was left out.
+            if full_state && self.cached_count > self.marked {
                 let mut absent: Vec<SharedStr> = self
                     .records
                     .iter()
-                    .filter(|(n, r)| r.cached.is_some() && !present.contains(*n))
+                    .filter(|(_, r)| r.cached.is_some() && r.seen != generation)
                     .map(|(n, _)| n.clone())
                     .collect();
                 absent.sort_unstable();
@@ -232,31 +281,33 @@ impl TypeState {
             let status = nack_status(&message);
             cx.events.push_back(ClientEvent::Nacked {
                 type_url: self.url.clone(),
-                version: update.version.clone(),
-                nonce: update.nonce.clone(),
+                version,
+                nonce: nonce.clone(),
                 error: status.message.clone(),
                 rejected: rejections.into_iter().map(|(n, _)| n).collect(),
             });
-            self.replies.push_back(Reply {
-                nonce: update.nonce,
+            let reply = Reply {
+                nonce,
                 version: self.version.clone(),
                 error: Some(status),
-            });
+            };
+            self.push_reply(reply, cx.variant);
         } else {
             match cx.variant {
-                Variant::Sotw => self.version = update.version.clone(),
-                Variant::Delta => self.system_version = update.version.clone(),
+                Variant::Sotw => self.version = version.clone(),
+                Variant::Delta => self.system_version = version.clone(),
             }
             cx.events.push_back(ClientEvent::Acked {
                 type_url: self.url.clone(),
-                version: update.version,
-                nonce: update.nonce.clone(),
+                version,
+                nonce: nonce.clone(),
             });
-            self.replies.push_back(Reply {
-                nonce: update.nonce,
+            let reply = Reply {
+                nonce,
                 version: self.version.clone(),
                 error: None,
-            });
+            };
+            self.push_reply(reply, cx.variant);
         }
         self.awaiting_wildcard = false;
         self.check_ready(cx.events);
@@ -278,19 +329,33 @@ impl TypeState {
             error: status.message.clone(),
             rejected: Vec::new(),
         });
-        self.replies.push_back(Reply {
+        let reply = Reply {
             nonce,
             version: self.version.clone(),
             error: Some(status),
-        });
+        };
+        self.push_reply(reply, cx.variant);
         self.awaiting_wildcard = false;
         self.check_ready(cx.events);
     }
 
-    fn upsert(&mut self, inc: &Incoming, body: Bytes, cx: &mut Ctx<'_>) {
+    fn upsert(
+        &mut self,
+        inc: Incoming,
+        body: Bytes,
+        response_version: &SharedStr,
+        cx: &mut Ctx<'_>,
+    ) {
+        let Incoming {
+            name,
+            version,
+            aliases,
+            ttl,
+            ..
+        } = inc;
         // A name subscribed through an alias resolves to this resource.
-        for alias in &inc.aliases {
-            if alias != &inc.name && self.records.get(alias).is_some_and(|r| r.cached.is_none()) {
+        for alias in &aliases {
+            if alias != &name && self.records.get(alias).is_some_and(|r| r.cached.is_none()) {
                 if let Some(rec) = self.records.remove(alias) {
                     if let Some(at) = rec.dne_at {
                         cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, alias);
@@ -301,51 +366,73 @@ impl TypeState {
         }
         let rec = self
             .records
-            .entry(inc.name.clone())
+            .entry_ref(&name)
             .or_insert_with(Record::requested);
+        rec.seen = self.generation;
+        self.marked += 1;
         if let Some(at) = rec.dne_at.take() {
-            cx.timers
-                .disarm(at, TimerKind::DoesNotExist, cx.idx, &inc.name);
+            cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, &name);
         }
-        let changed = rec.cached.as_ref().is_none_or(|c| c.body != body);
-        if let Some(old) = rec.cached.take() {
-            for a in &old.aliases {
-                self.aliases.remove(a.as_str());
+        let v = version.as_ref().unwrap_or(response_version);
+        let changed = match rec.cached.as_mut() {
+            // Same content: keep the held buffers, note the version and TTL.
+            Some(c) if c.body == body && c.aliases == aliases => {
+                if c.version != *v {
+                    c.version = v.clone();
+                }
+                c.ttl = ttl;
+                false
             }
-        }
-        for a in &inc.aliases {
-            self.aliases.insert(a.clone(), inc.name.clone());
-        }
-        rec.cached = Some(CachedResource {
-            version: inc.version.clone(),
-            body: body.clone(),
-            aliases: inc.aliases.clone(),
-            ttl: inc.ttl,
-        });
+            _ => {
+                match rec.cached.take() {
+                    Some(old) => {
+                        for a in &old.aliases {
+                            self.aliases.remove(a.as_str());
+                        }
+                    }
+                    None => self.cached_count += 1,
+                }
+                for a in &aliases {
+                    self.aliases.insert(a.clone(), name.clone());
+                }
+                rec.cached = Some(CachedResource {
+                    version: v.clone(),
+                    body: body.clone(),
+                    aliases: aliases.clone(),
+                    ttl,
+                });
+                true
+            }
+        };
         rec.state = ResourceState::Acked;
         rec.rejected = None;
-        set_ttl(rec, &inc.name, inc.ttl, cx);
-        self.awaiting.remove(inc.name.as_str());
+        if ttl.is_some() || rec.ttl_at.is_some() {
+            set_ttl(rec, &name, ttl, cx);
+        }
+        if !self.awaiting.is_empty() {
+            self.awaiting.remove(name.as_str());
+        }
         if changed {
             cx.events.push_back(ClientEvent::Upserted {
                 type_url: self.url.clone(),
-                name: inc.name.clone(),
-                version: inc.version.clone(),
+                name,
+                version: version.unwrap_or_else(|| response_version.clone()),
                 body,
-                aliases: inc.aliases.clone(),
+                aliases,
             });
         }
     }
 
     /// A resource without a body: a heartbeat when held at that version (refreshes the
     /// TTL); otherwise, incremental only, "this resource does not exist".
-    fn bodyless(&mut self, inc: &Incoming, cx: &mut Ctx<'_>) {
+    fn bodyless(&mut self, inc: &Incoming, response_version: &SharedStr, cx: &mut Ctx<'_>) {
+        let v = inc.version.as_ref().unwrap_or(response_version);
         if let Some(rec) = self.records.get_mut(inc.name.as_str()) {
-            if rec
-                .cached
-                .as_ref()
-                .is_some_and(|c| c.version == inc.version)
-            {
+            rec.seen = self.generation;
+            if rec.cached.is_some() {
+                self.marked += 1;
+            }
+            if rec.cached.as_ref().is_some_and(|c| c.version == *v) {
                 if let Some(c) = rec.cached.as_mut() {
                     c.ttl = inc.ttl;
                 }
@@ -398,6 +485,7 @@ impl TypeState {
         let Some(old) = rec.cached.take() else {
             return false;
         };
+        self.cached_count = self.cached_count.saturating_sub(1);
         for a in &old.aliases {
             self.aliases.remove(a.as_str());
         }

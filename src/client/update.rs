@@ -5,6 +5,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
+use hashbrown::HashSet;
 
 use super::text::SharedStr;
 
@@ -12,7 +13,8 @@ use super::text::SharedStr;
 #[derive(Debug)]
 pub(crate) struct Incoming {
     pub(crate) name: SharedStr,
-    pub(crate) version: SharedStr,
+    /// `None`: the response's `version_info` (SotW without a wrapper version).
+    pub(crate) version: Option<SharedStr>,
     /// `None`: a body-less `Resource` (heartbeat, or incremental "does not exist").
     pub(crate) body: Option<Bytes>,
     pub(crate) aliases: Vec<SharedStr>,
@@ -55,4 +57,18 @@ pub(crate) fn ttl_of(ttl: Option<prost_types::Duration>) -> Result<Option<Durati
             ttl.nanos
         )),
     }
+}
+
+/// Fails on the first name that appears twice (seed 000, "Duplicate Resource Names").
+pub(crate) fn check_duplicates(resources: &[Incoming]) -> Result<(), String> {
+    let mut seen: HashSet<&str> = HashSet::with_capacity(resources.len());
+    for inc in resources {
+        if !seen.insert(inc.name.as_str()) {
+            return Err(alloc::format!(
+                "duplicate resource name {:?}",
+                inc.name.as_str()
+            ));
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,69 @@
+//! Reading the cache and the per-resource status (CSDS).
+
+use alloc::vec::Vec;
+
+use super::cache::Record;
+use super::{CachedResource, Client, ResourceStatus, SharedStr, StatusEntry};
+use crate::message::Variant;
+
+impl Client {
+    // ------------------------------------------------------------------ reads
+
+    /// The accepted resource `name` (or alias) of `type_url`, if held.
+    pub fn resource(&self, type_url: &str, name: &str) -> Option<&CachedResource> {
+        let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
+        ts.record(name).and_then(|r| r.cached.as_ref())
+    }
+
+    /// The names of the resources of `type_url` held, sorted.
+    pub fn resource_names(&self, type_url: &str) -> Vec<SharedStr> {
+        let mut names: Vec<SharedStr> = self
+            .index
+            .get(type_url)
+            .and_then(|&i| self.types.get(i))
+            .map(|ts| {
+                ts.records
+                    .iter()
+                    .filter(|(_, r)| r.cached.is_some())
+                    .map(|(n, _)| n.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort_unstable();
+        names
+    }
+
+    /// The last accepted SotW `version_info` of `type_url` (incremental: the last accepted
+    /// `system_version_info`).
+    pub fn version(&self, type_url: &str) -> Option<&str> {
+        let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
+        Some(match self.config.variant {
+            Variant::Sotw => ts.version.as_str(),
+            Variant::Delta => ts.system_version.as_str(),
+        })
+    }
+
+    /// The CSDS status of `name` (or alias) of `type_url`: subscribed names and held
+    /// resources have one.
+    pub fn status(&self, type_url: &str, name: &str) -> Option<ResourceStatus> {
+        let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
+        ts.record(name).map(Record::status)
+    }
+
+    /// Every status, sorted by type URL then name: the material of a CSDS dump.
+    pub fn dump(&self) -> Vec<StatusEntry> {
+        let mut out: Vec<StatusEntry> = self
+            .types
+            .iter()
+            .flat_map(|ts| {
+                ts.records.iter().map(|(n, r)| StatusEntry {
+                    type_url: ts.url.clone(),
+                    name: n.clone(),
+                    status: r.status(),
+                })
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| (&a.type_url, &a.name).cmp(&(&b.type_url, &b.name)));
+        out
+    }
+}
