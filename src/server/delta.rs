@@ -95,13 +95,18 @@ impl DeltaState {
     }
 
     pub(crate) fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
-        if self.covers(name, aliases) {
+        // A resync compares everything anyway.
+        if !self.resync && self.covers(name, aliases) {
             self.dirty.insert(String::from(name));
         }
     }
 
     pub(crate) fn resync(&mut self) {
         self.resync = true;
+    }
+
+    pub(crate) fn resyncing(&self) -> bool {
+        self.resync
     }
 
     pub(crate) fn heartbeat_due(&mut self, name: String) {

@@ -1,7 +1,7 @@
 //! Many streams reading one store, with an index from `(type, name)` and from type
 //! (wildcard) to streams, so a store update touches only the streams it concerns.
 
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::vec::Vec;
 use hashbrown::HashMap;
@@ -40,7 +40,8 @@ struct TypeIndex {
 /// subscribe to them), whatever the number of streams.
 #[derive(Clone, Debug, Default)]
 pub struct StreamSet {
-    streams: BTreeMap<StreamId, ServerStream>,
+    /// Looked up by id in O(1); iterated only in id order (see `ids`).
+    streams: HashMap<StreamId, ServerStream>,
     next_id: u64,
     index: HashMap<String, TypeIndex>,
     synced: Revision,
@@ -169,6 +170,7 @@ impl StreamSet {
             Err(_) => {
                 for (id, stream) in &mut self.streams {
                     stream.resync_all();
+                    // `ready` is ordered: hash-map order does not leak.
                     self.ready.insert(*id);
                 }
             }
@@ -217,6 +219,8 @@ impl StreamSet {
 
     /// The ids of every open stream, ascending.
     pub fn ids(&self) -> Vec<StreamId> {
-        self.streams.keys().copied().collect()
+        let mut ids: Vec<StreamId> = self.streams.keys().copied().collect();
+        ids.sort_unstable();
+        ids
     }
 }

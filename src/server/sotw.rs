@@ -93,13 +93,18 @@ impl SotwState {
     }
 
     pub(crate) fn mark_dirty(&mut self, name: &str) {
-        if self.covers(name) {
+        // A resync compares everything anyway.
+        if !self.resync && self.covers(name) {
             self.dirty.insert(String::from(name));
         }
     }
 
     pub(crate) fn resync(&mut self) {
         self.resync = true;
+    }
+
+    pub(crate) fn resyncing(&self) -> bool {
+        self.resync
     }
 
     pub(crate) fn heartbeat_due(&mut self, name: String) {
@@ -232,16 +237,12 @@ impl SotwState {
         {
             return None;
         }
-        let served: Vec<&StoredResource> = if self.is_wildcard() {
-            store.iter(t).collect()
-        } else {
-            self.names.iter().filter_map(|n| store.get(t, n)).collect()
-        };
-        let version = if self.is_wildcard() {
+        let wildcard = self.is_wildcard();
+        let version = if wildcard {
             store.type_digest(t)
         } else {
             let mut sum = VersionSum::EMPTY;
-            for r in &served {
+            for r in self.names.iter().filter_map(|n| store.get(t, n)) {
                 sum.add(r.pair_hash());
             }
             sum
@@ -256,19 +257,30 @@ impl SotwState {
             // Nothing the client holds would change.
             return None;
         }
-        if heartbeat || timers.next().is_some() {
-            timers.clear();
-        }
-        let mut resources = Vec::with_capacity(served.len());
-        for r in served {
-            if let Some(ttl) = r.ttl() {
+        timers.clear();
+        let due = &self.heartbeats_due;
+        let mut push = |resources: &mut Vec<Any>, r: &StoredResource| match r.ttl() {
+            None => resources.push(r.sotw_any(t)),
+            Some(ttl) => {
                 timers.schedule(r.name(), now + ttl / divisor);
-                if self.heartbeats_due.contains(r.name()) {
-                    resources.push(heartbeat_any(r));
-                    continue;
-                }
+                resources.push(if due.contains(r.name()) {
+                    heartbeat_any(r)
+                } else {
+                    r.sotw_any(t)
+                });
             }
-            resources.push(r.sotw_any(t));
+        };
+        let mut resources;
+        if wildcard {
+            resources = Vec::with_capacity(store.len(t));
+            for r in store.iter(t) {
+                push(&mut resources, r);
+            }
+        } else {
+            resources = Vec::with_capacity(self.names.len());
+            for r in self.names.iter().filter_map(|n| store.get(t, n)) {
+                push(&mut resources, r);
+            }
         }
         Some(DiscoveryResponse {
             version_info: version,

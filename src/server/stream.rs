@@ -328,6 +328,11 @@ impl ServerStream {
         if self.seen == store.revision() {
             return;
         }
+        if self.types.iter().all(TypeEntry::resyncing) {
+            // Every type compares everything at the next build: the log has nothing to add.
+            self.seen = store.revision();
+            return;
+        }
         match store.changes_since(self.seen) {
             Ok(changes) => {
                 for change in changes {
@@ -521,6 +526,13 @@ impl ServerStream {
 }
 
 impl TypeEntry {
+    fn resyncing(&self) -> bool {
+        match &self.state {
+            State::Sotw(s) => s.resyncing(),
+            State::Delta(d) => d.resyncing(),
+        }
+    }
+
     fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
         match &mut self.state {
             State::Sotw(s) => s.mark_dirty(name),
