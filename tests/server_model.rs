@@ -52,6 +52,25 @@ fn delta_conversation(ops: &[(u8, u8, u8)]) -> bool {
                 eds_subs.insert(name.to_string());
                 send(&mut s, r);
             }
+            4 if y % 4 == 1 => {
+                // Reconnect: a new stream; the client tells what it holds, per type.
+                s = ServerStream::new(ServerConfig::new(Variant::Delta, Transport::Aggregated));
+                for t in [CDS, EDS] {
+                    let subs: Vec<&str> = if t == CDS {
+                        vec!["*"]
+                    } else {
+                        eds_subs.iter().map(String::as_str).collect()
+                    };
+                    let mut r = delta(t, &subs, &[], "");
+                    r.initial_resource_versions = cache
+                        .iter()
+                        .filter(|((ct, _), _)| ct == t)
+                        .map(|((_, n), (v, _))| (n.clone(), v.clone()))
+                        .collect();
+                    send(&mut s, r);
+                }
+                first = false;
+            }
             _ => {
                 if eds_subs.remove(name) {
                     cache.remove(&(EDS.to_string(), name.to_string()));
@@ -142,6 +161,18 @@ fn sotw_conversation(ops: &[(u8, u8, u8)]) -> bool {
             3 => {
                 eds_subs.insert(name.to_string());
                 s.handle_request(T0, Request::Sotw(eds_request(&eds_subs, &versions)));
+            }
+            4 if y % 4 == 1 => {
+                // Reconnect: a new stream; the first requests carry the versions held.
+                s = ServerStream::new(ServerConfig::new(Variant::Sotw, Transport::Aggregated));
+                let cds_version = versions.get(CDS).map(|v| v.0.clone()).unwrap_or_default();
+                s.handle_request(T0, Request::Sotw(sotw(CDS, &cds_version, &[], "")));
+                for v in versions.values_mut() {
+                    v.1.clear();
+                }
+                if !eds_subs.is_empty() {
+                    s.handle_request(T0, Request::Sotw(eds_request(&eds_subs, &versions)));
+                }
             }
             _ => {
                 if eds_subs.remove(name) {
