@@ -152,6 +152,11 @@ impl DeltaState {
             if self.names.insert(name.clone()) {
                 diff.added.push(name.clone());
             }
+            if first && request.initial_resource_versions.contains_key(name) {
+                // Reconnect: the client holds this version; the resync sends it only if
+                // the store has another ("to avoid resending them over the network").
+                continue;
+            }
             // Subscribed again: answer even if the client seems to hold it already.
             self.pending.insert(name.clone());
             self.pending_unsubscribed.remove(name.as_str());

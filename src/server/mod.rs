@@ -81,7 +81,11 @@
 //!   per resource the version the client holds: from `initial_resource_versions` (whose
 //!   keys count as subscriptions, so a key the store lacks is answered with a removal) and
 //!   from what it sent. Names in `resource_names_subscribe` are answered even when the
-//!   client seems to hold them ("the server must still provide those resources").
+//!   client seems to hold them ("the server must still provide those resources"), except
+//!   on the first request of a type for names that are also keys of
+//!   `initial_resource_versions` (Envoy's reconnect lists both): those are sent only when
+//!   the store's version differs (seed, "Incremental xDS": "the Incremental xDS client may
+//!   tell the server of its known resources to avoid resending them over the network").
 //!   Phantom unsubscribes are ignored ("it can simply ignore these phantom
 //!   unsubscriptions"). Unsubscribing a name while wildcard answers with the resource (it
 //!   is still covered by the wildcard but the client dropped it) or its removal.
