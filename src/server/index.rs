@@ -12,9 +12,80 @@ use super::stream::{IndexOp, ServerConfig, ServerStream};
 use crate::message::{Request, Response};
 use crate::time::Instant;
 
-/// Names a stream inside a [`StreamSet`]; never reused.
+/// Names a stream inside a [`StreamSet`]: a slot and a generation, so an id is never
+/// reused even when its slot is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct StreamId(pub u64);
+
+impl StreamId {
+    fn new(slot: usize, generation: u32) -> StreamId {
+        StreamId(u64::from(generation) << 32 | (slot as u64 & 0xffff_ffff))
+    }
+    fn slot(self) -> usize {
+        (self.0 & 0xffff_ffff) as usize
+    }
+    fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
+
+/// The streams in slots: O(1) lookup by id, slots reused in a deterministic order.
+#[derive(Clone, Debug, Default)]
+struct Slab {
+    slots: Vec<(u32, Option<ServerStream>)>,
+    free: Vec<usize>,
+    len: usize,
+}
+
+impl Slab {
+    fn insert(&mut self, stream: ServerStream) -> StreamId {
+        self.len += 1;
+        if let Some(slot) = self.free.pop() {
+            if let Some((generation, entry)) = self.slots.get_mut(slot) {
+                *generation = generation.wrapping_add(1);
+                *entry = Some(stream);
+                return StreamId::new(slot, *generation);
+            }
+        }
+        self.slots.push((1, Some(stream)));
+        StreamId::new(self.slots.len() - 1, 1)
+    }
+
+    fn get(&self, id: StreamId) -> Option<&ServerStream> {
+        match self.slots.get(id.slot()) {
+            Some((generation, Some(stream))) if *generation == id.generation() => Some(stream),
+            _ => None,
+        }
+    }
+
+    fn get_mut(&mut self, id: StreamId) -> Option<&mut ServerStream> {
+        match self.slots.get_mut(id.slot()) {
+            Some((generation, Some(stream))) if *generation == id.generation() => Some(stream),
+            _ => None,
+        }
+    }
+
+    fn remove(&mut self, id: StreamId) -> Option<ServerStream> {
+        let (generation, entry) = self.slots.get_mut(id.slot())?;
+        if *generation != id.generation() {
+            return None;
+        }
+        let stream = entry.take()?;
+        self.free.push(id.slot());
+        self.len -= 1;
+        Some(stream)
+    }
+
+    /// Every stream with its id, in slot order.
+    fn iter_mut(&mut self) -> impl Iterator<Item = (StreamId, &mut ServerStream)> {
+        self.slots
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(slot, (generation, s))| {
+                Some((StreamId::new(slot, *generation), s.as_mut()?))
+            })
+    }
+}
 
 /// The id given to a [`StreamSet`] method names no stream (caller misuse).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,9 +111,7 @@ struct TypeIndex {
 /// subscribe to them), whatever the number of streams.
 #[derive(Clone, Debug, Default)]
 pub struct StreamSet {
-    /// Looked up by id in O(1); iterated only in id order (see `ids`).
-    streams: HashMap<StreamId, ServerStream>,
-    next_id: u64,
+    streams: Slab,
     index: HashMap<String, TypeIndex>,
     synced: Revision,
     ready: BTreeSet<StreamId>,
@@ -56,17 +125,14 @@ impl StreamSet {
 
     /// Opens a stream.
     pub fn insert(&mut self, config: ServerConfig) -> StreamId {
-        self.next_id = self.next_id.wrapping_add(1);
-        let id = StreamId(self.next_id);
         let mut stream = ServerStream::new(config);
         stream.set_indexed();
-        self.streams.insert(id, stream);
-        id
+        self.streams.insert(stream)
     }
 
     /// Closes a stream (the gRPC call ended) and drops it from the index.
     pub fn remove(&mut self, id: StreamId) -> Option<ServerStream> {
-        let stream = self.streams.remove(&id)?;
+        let stream = self.streams.remove(id)?;
         for (type_url, name) in stream.subscriptions() {
             self.unindex(id, &type_url, &name);
         }
@@ -76,17 +142,17 @@ impl StreamSet {
 
     /// The stream `id`.
     pub fn stream(&self, id: StreamId) -> Option<&ServerStream> {
-        self.streams.get(&id)
+        self.streams.get(id)
     }
 
     /// How many streams are open.
     pub fn len(&self) -> usize {
-        self.streams.len()
+        self.streams.len
     }
 
     /// Whether no stream is open.
     pub fn is_empty(&self) -> bool {
-        self.streams.is_empty()
+        self.streams.len == 0
     }
 
     /// [`ServerStream::handle_request`] on stream `id`, keeping the index current.
@@ -96,7 +162,7 @@ impl StreamSet {
         now: Instant,
         request: Request,
     ) -> Result<(), UnknownStream> {
-        let stream = self.streams.get_mut(&id).ok_or(UnknownStream(id))?;
+        let stream = self.streams.get_mut(id).ok_or(UnknownStream(id))?;
         stream.handle_request(now, request);
         let ops = stream.take_index_ops();
         let closed = stream.is_closed();
@@ -107,7 +173,7 @@ impl StreamSet {
             }
         }
         if closed {
-            if let Some(stream) = self.streams.get(&id) {
+            if let Some(stream) = self.streams.get(id) {
                 for (type_url, name) in stream.subscriptions() {
                     self.unindex(id, &type_url, &name);
                 }
@@ -160,7 +226,7 @@ impl StreamSet {
                         .filter_map(|n| entry.by_name.get(n.as_str()))
                         .flatten();
                     for id in entry.wildcard.iter().chain(by_name) {
-                        if let Some(stream) = self.streams.get_mut(id) {
+                        if let Some(stream) = self.streams.get_mut(*id) {
                             stream.mark_dirty(&change.type_url, &change.name, &change.aliases);
                             self.ready.insert(*id);
                         }
@@ -168,10 +234,9 @@ impl StreamSet {
                 }
             }
             Err(_) => {
-                for (id, stream) in &mut self.streams {
+                for (id, stream) in self.streams.iter_mut() {
                     stream.resync_all();
-                    // `ready` is ordered: hash-map order does not leak.
-                    self.ready.insert(*id);
+                    self.ready.insert(id);
                 }
             }
         }
@@ -193,23 +258,23 @@ impl StreamSet {
         store: &ResourceStore,
     ) -> Option<Response> {
         self.sync(store);
-        self.streams.get_mut(&id)?.poll_indexed(now, store)
+        self.streams.get_mut(id)?.poll_indexed(now, store)
     }
 
     /// [`ServerStream::poll_event`] on stream `id`.
     pub fn poll_event(&mut self, id: StreamId) -> Option<ServerEvent> {
-        self.streams.get_mut(&id)?.poll_event()
+        self.streams.get_mut(id)?.poll_event()
     }
 
     /// [`ServerStream::poll_timeout`] of stream `id`.
     pub fn poll_timeout(&self, id: StreamId) -> Option<Instant> {
-        self.streams.get(&id)?.poll_timeout()
+        self.streams.get(id)?.poll_timeout()
     }
 
     /// [`ServerStream::handle_timeout`] on stream `id`; the stream becomes ready if a
     /// heartbeat is due.
     pub fn handle_timeout(&mut self, id: StreamId, now: Instant) {
-        if let Some(stream) = self.streams.get_mut(&id) {
+        if let Some(stream) = self.streams.get_mut(id) {
             if stream.has_due_timer(now) {
                 stream.handle_timeout(now);
                 self.ready.insert(id);
@@ -219,7 +284,14 @@ impl StreamSet {
 
     /// The ids of every open stream, ascending.
     pub fn ids(&self) -> Vec<StreamId> {
-        let mut ids: Vec<StreamId> = self.streams.keys().copied().collect();
+        let mut ids: Vec<StreamId> = self
+            .streams
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, s))| s.is_some())
+            .map(|(slot, (generation, _))| StreamId::new(slot, *generation))
+            .collect();
         ids.sort_unstable();
         ids
     }

@@ -301,7 +301,8 @@ impl SotwState {
     ) -> Option<DiscoveryResponse> {
         let type_url = self.type_url.clone();
         let t = type_url.as_str();
-        let mut to_send: BTreeSet<String> = BTreeSet::new();
+        // Resource name -> (resource, with body); sorted, each looked up in the store once.
+        let mut out: BTreeMap<&str, (&StoredResource, bool)> = BTreeMap::new();
         let mut candidates: BTreeSet<String> = core::mem::take(&mut self.dirty);
         if self.resync {
             if self.is_wildcard() {
@@ -316,12 +317,8 @@ impl SotwState {
             }
             match store.get(t, &name) {
                 Some(r) => {
-                    let same = self
-                        .sent
-                        .get(name.as_str())
-                        .is_some_and(|pair| *pair == r.pair_hash());
-                    if !same {
-                        to_send.insert(name);
+                    if self.sent.get(name.as_str()) != Some(&r.pair_hash()) {
+                        out.insert(r.name(), (r, true));
                     }
                 }
                 None => {
@@ -331,49 +328,42 @@ impl SotwState {
             }
         }
         for name in &self.pending {
-            if store.get(t, name).is_some() {
-                to_send.insert(name.clone());
+            if let Some(r) = store.get(t, name) {
+                out.insert(r.name(), (r, true));
             }
         }
-        let mut heartbeats = Vec::new();
         for name in &self.heartbeats_due {
-            if to_send.contains(name) {
+            if out.contains_key(name.as_str()) || !self.covers(name) {
                 continue;
             }
             if let Some(r) = store.get(t, name) {
-                let same = self
-                    .sent
-                    .get(name.as_str())
-                    .is_some_and(|pair| *pair == r.pair_hash());
-                if same && r.ttl().is_some() && self.covers(name) {
-                    heartbeats.push(r);
+                if self.sent.get(name.as_str()) == Some(&r.pair_hash()) && r.ttl().is_some() {
+                    out.insert(r.name(), (r, false));
                 }
             }
         }
-        if to_send.is_empty() && heartbeats.is_empty() && !self.answer_due {
+        if out.is_empty() && !self.answer_due {
             return None;
         }
-        let mut out: BTreeMap<&str, Any> = BTreeMap::new();
-        for name in &to_send {
-            if let Some(r) = store.get(t, name) {
+        let mut resources = Vec::with_capacity(out.len());
+        for (r, with_body) in out.into_values() {
+            if with_body {
                 self.record_sent(r);
-                match r.ttl() {
-                    Some(ttl) => timers.schedule(r.name(), now + ttl / divisor),
-                    None => timers.cancel(r.name()),
-                }
-                out.insert(r.name(), r.sotw_any(t));
             }
-        }
-        for r in heartbeats {
-            if let Some(ttl) = r.ttl() {
-                timers.schedule(r.name(), now + ttl / divisor);
+            match r.ttl() {
+                Some(ttl) => timers.schedule(r.name(), now + ttl / divisor),
+                None => timers.cancel(r.name()),
             }
-            out.insert(r.name(), heartbeat_any(r));
+            resources.push(if with_body {
+                r.sotw_any(t)
+            } else {
+                heartbeat_any(r)
+            });
         }
         Some(DiscoveryResponse {
             version_info: self.sum.to_version(),
-            resources: out.into_values().collect(),
-            type_url: self.type_url.clone(),
+            resources,
+            type_url,
             ..DiscoveryResponse::default()
         })
     }
