@@ -115,6 +115,9 @@ pub struct StreamSet {
     index: HashMap<String, TypeIndex>,
     synced: Revision,
     ready: BTreeSet<StreamId>,
+    /// Every stream's next heartbeat deadline, earliest first.
+    timers: BTreeSet<(Instant, StreamId)>,
+    deadlines: HashMap<StreamId, Instant>,
 }
 
 impl StreamSet {
@@ -137,6 +140,9 @@ impl StreamSet {
             self.unindex(id, &type_url, &name);
         }
         self.ready.remove(&id);
+        if let Some(due) = self.deadlines.remove(&id) {
+            self.timers.remove(&(due, id));
+        }
         Some(stream)
     }
 
@@ -178,6 +184,7 @@ impl StreamSet {
                     self.unindex(id, &type_url, &name);
                 }
             }
+            self.refresh_timer(id);
         }
         self.ready.insert(id);
         Ok(())
@@ -258,7 +265,47 @@ impl StreamSet {
         store: &ResourceStore,
     ) -> Option<Response> {
         self.sync(store);
-        self.streams.get_mut(id)?.poll_indexed(now, store)
+        let response = self.streams.get_mut(id)?.poll_indexed(now, store);
+        self.refresh_timer(id);
+        response
+    }
+
+    /// Keeps the deadline index in step with stream `id`'s timers.
+    fn refresh_timer(&mut self, id: StreamId) {
+        let next = self.streams.get(id).and_then(ServerStream::poll_timeout);
+        let old = self.deadlines.get(&id).copied();
+        if next == old {
+            return;
+        }
+        if let Some(old) = old {
+            self.timers.remove(&(old, id));
+            self.deadlines.remove(&id);
+        }
+        if let Some(next) = next {
+            self.timers.insert((next, id));
+            self.deadlines.insert(id, next);
+        }
+    }
+
+    /// The earliest heartbeat deadline of any stream (O(1)).
+    pub fn next_timeout(&self) -> Option<Instant> {
+        self.timers.first().map(|(due, _)| *due)
+    }
+
+    /// Fires every stream's heartbeats due at `now` (O(streams due · log n)); those
+    /// streams become ready.
+    pub fn handle_timeouts(&mut self, now: Instant) {
+        while let Some(&(due, id)) = self.timers.first() {
+            if due > now {
+                break;
+            }
+            self.handle_timeout(id, now);
+            if self.deadlines.get(&id) == Some(&due) {
+                // Nothing fired (already handled): drop the entry so the loop ends.
+                self.timers.remove(&(due, id));
+                self.deadlines.remove(&id);
+            }
+        }
     }
 
     /// [`ServerStream::poll_event`] on stream `id`.
@@ -280,6 +327,7 @@ impl StreamSet {
                 self.ready.insert(id);
             }
         }
+        self.refresh_timer(id);
     }
 
     /// The ids of every open stream, ascending.

@@ -20,7 +20,8 @@
 //! Many streams on one store ([`StreamSet`]): `insert(config)` per call;
 //! `handle_request(id, ..)`; after store changes `sync(&store)`; then
 //! `while let Some(id) = poll_ready() { while let Some(r) = poll_response(id, now, &store)
-//! { send(id, r) } }`, and `poll_event(id)` likewise. `sync` looks each change up in a
+//! { send(id, r) } }`, and `poll_event(id)` likewise; at `next_timeout()`,
+//! `handle_timeouts(now)` then the same drain. `sync` looks each change up in a
 //! `(type, name)` → streams and a type → wildcard-streams index, so one changed resource
 //! costs the same with 100 or 10 000 streams (see `benches/README.md`).
 //!
