@@ -589,3 +589,16 @@ fn error_detail_without_a_response_is_ignored_not_a_nack() {
     assert!(matches!(&ev[..], [ServerEvent::Ignored { .. }]));
     assert_eq!(drain(&mut s, T0, &store).len(), 1);
 }
+
+/// DESIGN "Time": while output waits for `poll_response`, `poll_timeout` is the last `now`.
+#[test]
+fn poll_timeout_is_now_while_a_request_waits() {
+    let store = eds_store();
+    let mut s = ads();
+    assert_eq!(s.poll_timeout(), None);
+    let t = Instant::from_secs(7);
+    s.handle_request(t, req(sotw(EDS, "", &["foo"], "")));
+    assert_eq!(s.poll_timeout(), Some(t));
+    assert_eq!(drain(&mut s, t, &store).len(), 1);
+    assert_eq!(s.poll_timeout(), None);
+}

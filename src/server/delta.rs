@@ -109,6 +109,19 @@ impl DeltaState {
         self.resync
     }
 
+    /// Whether the next plan or emit has something to consider.
+    pub(crate) fn has_work(&self) -> bool {
+        self.resync
+            || self.drop_uncovered
+            || !self.pending.is_empty()
+            || !self.pending_unsubscribed.is_empty()
+            || !self.to_forget.is_empty()
+            || !self.dirty.is_empty()
+            || !self.heartbeats_due.is_empty()
+            || self.has_upserts()
+            || self.has_removals()
+    }
+
     pub(crate) fn heartbeat_due(&mut self, name: String) {
         self.heartbeats_due.insert(name);
     }

@@ -107,6 +107,15 @@ impl SotwState {
         self.resync
     }
 
+    /// Whether the next build has something to consider.
+    pub(crate) fn has_work(&self) -> bool {
+        self.resync
+            || self.answer_due
+            || !self.pending.is_empty()
+            || !self.dirty.is_empty()
+            || !self.heartbeats_due.is_empty()
+    }
+
     pub(crate) fn heartbeat_due(&mut self, name: String) {
         self.heartbeats_due.insert(name);
     }
