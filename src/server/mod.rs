@@ -23,14 +23,23 @@
 //! { send(id, r) } }`, and `poll_event(id)` likewise; at `next_timeout()`,
 //! `handle_timeouts(now)` then the same drain. `sync` looks each change up in a
 //! `(type, name)` → streams and a type → wildcard-streams index, so one changed resource
-//! costs the same with 100 or 10 000 streams (see `benches/README.md`).
+//! costs about the same with 100 or 10 000 streams (see `benches/README.md`). Different
+//! nodes may read different stores: use one `StreamSet` per store.
+//!
+//! # Where each rule lives
+//!
+//! `flow.rs`: request classification (first / ACK / NACK / stale / update) and TTL timers,
+//! for both variants. `stream.rs`: node, type URL and variant checks, nonces, ADS order.
+//! `sotw.rs`: SotW subscriptions (wildcard, names), full state vs changes, NACK hold.
+//! `delta.rs`: per-resource client versions, subscribe/unsubscribe, not-found, removals.
+//! `store.rs`: resources, versions, change log. `index.rs`: which streams a change concerns.
 //!
 //! # Versions
 //!
 //! A resource's default version is FNV-1a 64 of its body ([`body_version`]); the
 //! application may supply its own. The SotW `version_info` of a type is a digest of the
-//! `(name, version, TTL)` of what the response leaves the client holding ([`VersionSum`]): the same
-//! on every replica, so a client reconnecting to another replica with the `version_info`
+//! `(name, version, TTL)` of what the response leaves the client holding ([`VersionSum`]):
+//! the same on every replica, so a client reconnecting to another replica with the `version_info`
 //! it holds for LDS/CDS is not sent the same state again. Delta's `system_version_info` is
 //! the digest of the whole type in the store (debug only, as the protocol says).
 //! Nonces are `1`, `2`, `3`, ... per stream: unique and deterministic.
@@ -118,7 +127,10 @@
 //!
 //! - `resource_locators` / dynamic parameters and xdstp:// globs are not interpreted:
 //!   names are matched exactly.
-//! - TTLs are sent whatever the node's `client_features` say.
+//! - TTLs are sent whatever the node's `client_features` say
+//!   (`xds.config.supports-resource-ttl`, `xds.config.supports-resource-in-sotw`).
+//! - The store keeps the last [`DEFAULT_LOG_CAPACITY`] changes; a stream or set that falls
+//!   further behind rescans its subscriptions (correct, slower).
 
 mod delta;
 mod event;
