@@ -1,5 +1,9 @@
 //! (a) One resource changes; 10 streams subscribe to it. Cost with 10 000 streams against
 //! 100 streams: the index makes it follow the affected streams, not the total.
+//!
+//! Two stores: `same_store` holds 30 000 EDS resources in both cases, so only the number of
+//! streams differs (the figure of the issue); `growing_store` gives each stream 3 resources
+//! of its own (300 vs 30 000), which adds the store's O(log n) lookups on top.
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -21,16 +25,20 @@ fn body(name: &str, data: u8) -> Bytes {
     Bytes::from(out)
 }
 
-fn setup(streams: usize) -> (ResourceStore, StreamSet) {
+/// `streams` streams over a store of `resources` EDS resources (plus `target`); stream i
+/// subscribes to resources 3i, 3i+1, 3i+2 (modulo the store), streams 0..10 to `target` too.
+fn setup(streams: usize, resources: usize) -> (ResourceStore, StreamSet) {
     let mut store = ResourceStore::new();
     store.set(EDS, "target", body("target", 0)).unwrap();
+    for r in 0..resources {
+        let name = format!("r{r}");
+        store.set(EDS, &name, body(&name, 1)).unwrap();
+    }
     let mut set = StreamSet::new();
     for i in 0..streams {
-        let own: Vec<String> = (0..3).map(|k| format!("s{i}-{k}")).collect();
-        for name in &own {
-            store.set(EDS, name, body(name, 1)).unwrap();
-        }
-        let mut names = own;
+        let mut names: Vec<String> = (0..3)
+            .map(|k| format!("r{}", (i * 3 + k) % resources))
+            .collect();
         if i < SUBSCRIBERS {
             names.push("target".into());
         }
@@ -56,12 +64,18 @@ fn setup(streams: usize) -> (ResourceStore, StreamSet) {
 
 fn fanout(c: &mut Criterion) {
     let mut group = c.benchmark_group("server_fanout");
-    for streams in [100usize, 10_000] {
-        let (mut store, mut set) = setup(streams);
+    let cases = [
+        ("same_store", 100usize, 30_000usize),
+        ("same_store", 10_000, 30_000),
+        ("growing_store", 100, 300),
+        ("growing_store", 10_000, 30_000),
+    ];
+    for (store_kind, streams, resources) in cases {
+        let (mut store, mut set) = setup(streams, resources);
         let bodies = [body("target", 2), body("target", 3)];
         let mut flip = 0usize;
         group.bench_with_input(
-            BenchmarkId::new("one_change_10_subscribers", streams),
+            BenchmarkId::new(format!("one_change_10_subscribers_{store_kind}"), streams),
             &streams,
             |b, _| {
                 b.iter(|| {
