@@ -394,6 +394,8 @@ impl ServerStream {
     /// What must be sent now, or `None`. Call it after every `handle_request`, every store
     /// change and every `handle_timeout`, until it returns `None`. Responses come in ADS
     /// order; resources in each are sorted by name; nonces are `1`, `2`, ... per stream.
+    /// A stream reads one store for its whole life (it follows that store's change log);
+    /// pick the store when the node is identified, before the first call.
     pub fn poll_response(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
         self.last_now = self.last_now.max(now);
         if self.closed {
