@@ -315,3 +315,37 @@ fn delta_on_a_single_type_stream() {
     s.handle_request(T0, dreq(delta(EDS, &["x"], &[], "")));
     assert!(s.is_closed(), "another type on a CDS stream");
 }
+
+/// The index finds subscribers by alias too (VHDS subscribes by alias).
+#[test]
+fn index_finds_alias_subscribers() {
+    use xds_sansio::server::ResourceEntry;
+    let vh = "type.googleapis.com/envoy.config.route.v3.VirtualHost";
+    let mut store = ResourceStore::new();
+    let entry =
+        |d: &str| ResourceEntry::new("vh", body("vh", d)).with_aliases(vec!["route/host".into()]);
+    store.set_entry(vh, entry("1")).unwrap();
+    let mut set = StreamSet::new();
+    let s = set.insert(cfg(Variant::Delta));
+    let other = set.insert(cfg(Variant::Delta));
+    set.handle_request(s, T0, dreq(delta(vh, &["route/host"], &[], "")))
+        .unwrap();
+    set.handle_request(other, T0, dreq(delta(vh, &["unrelated"], &[], "")))
+        .unwrap();
+    drain_set(&mut set, &store);
+    store.set_entry(vh, entry("2")).unwrap();
+    assert_eq!(set.sync(&store), 1);
+    let out = drain_set(&mut set, &store);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, s);
+    store.remove(vh, "vh");
+    set.sync(&store);
+    let out = drain_set(&mut set, &store);
+    match &out[..] {
+        [(id, Response::Delta(d))] => {
+            assert_eq!(*id, s);
+            assert_eq!(d.removed_resources, ["vh"]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
