@@ -602,3 +602,22 @@ fn poll_timeout_is_now_while_a_request_waits() {
     assert_eq!(drain(&mut s, t, &store).len(), 1);
     assert_eq!(s.poll_timeout(), None);
 }
+
+/// LDS/CDS: a newly subscribed name that does not exist is answered with the full state
+/// (its absence tells the client); EDS: nothing to say until it exists.
+#[test]
+fn new_full_state_names_are_answered_even_when_missing() {
+    let mut store = ResourceStore::new();
+    store.set(CDS, "a", body("a", "1")).unwrap();
+    let mut s = ads();
+    s.handle_request(T0, req(sotw(CDS, "", &["a"], "")));
+    let r = one_sotw(drain(&mut s, T0, &store));
+    s.handle_request(
+        T0,
+        req(sotw(CDS, &r.version_info, &["a", "missing"], &r.nonce)),
+    );
+    let r2 = one_sotw(drain(&mut s, T0, &store));
+    assert_eq!(sotw_names(&r2), ["a"]);
+    s.handle_request(T0, req(sotw(EDS, "", &["missing"], "")));
+    assert!(drain(&mut s, T0, &store).is_empty());
+}

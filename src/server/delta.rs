@@ -165,13 +165,12 @@ impl DeltaState {
             if self.names.insert(name.clone()) {
                 diff.added.push(name.clone());
             }
-            if first && request.initial_resource_versions.contains_key(name) {
-                // Reconnect: the client holds this version; the resync sends it only if
-                // the store has another ("to avoid resending them over the network").
-                continue;
+            // Subscribed again: answer even if the client seems to hold it already; but
+            // not on the first request for a name whose version the client states in
+            // initial_resource_versions (a reconnect: send only what changed).
+            if !(first && request.initial_resource_versions.contains_key(name)) {
+                self.pending.insert(name.clone());
             }
-            // Subscribed again: answer even if the client seems to hold it already.
-            self.pending.insert(name.clone());
             self.pending_unsubscribed.remove(name.as_str());
         }
         for name in &request.resource_names_unsubscribe {

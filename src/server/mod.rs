@@ -80,9 +80,11 @@
 //!   update"): LDS/CDS responses carry every subscribed (wildcard: every) resource; other
 //!   types carry only resources whose version differs from what was sent plus newly
 //!   subscribed names, which are always sent even if unchanged ("the server must resend any
-//!   newly requested resources"). A non-LDS/CDS resource removed from the store is not
-//!   sent (SotW cannot say it) but forgotten, so if it "springs into existence later" it is
-//!   pushed. Nothing is sent when nothing the client holds would change.
+//!   newly requested resources"); for LDS/CDS a newly subscribed name is answered even when
+//!   it does not exist (its absence in the full state says so at once, and corrects a
+//!   client that got the name in a response that crossed its unsubscription). A
+//!   non-LDS/CDS resource removed from the store is not sent (SotW cannot say it) but
+//!   forgotten, so if it "springs into existence later" it is pushed. Nothing is sent when nothing the client holds would change.
 //! - **NACK hold**: a NACK changes nothing the server plans to send. The rejected version
 //!   stays recorded as sent, so it is not resent in a loop; the next response for that type
 //!   comes when the store changes something the client subscribes to (or it subscribes to

@@ -236,7 +236,11 @@ impl SotwState {
         divisor: u32,
     ) -> Option<DiscoveryResponse> {
         let t = self.type_url.as_str();
-        let new_name_exists = self.pending.iter().any(|n| store.get(t, n).is_some());
+        // A newly subscribed name is always answered, even when it does not exist: in a
+        // full-state response its absence tells the client so at once, and it corrects a
+        // client that received the name in a response that crossed its unsubscription
+        // (found by tests/properties.rs).
+        let new_name_exists = !self.pending.is_empty();
         let dirty = self.dirty.iter().any(|n| self.covers(n));
         if !(self.resync
             || self.answer_due
