@@ -97,6 +97,32 @@ fn reconnect_with_initial_resource_versions() {
     assert_eq!(s.subscribed_names(EDS), ["bar", "foo", "gone", "new"]);
 }
 
+/// Envoy on reconnect lists every name in resource_names_subscribe *and* its version in
+/// initial_resource_versions: names held at the current version are not resent.
+#[test]
+fn reconnect_subscribing_to_held_names_sends_only_what_changed() {
+    let store = store_with(CDS, &[("foo", "1"), ("bar", "2")]);
+    let held = |n: &str, d: &str| {
+        (
+            n.to_string(),
+            store.get(CDS, n).map_or(String::new(), |_| {
+                xds_sansio::server::body_version(&body(n, d))
+            }),
+        )
+    };
+    let mut s = ads();
+    let mut r = delta(CDS, &["foo", "bar"], &[], "");
+    r.initial_resource_versions = [held("foo", "1"), held("bar", "1")].into_iter().collect();
+    s.handle_request(T0, dreq(r));
+    let resp = one_delta(drain(&mut s, T0, &store));
+    assert_eq!(delta_names(&resp), ["bar"]);
+    assert!(resp.removed_resources.is_empty());
+    // A later subscribe of a held name is answered again (it is not the first request).
+    s.handle_request(T0, dreq(ack(CDS, &resp.nonce)));
+    s.handle_request(T0, dreq(delta(CDS, &["foo"], &[], "")));
+    assert_eq!(delta_names(&one_delta(drain(&mut s, T0, &store))), ["foo"]);
+}
+
 /// discovery.proto: "the server must respond with all resources listed in
 /// resource_names_subscribe, even if it believes the client has the most recent version".
 #[test]

@@ -224,3 +224,128 @@ fn random_conversations_never_panic_and_stay_deterministic() {
         .tests(300)
         .quickcheck(prop as fn(Vec<(u8, u8, u8, u8)>) -> bool);
 }
+
+#[test]
+fn set_level_timers_fire_only_due_streams() {
+    use core::time::Duration;
+    use xds_sansio::server::ResourceEntry;
+    use xds_sansio::Instant;
+    let mut store = ResourceStore::new();
+    store
+        .set_entry(
+            EDS,
+            ResourceEntry::new("t", body("t", "1")).with_ttl(Duration::from_secs(10)),
+        )
+        .unwrap();
+    store.set(EDS, "plain", body("plain", "1")).unwrap();
+    let mut set = StreamSet::new();
+    let a = set.insert(cfg(Variant::Delta));
+    let b = set.insert(cfg(Variant::Delta));
+    set.handle_request(a, T0, dreq(delta(EDS, &["t"], &[], "")))
+        .unwrap();
+    set.handle_request(b, T0, dreq(delta(EDS, &["plain"], &[], "")))
+        .unwrap();
+    assert_eq!(drain_set(&mut set, &store).len(), 2);
+    assert_eq!(set.next_timeout(), Some(Instant::from_secs(5)));
+    set.handle_timeouts(Instant::from_secs(4));
+    assert_eq!(set.poll_ready(), None);
+    let now = Instant::from_secs(5);
+    set.handle_timeouts(now);
+    assert_eq!(set.poll_ready(), Some(a));
+    let hb = set.poll_response(a, now, &store).unwrap();
+    match hb {
+        Response::Delta(d) => assert!(d.resources[0].resource.is_none()),
+        _ => unreachable!(),
+    }
+    assert_eq!(set.next_timeout(), Some(Instant::from_secs(10)));
+    set.remove(a);
+    assert_eq!(set.next_timeout(), None);
+}
+
+/// Seed "Multiple EDS requests on the same stream / on distinct streams": both deliver
+/// {foo, bar}.
+#[test]
+fn eds_on_one_stream_and_on_distinct_streams() {
+    let mut store = ResourceStore::new();
+    store.set(EDS, "foo", body("foo", "1")).unwrap();
+    store.set(EDS, "bar", body("bar", "1")).unwrap();
+    let per_type = || {
+        ServerStream::new(ServerConfig::new(
+            Variant::Sotw,
+            Transport::PerType(EDS.into()),
+        ))
+    };
+    let mut one = per_type();
+    one.handle_request(T0, req(sotw(EDS, "", &["foo", "bar"], "")));
+    assert_eq!(
+        sotw_names(&one_sotw(drain(&mut one, T0, &store))),
+        ["bar", "foo"]
+    );
+    let mut s1 = per_type();
+    let mut s2 = per_type();
+    s1.handle_request(T0, req(sotw(EDS, "", &["foo"], "")));
+    s2.handle_request(T0, req(sotw(EDS, "", &["bar"], "")));
+    assert_eq!(sotw_names(&one_sotw(drain(&mut s1, T0, &store))), ["foo"]);
+    assert_eq!(sotw_names(&one_sotw(drain(&mut s2, T0, &store))), ["bar"]);
+}
+
+#[test]
+fn delta_on_a_single_type_stream() {
+    let mut store = ResourceStore::new();
+    store.set(CDS, "a", body("a", "1")).unwrap();
+    let mut s = ServerStream::new(ServerConfig::new(
+        Variant::Delta,
+        Transport::PerType(CDS.into()),
+    ));
+    let mut r = delta("", &[], &[], "");
+    r.type_url.clear();
+    s.handle_request(T0, dreq(r));
+    assert!(
+        s.is_wildcard(CDS),
+        "legacy wildcard, type implied by the stream"
+    );
+    let resp = one_delta(drain(&mut s, T0, &store));
+    assert_eq!(resp.type_url, CDS);
+    assert_eq!(delta_names(&resp), ["a"]);
+    store.remove(CDS, "a");
+    assert_eq!(
+        one_delta(drain(&mut s, T0, &store)).removed_resources,
+        ["a"]
+    );
+    s.handle_request(T0, dreq(delta(EDS, &["x"], &[], "")));
+    assert!(s.is_closed(), "another type on a CDS stream");
+}
+
+/// The index finds subscribers by alias too (VHDS subscribes by alias).
+#[test]
+fn index_finds_alias_subscribers() {
+    use xds_sansio::server::ResourceEntry;
+    let vh = "type.googleapis.com/envoy.config.route.v3.VirtualHost";
+    let mut store = ResourceStore::new();
+    let entry =
+        |d: &str| ResourceEntry::new("vh", body("vh", d)).with_aliases(vec!["route/host".into()]);
+    store.set_entry(vh, entry("1")).unwrap();
+    let mut set = StreamSet::new();
+    let s = set.insert(cfg(Variant::Delta));
+    let other = set.insert(cfg(Variant::Delta));
+    set.handle_request(s, T0, dreq(delta(vh, &["route/host"], &[], "")))
+        .unwrap();
+    set.handle_request(other, T0, dreq(delta(vh, &["unrelated"], &[], "")))
+        .unwrap();
+    drain_set(&mut set, &store);
+    store.set_entry(vh, entry("2")).unwrap();
+    assert_eq!(set.sync(&store), 1);
+    let out = drain_set(&mut set, &store);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, s);
+    store.remove(vh, "vh");
+    set.sync(&store);
+    let out = drain_set(&mut set, &store);
+    match &out[..] {
+        [(id, Response::Delta(d))] => {
+            assert_eq!(*id, s);
+            assert_eq!(d.removed_resources, ["vh"]);
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -589,3 +589,35 @@ fn error_detail_without_a_response_is_ignored_not_a_nack() {
     assert!(matches!(&ev[..], [ServerEvent::Ignored { .. }]));
     assert_eq!(drain(&mut s, T0, &store).len(), 1);
 }
+
+/// DESIGN "Time": while output waits for `poll_response`, `poll_timeout` is the last `now`.
+#[test]
+fn poll_timeout_is_now_while_a_request_waits() {
+    let store = eds_store();
+    let mut s = ads();
+    assert_eq!(s.poll_timeout(), None);
+    let t = Instant::from_secs(7);
+    s.handle_request(t, req(sotw(EDS, "", &["foo"], "")));
+    assert_eq!(s.poll_timeout(), Some(t));
+    assert_eq!(drain(&mut s, t, &store).len(), 1);
+    assert_eq!(s.poll_timeout(), None);
+}
+
+/// LDS/CDS: a newly subscribed name that does not exist is answered with the full state
+/// (its absence tells the client); EDS: nothing to say until it exists.
+#[test]
+fn new_full_state_names_are_answered_even_when_missing() {
+    let mut store = ResourceStore::new();
+    store.set(CDS, "a", body("a", "1")).unwrap();
+    let mut s = ads();
+    s.handle_request(T0, req(sotw(CDS, "", &["a"], "")));
+    let r = one_sotw(drain(&mut s, T0, &store));
+    s.handle_request(
+        T0,
+        req(sotw(CDS, &r.version_info, &["a", "missing"], &r.nonce)),
+    );
+    let r2 = one_sotw(drain(&mut s, T0, &store));
+    assert_eq!(sotw_names(&r2), ["a"]);
+    s.handle_request(T0, req(sotw(EDS, "", &["missing"], "")));
+    assert!(drain(&mut s, T0, &store).is_empty());
+}

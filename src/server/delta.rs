@@ -95,13 +95,31 @@ impl DeltaState {
     }
 
     pub(crate) fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
-        if self.covers(name, aliases) {
+        // A resync compares everything anyway.
+        if !self.resync && self.covers(name, aliases) {
             self.dirty.insert(String::from(name));
         }
     }
 
     pub(crate) fn resync(&mut self) {
         self.resync = true;
+    }
+
+    pub(crate) fn resyncing(&self) -> bool {
+        self.resync
+    }
+
+    /// Whether the next plan or emit has something to consider.
+    pub(crate) fn has_work(&self) -> bool {
+        self.resync
+            || self.drop_uncovered
+            || !self.pending.is_empty()
+            || !self.pending_unsubscribed.is_empty()
+            || !self.to_forget.is_empty()
+            || !self.dirty.is_empty()
+            || !self.heartbeats_due.is_empty()
+            || self.has_upserts()
+            || self.has_removals()
     }
 
     pub(crate) fn heartbeat_due(&mut self, name: String) {

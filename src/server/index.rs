@@ -1,7 +1,7 @@
 //! Many streams reading one store, with an index from `(type, name)` and from type
 //! (wildcard) to streams, so a store update touches only the streams it concerns.
 
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::vec::Vec;
 use hashbrown::HashMap;
@@ -12,9 +12,80 @@ use super::stream::{IndexOp, ServerConfig, ServerStream};
 use crate::message::{Request, Response};
 use crate::time::Instant;
 
-/// Names a stream inside a [`StreamSet`]; never reused.
+/// Names a stream inside a [`StreamSet`]: a slot and a generation, so an id is never
+/// reused even when its slot is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct StreamId(pub u64);
+
+impl StreamId {
+    fn new(slot: usize, generation: u32) -> StreamId {
+        StreamId(u64::from(generation) << 32 | (slot as u64 & 0xffff_ffff))
+    }
+    fn slot(self) -> usize {
+        (self.0 & 0xffff_ffff) as usize
+    }
+    fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
+
+/// The streams in slots: O(1) lookup by id, slots reused in a deterministic order.
+#[derive(Clone, Debug, Default)]
+struct Slab {
+    slots: Vec<(u32, Option<ServerStream>)>,
+    free: Vec<usize>,
+    len: usize,
+}
+
+impl Slab {
+    fn insert(&mut self, stream: ServerStream) -> StreamId {
+        self.len += 1;
+        if let Some(slot) = self.free.pop() {
+            if let Some((generation, entry)) = self.slots.get_mut(slot) {
+                *generation = generation.wrapping_add(1);
+                *entry = Some(stream);
+                return StreamId::new(slot, *generation);
+            }
+        }
+        self.slots.push((1, Some(stream)));
+        StreamId::new(self.slots.len() - 1, 1)
+    }
+
+    fn get(&self, id: StreamId) -> Option<&ServerStream> {
+        match self.slots.get(id.slot()) {
+            Some((generation, Some(stream))) if *generation == id.generation() => Some(stream),
+            _ => None,
+        }
+    }
+
+    fn get_mut(&mut self, id: StreamId) -> Option<&mut ServerStream> {
+        match self.slots.get_mut(id.slot()) {
+            Some((generation, Some(stream))) if *generation == id.generation() => Some(stream),
+            _ => None,
+        }
+    }
+
+    fn remove(&mut self, id: StreamId) -> Option<ServerStream> {
+        let (generation, entry) = self.slots.get_mut(id.slot())?;
+        if *generation != id.generation() {
+            return None;
+        }
+        let stream = entry.take()?;
+        self.free.push(id.slot());
+        self.len -= 1;
+        Some(stream)
+    }
+
+    /// Every stream with its id, in slot order.
+    fn iter_mut(&mut self) -> impl Iterator<Item = (StreamId, &mut ServerStream)> {
+        self.slots
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(slot, (generation, s))| {
+                Some((StreamId::new(slot, *generation), s.as_mut()?))
+            })
+    }
+}
 
 /// The id given to a [`StreamSet`] method names no stream (caller misuse).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,11 +111,13 @@ struct TypeIndex {
 /// subscribe to them), whatever the number of streams.
 #[derive(Clone, Debug, Default)]
 pub struct StreamSet {
-    streams: BTreeMap<StreamId, ServerStream>,
-    next_id: u64,
+    streams: Slab,
     index: HashMap<String, TypeIndex>,
     synced: Revision,
     ready: BTreeSet<StreamId>,
+    /// Every stream's next heartbeat deadline, earliest first.
+    timers: BTreeSet<(Instant, StreamId)>,
+    deadlines: HashMap<StreamId, Instant>,
 }
 
 impl StreamSet {
@@ -55,37 +128,37 @@ impl StreamSet {
 
     /// Opens a stream.
     pub fn insert(&mut self, config: ServerConfig) -> StreamId {
-        self.next_id = self.next_id.wrapping_add(1);
-        let id = StreamId(self.next_id);
         let mut stream = ServerStream::new(config);
         stream.set_indexed();
-        self.streams.insert(id, stream);
-        id
+        self.streams.insert(stream)
     }
 
     /// Closes a stream (the gRPC call ended) and drops it from the index.
     pub fn remove(&mut self, id: StreamId) -> Option<ServerStream> {
-        let stream = self.streams.remove(&id)?;
+        let stream = self.streams.remove(id)?;
         for (type_url, name) in stream.subscriptions() {
             self.unindex(id, &type_url, &name);
         }
         self.ready.remove(&id);
+        if let Some(due) = self.deadlines.remove(&id) {
+            self.timers.remove(&(due, id));
+        }
         Some(stream)
     }
 
     /// The stream `id`.
     pub fn stream(&self, id: StreamId) -> Option<&ServerStream> {
-        self.streams.get(&id)
+        self.streams.get(id)
     }
 
     /// How many streams are open.
     pub fn len(&self) -> usize {
-        self.streams.len()
+        self.streams.len
     }
 
     /// Whether no stream is open.
     pub fn is_empty(&self) -> bool {
-        self.streams.is_empty()
+        self.streams.len == 0
     }
 
     /// [`ServerStream::handle_request`] on stream `id`, keeping the index current.
@@ -95,7 +168,7 @@ impl StreamSet {
         now: Instant,
         request: Request,
     ) -> Result<(), UnknownStream> {
-        let stream = self.streams.get_mut(&id).ok_or(UnknownStream(id))?;
+        let stream = self.streams.get_mut(id).ok_or(UnknownStream(id))?;
         stream.handle_request(now, request);
         let ops = stream.take_index_ops();
         let closed = stream.is_closed();
@@ -106,11 +179,12 @@ impl StreamSet {
             }
         }
         if closed {
-            if let Some(stream) = self.streams.get(&id) {
+            if let Some(stream) = self.streams.get(id) {
                 for (type_url, name) in stream.subscriptions() {
                     self.unindex(id, &type_url, &name);
                 }
             }
+            self.refresh_timer(id);
         }
         self.ready.insert(id);
         Ok(())
@@ -159,7 +233,7 @@ impl StreamSet {
                         .filter_map(|n| entry.by_name.get(n.as_str()))
                         .flatten();
                     for id in entry.wildcard.iter().chain(by_name) {
-                        if let Some(stream) = self.streams.get_mut(id) {
+                        if let Some(stream) = self.streams.get_mut(*id) {
                             stream.mark_dirty(&change.type_url, &change.name, &change.aliases);
                             self.ready.insert(*id);
                         }
@@ -167,9 +241,9 @@ impl StreamSet {
                 }
             }
             Err(_) => {
-                for (id, stream) in &mut self.streams {
+                for (id, stream) in self.streams.iter_mut() {
                     stream.resync_all();
-                    self.ready.insert(*id);
+                    self.ready.insert(id);
                 }
             }
         }
@@ -191,32 +265,82 @@ impl StreamSet {
         store: &ResourceStore,
     ) -> Option<Response> {
         self.sync(store);
-        self.streams.get_mut(&id)?.poll_indexed(now, store)
+        let response = self.streams.get_mut(id)?.poll_indexed(now, store);
+        self.refresh_timer(id);
+        response
+    }
+
+    /// Keeps the deadline index in step with stream `id`'s timers.
+    fn refresh_timer(&mut self, id: StreamId) {
+        let next = self.streams.get(id).and_then(ServerStream::poll_timeout);
+        let old = self.deadlines.get(&id).copied();
+        if next == old {
+            return;
+        }
+        if let Some(old) = old {
+            self.timers.remove(&(old, id));
+            self.deadlines.remove(&id);
+        }
+        if let Some(next) = next {
+            self.timers.insert((next, id));
+            self.deadlines.insert(id, next);
+        }
+    }
+
+    /// The earliest heartbeat deadline of any stream (O(1)).
+    pub fn next_timeout(&self) -> Option<Instant> {
+        self.timers.first().map(|(due, _)| *due)
+    }
+
+    /// Fires every stream's heartbeats due at `now` (O(streams due · log n)); those
+    /// streams become ready.
+    pub fn handle_timeouts(&mut self, now: Instant) {
+        while let Some(&(due, id)) = self.timers.first() {
+            if due > now {
+                break;
+            }
+            self.handle_timeout(id, now);
+            if self.deadlines.get(&id) == Some(&due) {
+                // Nothing fired (already handled): drop the entry so the loop ends.
+                self.timers.remove(&(due, id));
+                self.deadlines.remove(&id);
+            }
+        }
     }
 
     /// [`ServerStream::poll_event`] on stream `id`.
     pub fn poll_event(&mut self, id: StreamId) -> Option<ServerEvent> {
-        self.streams.get_mut(&id)?.poll_event()
+        self.streams.get_mut(id)?.poll_event()
     }
 
     /// [`ServerStream::poll_timeout`] of stream `id`.
     pub fn poll_timeout(&self, id: StreamId) -> Option<Instant> {
-        self.streams.get(&id)?.poll_timeout()
+        self.streams.get(id)?.poll_timeout()
     }
 
     /// [`ServerStream::handle_timeout`] on stream `id`; the stream becomes ready if a
     /// heartbeat is due.
     pub fn handle_timeout(&mut self, id: StreamId, now: Instant) {
-        if let Some(stream) = self.streams.get_mut(&id) {
+        if let Some(stream) = self.streams.get_mut(id) {
             if stream.has_due_timer(now) {
                 stream.handle_timeout(now);
                 self.ready.insert(id);
             }
         }
+        self.refresh_timer(id);
     }
 
     /// The ids of every open stream, ascending.
     pub fn ids(&self) -> Vec<StreamId> {
-        self.streams.keys().copied().collect()
+        let mut ids: Vec<StreamId> = self
+            .streams
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, s))| s.is_some())
+            .map(|(slot, (generation, _))| StreamId::new(slot, *generation))
+            .collect();
+        ids.sort_unstable();
+        ids
     }
 }

@@ -20,16 +20,26 @@
 //! Many streams on one store ([`StreamSet`]): `insert(config)` per call;
 //! `handle_request(id, ..)`; after store changes `sync(&store)`; then
 //! `while let Some(id) = poll_ready() { while let Some(r) = poll_response(id, now, &store)
-//! { send(id, r) } }`, and `poll_event(id)` likewise. `sync` looks each change up in a
+//! { send(id, r) } }`, and `poll_event(id)` likewise; at `next_timeout()`,
+//! `handle_timeouts(now)` then the same drain. `sync` looks each change up in a
 //! `(type, name)` → streams and a type → wildcard-streams index, so one changed resource
-//! costs the same with 100 or 10 000 streams (see `benches/README.md`).
+//! costs about the same with 100 or 10 000 streams (see `benches/README.md`). Different
+//! nodes may read different stores: use one `StreamSet` per store.
+//!
+//! # Where each rule lives
+//!
+//! `flow.rs`: request classification (first / ACK / NACK / stale / update) and TTL timers,
+//! for both variants. `stream.rs`: node, type URL and variant checks, nonces, ADS order.
+//! `sotw.rs`: SotW subscriptions (wildcard, names), full state vs changes, NACK hold.
+//! `delta.rs`: per-resource client versions, subscribe/unsubscribe, not-found, removals.
+//! `store.rs`: resources, versions, change log. `index.rs`: which streams a change concerns.
 //!
 //! # Versions
 //!
 //! A resource's default version is FNV-1a 64 of its body ([`body_version`]); the
 //! application may supply its own. The SotW `version_info` of a type is a digest of the
-//! `(name, version, TTL)` of what the response leaves the client holding ([`VersionSum`]): the same
-//! on every replica, so a client reconnecting to another replica with the `version_info`
+//! `(name, version, TTL)` of what the response leaves the client holding ([`VersionSum`]):
+//! the same on every replica, so a client reconnecting to another replica with the `version_info`
 //! it holds for LDS/CDS is not sent the same state again. Delta's `system_version_info` is
 //! the digest of the whole type in the store (debug only, as the protocol says).
 //! Nonces are `1`, `2`, `3`, ... per stream: unique and deterministic.
@@ -70,9 +80,11 @@
 //!   update"): LDS/CDS responses carry every subscribed (wildcard: every) resource; other
 //!   types carry only resources whose version differs from what was sent plus newly
 //!   subscribed names, which are always sent even if unchanged ("the server must resend any
-//!   newly requested resources"). A non-LDS/CDS resource removed from the store is not
-//!   sent (SotW cannot say it) but forgotten, so if it "springs into existence later" it is
-//!   pushed. Nothing is sent when nothing the client holds would change.
+//!   newly requested resources"); for LDS/CDS a newly subscribed name is answered even when
+//!   it does not exist (its absence in the full state says so at once, and corrects a
+//!   client that got the name in a response that crossed its unsubscription). A
+//!   non-LDS/CDS resource removed from the store is not sent (SotW cannot say it) but
+//!   forgotten, so if it "springs into existence later" it is pushed. Nothing is sent when nothing the client holds would change.
 //! - **NACK hold**: a NACK changes nothing the server plans to send. The rejected version
 //!   stays recorded as sent, so it is not resent in a loop; the next response for that type
 //!   comes when the store changes something the client subscribes to (or it subscribes to
@@ -81,7 +93,11 @@
 //!   per resource the version the client holds: from `initial_resource_versions` (whose
 //!   keys count as subscriptions, so a key the store lacks is answered with a removal) and
 //!   from what it sent. Names in `resource_names_subscribe` are answered even when the
-//!   client seems to hold them ("the server must still provide those resources").
+//!   client seems to hold them ("the server must still provide those resources"), except
+//!   on the first request of a type for names that are also keys of
+//!   `initial_resource_versions` (Envoy's reconnect lists both): those are sent only when
+//!   the store's version differs (seed, "Incremental xDS": "the Incremental xDS client may
+//!   tell the server of its known resources to avoid resending them over the network").
 //!   Phantom unsubscribes are ignored ("it can simply ignore these phantom
 //!   unsubscriptions"). Unsubscribing a name while wildcard answers with the resource (it
 //!   is still covered by the wildcard but the client dropped it) or its removal.
@@ -113,7 +129,10 @@
 //!
 //! - `resource_locators` / dynamic parameters and xdstp:// globs are not interpreted:
 //!   names are matched exactly.
-//! - TTLs are sent whatever the node's `client_features` say.
+//! - TTLs are sent whatever the node's `client_features` say
+//!   (`xds.config.supports-resource-ttl`, `xds.config.supports-resource-in-sotw`).
+//! - The store keeps the last [`DEFAULT_LOG_CAPACITY`] changes; a stream or set that falls
+//!   further behind rescans its subscriptions (correct, slower).
 
 mod delta;
 mod event;

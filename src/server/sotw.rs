@@ -93,13 +93,27 @@ impl SotwState {
     }
 
     pub(crate) fn mark_dirty(&mut self, name: &str) {
-        if self.covers(name) {
+        // A resync compares everything anyway.
+        if !self.resync && self.covers(name) {
             self.dirty.insert(String::from(name));
         }
     }
 
     pub(crate) fn resync(&mut self) {
         self.resync = true;
+    }
+
+    pub(crate) fn resyncing(&self) -> bool {
+        self.resync
+    }
+
+    /// Whether the next build has something to consider.
+    pub(crate) fn has_work(&self) -> bool {
+        self.resync
+            || self.answer_due
+            || !self.pending.is_empty()
+            || !self.dirty.is_empty()
+            || !self.heartbeats_due.is_empty()
     }
 
     pub(crate) fn heartbeat_due(&mut self, name: String) {
@@ -236,16 +250,12 @@ impl SotwState {
         {
             return None;
         }
-        let served: Vec<&StoredResource> = if self.is_wildcard() {
-            store.iter(t).collect()
-        } else {
-            self.names.iter().filter_map(|n| store.get(t, n)).collect()
-        };
-        let version = if self.is_wildcard() {
+        let wildcard = self.is_wildcard();
+        let version = if wildcard {
             store.type_digest(t)
         } else {
             let mut sum = VersionSum::EMPTY;
-            for r in &served {
+            for r in self.names.iter().filter_map(|n| store.get(t, n)) {
                 sum.add(r.pair_hash());
             }
             sum
@@ -260,19 +270,30 @@ impl SotwState {
             // Nothing the client holds would change.
             return None;
         }
-        if heartbeat || timers.next().is_some() {
-            timers.clear();
-        }
-        let mut resources = Vec::with_capacity(served.len());
-        for r in served {
-            if let Some(ttl) = r.ttl() {
+        timers.clear();
+        let due = &self.heartbeats_due;
+        let mut push = |resources: &mut Vec<Any>, r: &StoredResource| match r.ttl() {
+            None => resources.push(r.sotw_any(t)),
+            Some(ttl) => {
                 timers.schedule(r.name(), now + ttl / divisor);
-                if self.heartbeats_due.contains(r.name()) {
-                    resources.push(heartbeat_any(r));
-                    continue;
-                }
+                resources.push(if due.contains(r.name()) {
+                    heartbeat_any(r)
+                } else {
+                    r.sotw_any(t)
+                });
             }
-            resources.push(r.sotw_any(t));
+        };
+        let mut resources;
+        if wildcard {
+            resources = Vec::with_capacity(store.len(t));
+            for r in store.iter(t) {
+                push(&mut resources, r);
+            }
+        } else {
+            resources = Vec::with_capacity(self.names.len());
+            for r in self.names.iter().filter_map(|n| store.get(t, n)) {
+                push(&mut resources, r);
+            }
         }
         Some(DiscoveryResponse {
             version_info: version,
@@ -293,7 +314,8 @@ impl SotwState {
     ) -> Option<DiscoveryResponse> {
         let type_url = self.type_url.clone();
         let t = type_url.as_str();
-        let mut to_send: BTreeSet<String> = BTreeSet::new();
+        // Resource name -> (resource, with body); sorted, each looked up in the store once.
+        let mut out: BTreeMap<&str, (&StoredResource, bool)> = BTreeMap::new();
         let mut candidates: BTreeSet<String> = core::mem::take(&mut self.dirty);
         if self.resync {
             if self.is_wildcard() {
@@ -308,12 +330,8 @@ impl SotwState {
             }
             match store.get(t, &name) {
                 Some(r) => {
-                    let same = self
-                        .sent
-                        .get(name.as_str())
-                        .is_some_and(|pair| *pair == r.pair_hash());
-                    if !same {
-                        to_send.insert(name);
+                    if self.sent.get(name.as_str()) != Some(&r.pair_hash()) {
+                        out.insert(r.name(), (r, true));
                     }
                 }
                 None => {
@@ -323,49 +341,42 @@ impl SotwState {
             }
         }
         for name in &self.pending {
-            if store.get(t, name).is_some() {
-                to_send.insert(name.clone());
+            if let Some(r) = store.get(t, name) {
+                out.insert(r.name(), (r, true));
             }
         }
-        let mut heartbeats = Vec::new();
         for name in &self.heartbeats_due {
-            if to_send.contains(name) {
+            if out.contains_key(name.as_str()) || !self.covers(name) {
                 continue;
             }
             if let Some(r) = store.get(t, name) {
-                let same = self
-                    .sent
-                    .get(name.as_str())
-                    .is_some_and(|pair| *pair == r.pair_hash());
-                if same && r.ttl().is_some() && self.covers(name) {
-                    heartbeats.push(r);
+                if self.sent.get(name.as_str()) == Some(&r.pair_hash()) && r.ttl().is_some() {
+                    out.insert(r.name(), (r, false));
                 }
             }
         }
-        if to_send.is_empty() && heartbeats.is_empty() && !self.answer_due {
+        if out.is_empty() && !self.answer_due {
             return None;
         }
-        let mut out: BTreeMap<&str, Any> = BTreeMap::new();
-        for name in &to_send {
-            if let Some(r) = store.get(t, name) {
+        let mut resources = Vec::with_capacity(out.len());
+        for (r, with_body) in out.into_values() {
+            if with_body {
                 self.record_sent(r);
-                match r.ttl() {
-                    Some(ttl) => timers.schedule(r.name(), now + ttl / divisor),
-                    None => timers.cancel(r.name()),
-                }
-                out.insert(r.name(), r.sotw_any(t));
             }
-        }
-        for r in heartbeats {
-            if let Some(ttl) = r.ttl() {
-                timers.schedule(r.name(), now + ttl / divisor);
+            match r.ttl() {
+                Some(ttl) => timers.schedule(r.name(), now + ttl / divisor),
+                None => timers.cancel(r.name()),
             }
-            out.insert(r.name(), heartbeat_any(r));
+            resources.push(if with_body {
+                r.sotw_any(t)
+            } else {
+                heartbeat_any(r)
+            });
         }
         Some(DiscoveryResponse {
             version_info: self.sum.to_version(),
-            resources: out.into_values().collect(),
-            type_url: self.type_url.clone(),
+            resources,
+            type_url,
             ..DiscoveryResponse::default()
         })
     }

@@ -2,6 +2,7 @@
 //! aliases), with a revision counter and a bounded change log so streams learn what
 //! changed without rescanning everything.
 
+use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -70,17 +71,26 @@ impl ResourceEntry {
 
 /// A resource as the store holds it; responses carry clones of its `Bytes` (a reference
 /// count, never a copy of the body).
+///
+/// `repr(C)` with the fields a full-state build reads (body, TTL) first, so building a
+/// 10 000-resource response touches one cache line per resource.
 #[derive(Clone, Debug, PartialEq)]
+#[repr(C)]
 pub struct StoredResource {
+    body: Bytes,
+    ttl: Option<Box<TtlForm>>,
+    pair: u64,
+    revision: Revision,
     name: String,
     version: String,
-    body: Bytes,
-    ttl: Option<Duration>,
     aliases: Vec<String>,
-    revision: Revision,
-    pair: u64,
-    /// The SotW form when a TTL is set: an encoded `Resource` wrapper, built once.
-    wrapped: Option<Bytes>,
+}
+
+/// A TTL and the SotW form it needs: an encoded `Resource` wrapper, built once.
+#[derive(Clone, Debug, PartialEq)]
+struct TtlForm {
+    ttl: Duration,
+    wrapped: Bytes,
 }
 
 impl StoredResource {
@@ -98,7 +108,7 @@ impl StoredResource {
     }
     /// The TTL, if any.
     pub fn ttl(&self) -> Option<Duration> {
-        self.ttl
+        self.ttl.as_ref().map(|t| t.ttl)
     }
     /// The aliases.
     pub fn aliases(&self) -> &[String] {
@@ -117,10 +127,10 @@ impl StoredResource {
     /// The resource as a SotW `Any`: the body itself, or, when it has a TTL, the
     /// pre-encoded `Resource` wrapper.
     pub(crate) fn sotw_any(&self, type_url: &str) -> Any {
-        match &self.wrapped {
-            Some(wrapped) => Any {
+        match &self.ttl {
+            Some(form) => Any {
                 type_url: String::from(RESOURCE_WRAPPER_TYPE_URL),
-                value: wrapped.clone(),
+                value: form.wrapped.clone(),
             },
             None => Any {
                 type_url: String::from(type_url),
@@ -139,7 +149,7 @@ impl StoredResource {
                 type_url: String::from(type_url),
                 value: self.body.clone(),
             }),
-            ttl: self.ttl.map(to_proto_duration),
+            ttl: self.ttl().map(to_proto_duration),
             ..Resource::default()
         }
     }
@@ -315,14 +325,14 @@ impl ResourceStore {
         }
         let version = entry.version.unwrap_or_else(|| body_version(&entry.body));
         if let Some(old) = table.resources.get(entry.name.as_str()) {
-            if old.version == version && old.ttl == entry.ttl && old.aliases == entry.aliases {
+            if old.version == version && old.ttl() == entry.ttl && old.aliases == entry.aliases {
                 return Ok(self.revision);
             }
         }
         let revision = Revision(self.revision.0.wrapping_add(1));
         let pair = entry_hash(&entry.name, &version, entry.ttl);
-        let wrapped = entry.ttl.map(|ttl| {
-            Bytes::from(
+        let ttl = entry.ttl.map(|ttl| {
+            let wrapped = Bytes::from(
                 Resource {
                     name: entry.name.clone(),
                     version: version.clone(),
@@ -334,17 +344,17 @@ impl ResourceStore {
                     ..Resource::default()
                 }
                 .encode_to_vec(),
-            )
+            );
+            Box::new(TtlForm { ttl, wrapped })
         });
         let stored = StoredResource {
             name: entry.name.clone(),
             version,
             body: entry.body,
-            ttl: entry.ttl,
+            ttl,
             aliases: entry.aliases,
             revision,
             pair,
-            wrapped,
         };
         let mut changed_aliases = stored.aliases.clone();
         for alias in &stored.aliases {

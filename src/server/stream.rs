@@ -94,6 +94,8 @@ pub struct ServerStream {
     /// Driven by a `StreamSet`: the set marks changes, the stream does not read the log.
     indexed: bool,
     index_ops: Vec<IndexOp>,
+    /// The latest `now` given (time never goes backwards here).
+    last_now: Instant,
 }
 
 impl ServerStream {
@@ -109,6 +111,7 @@ impl ServerStream {
             seen: Revision(0),
             indexed: false,
             index_ops: Vec::new(),
+            last_now: Instant::ZERO,
         }
     }
 
@@ -163,7 +166,7 @@ impl ServerStream {
     /// Takes one request from the client. Never fails: whatever the client sent becomes
     /// state and events; a protocol violation closes the stream.
     pub fn handle_request(&mut self, now: Instant, request: Request) {
-        let _ = now;
+        self.last_now = self.last_now.max(now);
         if self.closed {
             return;
         }
@@ -328,6 +331,11 @@ impl ServerStream {
         if self.seen == store.revision() {
             return;
         }
+        if self.types.iter().all(TypeEntry::resyncing) {
+            // Every type compares everything at the next build: the log has nothing to add.
+            self.seen = store.revision();
+            return;
+        }
         match store.changes_since(self.seen) {
             Ok(changes) => {
                 for change in changes {
@@ -386,7 +394,10 @@ impl ServerStream {
     /// What must be sent now, or `None`. Call it after every `handle_request`, every store
     /// change and every `handle_timeout`, until it returns `None`. Responses come in ADS
     /// order; resources in each are sorted by name; nonces are `1`, `2`, ... per stream.
+    /// A stream reads one store for its whole life (it follows that store's change log);
+    /// pick the store when the node is identified, before the first call.
     pub fn poll_response(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
+        self.last_now = self.last_now.max(now);
         if self.closed {
             return None;
         }
@@ -398,6 +409,7 @@ impl ServerStream {
 
     /// [`ServerStream::poll_response`] for a stream whose changes a `StreamSet` has marked.
     pub(crate) fn poll_indexed(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
+        self.last_now = self.last_now.max(now);
         if self.closed {
             return None;
         }
@@ -493,10 +505,15 @@ impl ServerStream {
         }
     }
 
-    /// The next TTL heartbeat deadline, if any resource sent has a TTL.
+    /// The next deadline: the last `now` this stream was given while a request or a fired
+    /// timer still waits for `poll_response`, else the next TTL heartbeat, if any resource
+    /// sent has a TTL. (Store changes are seen only by `poll_response`.)
     pub fn poll_timeout(&self) -> Option<Instant> {
         if self.closed {
             return None;
+        }
+        if self.types.iter().any(TypeEntry::has_work) {
+            return Some(self.last_now);
         }
         self.types.iter().filter_map(|t| t.timers.next()).min()
     }
@@ -504,6 +521,7 @@ impl ServerStream {
     /// Fires the heartbeats due at `now`; `poll_response` then sends them (body-less, same
     /// version). Extra calls are harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.last_now = self.last_now.max(now);
         for entry in &mut self.types {
             for name in entry.timers.pop_due(now) {
                 match &mut entry.state {
@@ -521,6 +539,20 @@ impl ServerStream {
 }
 
 impl TypeEntry {
+    fn has_work(&self) -> bool {
+        match &self.state {
+            State::Sotw(s) => s.has_work(),
+            State::Delta(d) => d.has_work(),
+        }
+    }
+
+    fn resyncing(&self) -> bool {
+        match &self.state {
+            State::Sotw(s) => s.resyncing(),
+            State::Delta(d) => d.resyncing(),
+        }
+    }
+
     fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
         match &mut self.state {
             State::Sotw(s) => s.mark_dirty(name),
