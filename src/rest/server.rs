@@ -269,6 +269,8 @@ impl RestServer {
             return Some(answer);
         }
         self.streams.sync(store);
+        // Answers go out in request order, whatever order the stream set finds them in.
+        let mut answers = Vec::new();
         while let Some(stream) = self.streams.poll_ready() {
             let Some(&id) = self.by_stream.get(&stream) else {
                 continue;
@@ -299,7 +301,12 @@ impl RestServer {
                 Err(e) => text(500, format!("cannot write the response: {e}")),
             };
             self.forget(id);
-            return Some((id, answer));
+            answers.push((id, answer));
+        }
+        answers.sort_by_key(|(id, _)| *id);
+        self.ready.extend(answers);
+        if let Some(answer) = self.ready.pop_front() {
+            return Some(answer);
         }
         let expired = self
             .waiting
