@@ -25,7 +25,7 @@ pub struct CachedResource {
 }
 
 /// Everything known about one name of one type.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Record {
     pub(crate) cached: Option<CachedResource>,
     pub(crate) state: ResourceState,

@@ -2,6 +2,7 @@
 
 use alloc::boxed::Box;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use hashbrown::HashMap;
 
@@ -137,7 +138,8 @@ impl Client {
     /// Sets the synchronous content validator of `type_url`: called for every resource with
     /// a body that the client would apply.
     pub fn set_validator(&mut self, type_url: &str, validator: Box<dyn Validator>) {
-        self.validators.insert(SharedStr::from(type_url), validator);
+        self.validators
+            .insert(SharedStr::from(type_url), Arc::from(validator));
     }
 
     /// Removes the validator of `type_url`.

@@ -139,8 +139,8 @@ mod type_state;
 mod update;
 mod validation;
 
-use alloc::boxed::Box;
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 use hashbrown::{HashMap, HashSet};
@@ -190,11 +190,13 @@ use crate::time::Instant;
 /// assert!(matches!(client.poll_event(), Some(ClientEvent::Acked { .. })));
 /// assert!(matches!(client.poll_event(), Some(ClientEvent::Ready { .. })));
 /// ```
+#[derive(Clone)]
 pub struct Client {
     config: ClientConfig,
     types: Vec<TypeState>,
     index: HashMap<SharedStr, usize>,
-    validators: HashMap<SharedStr, Box<dyn Validator>>,
+    /// Shared so that a `Client` can be cloned (model checking explores from copies).
+    validators: HashMap<SharedStr, Arc<dyn Validator>>,
     deferred: HashSet<SharedStr>,
     extractors: HashMap<SharedStr, NameExtractor>,
     timers: timers::Timers,
@@ -214,6 +216,33 @@ impl fmt::Debug for Client {
             .field("types", &self.types.len())
             .field("queued_events", &self.events.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(feature = "testing")]
+impl Client {
+    /// Every field of the state (validators by type only), for the fingerprints of model
+    /// checkers. Map order follows the maps' hashers, so equal states reached in different
+    /// ways may print differently (a checker then explores one state twice; it never
+    /// merges two different ones).
+    #[doc(hidden)]
+    pub fn debug_state(&self) -> alloc::string::String {
+        let validators: Vec<&SharedStr> = self.validators.keys().collect();
+        alloc::format!(
+            "{:?}|{:?}|{:?}|{validators:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{:?}|{}",
+            self.config,
+            self.types,
+            self.index,
+            self.deferred,
+            self.extractors.keys().collect::<Vec<_>>(),
+            self.timers,
+            self.events,
+            self.send_queue,
+            self.connected,
+            self.first_on_stream,
+            self.last_now,
+            self.next_ticket
+        )
     }
 }
 

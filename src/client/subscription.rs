@@ -10,7 +10,7 @@ use super::text::SharedStr;
 /// The explicit wildcard name.
 pub const WILDCARD: &str = "*";
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Subscription {
     /// Names wanted, `*` included when wildcard; sorted, so requests are deterministic.
     pub(crate) desired: BTreeSet<SharedStr>,

@@ -19,7 +19,7 @@ pub(crate) enum TimerKind {
 /// One armed timer: when, which, the type's index in the client, the name.
 pub(crate) type TimerKey = (Instant, TimerKind, usize, SharedStr);
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Timers {
     armed: BTreeSet<TimerKey>,
 }

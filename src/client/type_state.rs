@@ -34,7 +34,7 @@ pub(crate) struct Reply {
 }
 
 /// A response held back while a verdict is pending.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Held {
     Response(Response),
     /// Over [`Limits::max_held_responses`](super::Limits): NACKed when its turn comes.
@@ -54,7 +54,7 @@ pub(crate) struct Ctx<'a> {
     pub(crate) events: &'a mut VecDeque<ClientEvent>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct TypeState {
     pub(crate) url: SharedStr,
     pub(crate) info: TypeInfo,

@@ -10,7 +10,7 @@ use hashbrown::HashSet;
 use super::text::SharedStr;
 
 /// One resource of a response that the client asked for (by name, alias or wildcard).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Incoming {
     pub(crate) name: SharedStr,
     /// `None`: the response's `version_info` (SotW without a wrapper version).
@@ -22,7 +22,7 @@ pub(crate) struct Incoming {
 }
 
 /// A checked response.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Update {
     pub(crate) nonce: SharedStr,
     /// SotW `version_info`; incremental `system_version_info`.
@@ -35,7 +35,7 @@ pub(crate) struct Update {
 }
 
 /// A response that broke a protocol rule: NACKed whole, no state change.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Reject {
     pub(crate) nonce: SharedStr,
     pub(crate) version: SharedStr,

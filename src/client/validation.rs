@@ -12,14 +12,14 @@ use crate::pb::google::rpc::Status;
 
 /// Judges the content of one resource. Returning `Err(reason)` rejects it; the reason ends
 /// up in the NACK's `error_detail`.
-pub trait Validator: Send {
+pub trait Validator: Send + Sync {
     /// Judges `body`, the resource `name` at `version`.
     fn validate(&self, name: &str, version: &str, body: &Bytes) -> Result<(), String>;
 }
 
 impl<F> Validator for F
 where
-    F: Fn(&str, &str, &Bytes) -> Result<(), String> + Send,
+    F: Fn(&str, &str, &Bytes) -> Result<(), String> + Send + Sync,
 {
     fn validate(&self, name: &str, version: &str, body: &Bytes) -> Result<(), String> {
         self(name, version, body)

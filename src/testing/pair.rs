@@ -54,7 +54,9 @@ impl fmt::Display for Stuck {
     }
 }
 
-/// A client and a server on one simulated stream.
+/// A client and a server on one simulated stream. `Clone` copies everything, so a model
+/// checker can explore several futures of one state.
+#[derive(Clone)]
 pub struct Pair {
     /// The client state machine.
     pub client: Client,
@@ -348,8 +350,45 @@ impl Pair {
         self.collect();
     }
 
+    /// A fingerprint of the whole state that decides the future: both state machines, the
+    /// store, what is in flight, the clock and the stream (not the transcripts or events).
+    /// Equal states may differ in fingerprint (map order), different ones never share one
+    /// except by a 64-bit hash collision.
+    pub fn fingerprint(&self) -> u64 {
+        use core::hash::{Hash, Hasher};
+        let text = format!(
+            "{}|{:?}|{:?}|{:?}|{:?}|{:?}|{}",
+            self.client.debug_state(),
+            self.server,
+            self.store,
+            self.to_server,
+            self.to_client,
+            self.now,
+            self.stream
+        );
+        let mut hasher = Fnv(0xcbf2_9ce4_8422_2325);
+        text.hash(&mut hasher);
+        hasher.finish()
+    }
+
     /// Takes the client events so far, with their times.
     pub fn take_client_events(&mut self) -> Vec<(Instant, ClientEvent)> {
         core::mem::take(&mut self.client_events)
+    }
+}
+
+/// FNV-1a 64, a fixed hash so fingerprints are the same in every run.
+struct Fnv(u64);
+
+impl core::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 ^= u64::from(*byte);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
     }
 }
