@@ -235,11 +235,14 @@ fn newly_requested_names_are_resent() {
 }
 
 /// Seed, wildcard: the first LDS/CDS request with no names gets every resource, even when
-/// there is none; later names are ignored; removals are told by absence.
+/// there is none; later names are ignored (with `sticky_legacy_wildcard`, the seed's rule);
+/// removals are told by absence.
 #[test]
 fn wildcard_cds() {
     let mut store = ResourceStore::new();
-    let mut s = ads();
+    let mut config = ServerConfig::new(Variant::Sotw, Transport::Aggregated);
+    config.sticky_legacy_wildcard = true;
+    let mut s = ServerStream::new(config);
     s.handle_request(T0, req(sotw(CDS, "", &[], "")));
     let ev = events(&mut s);
     assert!(ev
@@ -271,6 +274,28 @@ fn wildcard_cds() {
         r.resources.is_empty(),
         "an empty full state deletes everything"
     );
+}
+
+/// Newest text (the default): names without `*` end a legacy wildcard; with `*` it goes on.
+#[test]
+fn legacy_wildcard_ends_when_names_come_without_star() {
+    let mut store = ResourceStore::new();
+    store.set(CDS, "a", body("a", "1")).unwrap();
+    store.set(CDS, "b", body("b", "1")).unwrap();
+    let mut s = ads();
+    s.handle_request(T0, req(sotw(CDS, "", &[], "")));
+    let r = one_sotw(drain(&mut s, T0, &store));
+    assert_eq!(sotw_names(&r), ["a", "b"]);
+    s.handle_request(T0, req(sotw(CDS, &r.version_info, &["*", "a"], &r.nonce)));
+    assert!(s.is_wildcard(CDS), "`*` with names keeps the wildcard");
+    // `a` is newly requested: resent, "even if it previously sent those resources without
+    // having been asked for them" (seed 000).
+    let r = one_sotw(drain(&mut s, T0, &store));
+    assert_eq!(sotw_names(&r), ["a", "b"]);
+    s.handle_request(T0, req(sotw(CDS, &r.version_info, &["a"], &r.nonce)));
+    assert!(!s.is_wildcard(CDS), "names without `*` end it");
+    let r = one_sotw(drain(&mut s, T0, &store));
+    assert_eq!(sotw_names(&r), ["a"], "full state of the names now");
 }
 
 /// Named LDS/CDS: full state of the subscribed names; EDS: changes only.

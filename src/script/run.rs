@@ -312,6 +312,7 @@ impl Runner {
                     }
                 }
                 "node-on-every-request" => client_config.node_on_every_request = value == "true",
+                "sticky-legacy-wildcard" => server_config.sticky_legacy_wildcard = value == "true",
                 "not-found" => {
                     server_config.not_found = match value.as_str() {
                         "removed" => NotFoundReporting::RemovedResources,

@@ -70,9 +70,14 @@
 //! - **Type URL** (discovery.proto: "implicit in requests made via singleton xDS APIs ...
 //!   but is required for ADS"): empty on ADS closes the stream; on a single-type stream an
 //!   empty type URL means the stream's type and another one closes the stream.
-//! - **Wildcard** (seed, "How the client specifies what resources to return"): for LDS and
-//!   CDS a first SotW request with no names is a wildcard that lasts for the stream and
-//!   ignores later names, as the seed says. `*` among the names is an explicit wildcard
+//! - **Wildcard** (seed, "How the client specifies what resources to return"; newest
+//!   text): for LDS and CDS a first SotW request with no names is a legacy wildcard. It
+//!   lasts while requests carry no names; a request that names resources without `*` ends
+//!   it, and one with `*` keeps it as an explicit wildcard. That is the newest protocol
+//!   text and what Envoy sends since 1.21 (go-control-plane#558). Seed 000's rule, "once a
+//!   stream has entered wildcard mode ... resource names specified in any subsequent
+//!   request on the stream will be ignored", is the option
+//!   [`ServerConfig::sticky_legacy_wildcard`]. `*` among the names is an explicit wildcard
 //!   for any type, in SotW for as long as requests carry it, in delta until unsubscribed.
 //!   A first wildcard request is answered even when the store is empty, unless the client
 //!   already holds exactly that version (reconnect to a replica).

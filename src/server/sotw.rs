@@ -39,6 +39,9 @@ pub(crate) struct SotwState {
     legacy_type: bool,
     wildcard: Wildcard,
     names: BTreeSet<String>,
+    /// Keep a legacy wildcard for the stream's life (seed 000) instead of ending it when
+    /// names come without `*` (newest text).
+    sticky_legacy: bool,
     /// Newly subscribed names: sent even when unchanged.
     pending: BTreeSet<String>,
     /// Resources changed in the store since the last response (already filtered).
@@ -58,9 +61,10 @@ pub(crate) struct SotwState {
 }
 
 impl SotwState {
-    pub(crate) fn new(type_url: &str) -> SotwState {
+    pub(crate) fn new(type_url: &str, sticky_legacy: bool) -> SotwState {
         let info = TypeInfo::of(type_url);
         SotwState {
+            sticky_legacy,
             type_url: String::from(type_url),
             full_state: info.full_state_in_sotw(),
             legacy_type: info.legacy_wildcard(),
@@ -138,10 +142,16 @@ impl SotwState {
             }
         }
         if self.wildcard == Wildcard::Legacy {
-            // "once a stream has entered wildcard mode for a given resource type, there is
-            // no way to change the stream out of wildcard mode; resource names specified in
-            // any subsequent request on the stream will be ignored."
-            return diff;
+            if self.sticky_legacy || request.resource_names.is_empty() {
+                // Seed 000: "once a stream has entered wildcard mode for a given resource
+                // type, there is no way to change the stream out of wildcard mode;
+                // resource names specified in any subsequent request on the stream will
+                // be ignored." (an empty list keeps the legacy wildcard either way)
+                return diff;
+            }
+            // Newest text: names end the legacy wildcard unless `*` comes with them; the
+            // code below treats it as an explicit one that the request may keep or drop.
+            self.wildcard = Wildcard::Explicit;
         }
         let mut requested: BTreeSet<String> = request.resource_names.iter().cloned().collect();
         let want_wildcard = requested.remove("*");
@@ -152,6 +162,8 @@ impl SotwState {
             diff.added.push(String::from("*"));
         } else if !want_wildcard && self.wildcard == Wildcard::Explicit {
             self.wildcard = Wildcard::Off;
+            // LDS/CDS: the full state shrinks to the names; tell the client.
+            self.resync = true;
             diff.removed.push(String::from("*"));
             let stale: Vec<String> = self
                 .sent

@@ -41,6 +41,11 @@ pub struct ServerConfig {
     /// A TTL resource's heartbeat is sent `ttl / heartbeat_divisor` after it was last sent
     /// (values below 2 count as 2, so a heartbeat always comes before expiry).
     pub heartbeat_divisor: u32,
+    /// SotW legacy wildcard (a first LDS/CDS request with no names) lasts for the whole
+    /// stream and later names are ignored, as seed 000 says. Off by default: the newest
+    /// protocol text and Envoy since 1.21 end it when a request names resources without
+    /// `*` (go-control-plane#558).
+    pub sticky_legacy_wildcard: bool,
 }
 
 impl ServerConfig {
@@ -53,6 +58,7 @@ impl ServerConfig {
             not_found: NotFoundReporting::RemovedResources,
             require_node: true,
             heartbeat_divisor: 2,
+            sticky_legacy_wildcard: false,
         }
     }
 }
@@ -305,7 +311,9 @@ impl ServerStream {
             .position(|t| ads_order(type_url, &t.type_url).is_lt())
             .unwrap_or(self.types.len());
         let state = match variant {
-            Variant::Sotw => State::Sotw(SotwState::new(type_url)),
+            Variant::Sotw => {
+                State::Sotw(SotwState::new(type_url, self.config.sticky_legacy_wildcard))
+            }
             Variant::Delta => State::Delta(DeltaState::new(type_url)),
         };
         self.types.insert(
