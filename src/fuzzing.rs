@@ -136,6 +136,22 @@ fn body(name: &str, tag: u8) -> bytes::Bytes {
     crate::script::render::body(name, &alloc::format!("t{tag}"))
 }
 
+/// The session's variant (bit 0) and transport (bit 1: per type, the type in the high
+/// nibble) from its first byte.
+fn setup(config: u8) -> (Variant, Transport) {
+    let variant = if config & 1 == 0 {
+        Variant::Sotw
+    } else {
+        Variant::Delta
+    };
+    let transport = if config & 2 == 0 {
+        Transport::Aggregated
+    } else {
+        Transport::PerType(pick(&TYPES, config >> 4).into())
+    };
+    (variant, transport)
+}
+
 /// Resource-name parsing: never panics; canonical forms are fixed points.
 #[allow(clippy::panic)]
 pub fn names(data: &[u8]) {
@@ -245,16 +261,7 @@ pub fn client_session(data: &[u8]) {
     let Some((&config, mut data)) = data.split_first() else {
         return;
     };
-    let variant = if config & 1 == 0 {
-        Variant::Sotw
-    } else {
-        Variant::Delta
-    };
-    let transport = if config & 2 == 0 {
-        Transport::Aggregated
-    } else {
-        Transport::PerType(pick(&TYPES, config >> 4).into())
-    };
+    let (variant, transport) = setup(config);
     let mut client_config = ClientConfig::new(
         variant,
         transport,
@@ -377,16 +384,7 @@ pub fn server_session(data: &[u8]) {
     let Some((&config, mut data)) = data.split_first() else {
         return;
     };
-    let variant = if config & 1 == 0 {
-        Variant::Sotw
-    } else {
-        Variant::Delta
-    };
-    let transport = if config & 2 == 0 {
-        Transport::Aggregated
-    } else {
-        Transport::PerType(pick(&TYPES, config >> 4).into())
-    };
+    let (variant, transport) = setup(config);
     let mut server = ServerStream::new(ServerConfig::new(variant, transport));
     let mut store = ResourceStore::new();
     let mut now = Instant::ZERO;
@@ -451,16 +449,7 @@ pub fn pair(data: &[u8]) {
     let Some((&config, mut data)) = data.split_first() else {
         return;
     };
-    let variant = if config & 1 == 0 {
-        Variant::Sotw
-    } else {
-        Variant::Delta
-    };
-    let transport = if config & 2 == 0 {
-        Transport::Aggregated
-    } else {
-        Transport::PerType(pick(&TYPES, config >> 4).into())
-    };
+    let (variant, transport) = setup(config);
     let mut client = ClientConfig::new(
         variant,
         transport.clone(),
