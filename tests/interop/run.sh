@@ -42,4 +42,21 @@ else
   loud_skip "python3 not found: the gRPC C-core interop test did not run"
 fi
 
+step "our server <-> @grpc/grpc-js-xds (npm)"
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  NODE_DIR=$WORK/grpc_node_modules
+  mkdir -p "$NODE_DIR"
+  if ! cmp -s tests/interop/grpc_node/package-lock.json "$NODE_DIR/package-lock.json" \
+      || [ ! -d "$NODE_DIR/node_modules/@grpc/grpc-js-xds" ]; then
+    cp tests/interop/grpc_node/package.json tests/interop/grpc_node/package-lock.json "$NODE_DIR/"
+    (cd "$NODE_DIR" && timeout 300 npm ci --no-audit --no-fund --loglevel=error)
+  fi
+  rm -rf "$WORK/grpc_node"
+  NODE_PATH=$PWD/$NODE_DIR/node_modules timeout 300 node tests/interop/grpc_node/xds_flow.js \
+    "$ADS_SERVER" examples/data/envoy.desc examples/data/resources.json "$WORK/grpc_node"
+  check_record "$WORK/grpc_node/record.jsonl" server client "$WORK/grpc_node/peer-violations.txt"
+else
+  loud_skip "node/npm not found: the @grpc/grpc-js-xds interop test did not run"
+fi
+
 step "done in $(( $(date +%s) - START ))s"

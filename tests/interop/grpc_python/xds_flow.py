@@ -102,8 +102,8 @@ def cluster(valid=True, note=""):
         lb_policy=cluster_pb2.Cluster.ROUND_ROBIN,
     )
     if note:
-        # A harmless changed field, so a restored resource differs from the deleted one.
-        c.alt_stat_name = note
+        # A changed field clients keep, so a restored Cluster differs from the deleted one.
+        c.circuit_breakers.thresholds.add(max_requests={"value": 1000})
     return c
 
 
