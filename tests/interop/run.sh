@@ -28,6 +28,13 @@ check_record() { # record, our side, peer side, report
   "$CHECK" check "$record" --side "$peer" --variant sotw | tee "$out" || true
 }
 
+check_record_delta() { # record, report (our side is the server)
+  echo "checker, our side (server):"
+  "$CHECK" check "$1" --side server --variant delta
+  echo "checker, peer side (client), deviations listed, not failures:"
+  "$CHECK" check "$1" --side client --variant delta | tee "$2" || true
+}
+
 step "our server <-> gRPC C-core xDS client (PyPI grpcio)"
 if command -v python3 >/dev/null; then
   VENV=$WORK/venv
@@ -58,5 +65,25 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
 else
   loud_skip "node/npm not found: the @grpc/grpc-js-xds interop test did not run"
 fi
+
+step "Rust peers: build the drivers (tests/interop/rust_peers, own workspace)"
+PEERS_TARGET=$PWD/$WORK/rust_peers
+CARGO_TARGET_DIR=$PEERS_TARGET timeout 1200 cargo build \
+  --manifest-path tests/interop/rust_peers/Cargo.toml --bins
+PEERS=$PEERS_TARGET/debug
+
+step "our delta server <-> junction-core 0.3.2"
+rm -rf "$WORK/junction"
+timeout 300 "$PEERS/junction_flow" "$ADS_SERVER" "$WORK/junction"
+check_record_delta "$WORK/junction/record.jsonl" "$WORK/junction/peer-violations.txt"
+
+step "our server <-> xds-client 0.1.0-alpha.4 (hyperium)"
+rm -rf "$WORK/xds_client"
+timeout 300 "$PEERS/xds_client_flow" "$ADS_SERVER" "$WORK/xds_client"
+check_record "$WORK/xds_client/record.jsonl" server client "$WORK/xds_client/peer-violations.txt"
+
+step "our client <-> xds-server 0.1.0"
+rm -rf "$WORK/xds_server"
+timeout 300 "$PEERS/xds_server_flow" "$WORK/xds_server"
 
 step "done in $(( $(date +%s) - START ))s"

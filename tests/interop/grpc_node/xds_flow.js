@@ -106,6 +106,23 @@ async function waitRecord(file, what, predicate) {
   fail(`timed out waiting in the record for: ${what}`);
 }
 
+// Waits until the client answered (ACK or NACK) the last response of every type.
+async function settled(file) {
+  const deadline = Date.now() + STEP_TIMEOUT;
+  let open;
+  while (Date.now() < deadline) {
+    open = new Map();
+    for (const l of readRecord(file)) {
+      const key = `${l.stream}|${l.message.typeUrl}`;
+      if (l.dir === 'S->C') open.set(key, l.message.nonce);
+      else if (open.has(key) && open.get(key) === l.message.responseNonce) open.delete(key);
+    }
+    if (open.size === 0) return;
+    await sleep(50);
+  }
+  fail(`responses left unanswered: ${JSON.stringify([...open])}`);
+}
+
 // Field 1 (the name) of an encoded resource.
 function field1(buf) {
   let i = 0;
@@ -434,6 +451,7 @@ async function main() {
     log('5. listener removal/restore: ok (RPC during removal:', during, ')');
 
     // 6. The server ends the stream; the client reconnects with its last versions.
+    await settled(recordFile);
     const last = {};
     for (const l of readRecord(recordFile)) {
       const m = l.message;

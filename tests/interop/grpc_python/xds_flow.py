@@ -183,6 +183,23 @@ class Record:
     def messages(self):
         return [l for l in self.lines() if "dir" in l]
 
+    def settled(self, timeout=STEP_TIMEOUT):
+        """Waits until the client answered (ACK or NACK) the last response of every type."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            open_ = {}
+            for l in self.messages():
+                m = l["message"]
+                key = (l["stream"], m.get("typeUrl"))
+                if l["dir"] == "S->C":
+                    open_[key] = m.get("nonce")
+                elif key in open_ and open_[key] == m.get("responseNonce"):
+                    open_.pop(key)
+            if not open_:
+                return
+            time.sleep(0.05)
+        fail(f"responses left unanswered: {open_}")
+
     def wait(self, what, predicate, timeout=STEP_TIMEOUT):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -442,6 +459,7 @@ def main(binary, descriptors, workdir):
         log("5. listener removal/restore: ok (RPC during removal:", after_removal, ")")
 
         # 6. The server ends the stream; the client reconnects with its last versions.
+        record.settled()
         last = {}
         for l in record.messages():
             m = l["message"]
