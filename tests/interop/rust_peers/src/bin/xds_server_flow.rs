@@ -3,9 +3,10 @@
 //! per-type CDS service.
 //!
 //! xds-server answers requests from a snapshot but does not push a new snapshot to open
-//! streams, so only first fetches are tested: our client subscribes to two Clusters and
-//! one ClusterLoadAssignment, must receive exactly the snapshot's bodies and ACK them, and
-//! a name the snapshot lacks must not be invented. The conversation is recorded on our
+//! streams, so only first fetches are tested: our client subscribes to two Clusters and a
+//! third that does not exist (or to every Cluster, legacy wildcard) and one
+//! ClusterLoadAssignment, must receive exactly the snapshot's bodies (envoy-types
+//! resources) and ACK them, and must not invent the missing one. The conversation is recorded on our
 //! side; the checker must find no violation of ours; what the peer breaks is listed.
 //!
 //! usage: xds_server_flow WORKDIR
@@ -63,20 +64,42 @@ impl xds_core::Resource for Raw {
     }
 }
 
-/// A resource body: the name in field 1, opaque content in field 2.
-fn body(name: &str, content: &str) -> Vec<u8> {
-    let mut out = vec![0x0a, name.len() as u8];
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(&[0x12, content.len() as u8]);
-    out.extend_from_slice(content.as_bytes());
-    out
+/// Real resources (envoy-types): a Cluster or a ClusterLoadAssignment named `name`.
+fn body(type_url: &str, name: &str, note: &str) -> Vec<u8> {
+    use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+    use envoy_types::pb::envoy::config::core::v3::Locality;
+    use envoy_types::pb::envoy::config::endpoint::v3::{
+        ClusterLoadAssignment, LocalityLbEndpoints,
+    };
+    use prost::Message;
+    if type_url == CDS {
+        Cluster {
+            name: name.into(),
+            alt_stat_name: note.into(),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    } else {
+        ClusterLoadAssignment {
+            cluster_name: name.into(),
+            endpoints: vec![LocalityLbEndpoints {
+                locality: Some(Locality {
+                    region: note.into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
 }
 
 fn snapshot() -> (Snapshot, BTreeMap<(&'static str, &'static str), Vec<u8>>) {
     let mut served = BTreeMap::new();
-    served.insert((CDS, "c1"), body("c1", "cluster one"));
-    served.insert((CDS, "c2"), body("c2", "cluster two"));
-    served.insert((EDS, "c1"), body("c1", "endpoints one"));
+    served.insert((CDS, "c1"), body(CDS, "c1", "cluster one"));
+    served.insert((CDS, "c2"), body(CDS, "c2", "cluster two"));
+    served.insert((EDS, "c1"), body(EDS, "c1", "endpoints one"));
     let mut builder = Snapshot::builder().version("v1");
     for ((type_url, name), body) in &served {
         let any = prost_types::Any {
@@ -102,6 +125,7 @@ async fn fetch(
     report: &mut Report,
     label: &str,
     workdir: &PathBuf,
+    wildcard: bool,
 ) -> Result<()> {
     let node = Node {
         id: NODE.into(),
@@ -109,9 +133,9 @@ async fn fetch(
     };
     let per_type = matches!(transport, Transport::PerType(_));
     let mut client = Client::new(ClientConfig::new(variant, transport, node));
-    client
-        .subscribe(CDS, &["c1", "c2", "c3"])
-        .map_err(|e| e.to_string())?;
+    // Legacy wildcard (no names) or two existing names and one that does not exist.
+    let names: &[&str] = if wildcard { &[] } else { &["c1", "c2", "c3"] };
+    client.subscribe(CDS, names).map_err(|e| e.to_string())?;
     if !per_type {
         client.subscribe(EDS, &["c1"]).map_err(|e| e.to_string())?;
     }
@@ -224,7 +248,7 @@ async fn fetch(
     }
     // c3 does not exist: in delta the server should say so (removed_resources or a
     // Resource without body); SotW cannot.
-    if variant == Variant::Delta {
+    if variant == Variant::Delta && !wildcard {
         let told = entries.iter().any(|e| match e {
             xds_sansio::transcript::Entry::Response {
                 response: xds_sansio::Response::Delta(r),
@@ -277,36 +301,31 @@ async fn story(workdir: &PathBuf, report: &mut Report) -> Result<()> {
     })
     .await?;
     let result = async {
-        fetch(
-            &uri,
-            Variant::Sotw,
-            Transport::Aggregated,
-            &served,
-            report,
-            "sotw-ads",
-            workdir,
-        )
-        .await?;
-        fetch(
-            &uri,
-            Variant::Delta,
-            Transport::Aggregated,
-            &served,
-            report,
-            "delta-ads",
-            workdir,
-        )
-        .await?;
-        fetch(
-            &uri,
-            Variant::Sotw,
-            Transport::PerType(CDS.into()),
-            &served,
-            report,
-            "sotw-cds",
-            workdir,
-        )
-        .await
+        let cds = Transport::PerType(CDS.into());
+        let runs = [
+            (Variant::Sotw, Transport::Aggregated, "sotw-ads", false),
+            (Variant::Delta, Transport::Aggregated, "delta-ads", false),
+            (
+                Variant::Sotw,
+                Transport::Aggregated,
+                "sotw-ads-wildcard",
+                true,
+            ),
+            (
+                Variant::Delta,
+                Transport::Aggregated,
+                "delta-ads-wildcard",
+                true,
+            ),
+            (Variant::Sotw, cds, "sotw-cds", false),
+        ];
+        for (variant, transport, label, wildcard) in runs {
+            fetch(
+                &uri, variant, transport, &served, report, label, workdir, wildcard,
+            )
+            .await?;
+        }
+        Ok(())
     }
     .await;
     let _ = stop_tx.send(());
