@@ -198,16 +198,17 @@ async fn main() {
             std::process::exit(1);
         }
     }
+    // Handlers first: a SIGHUP that arrives before them would end the process.
+    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .expect("SIGHUP handler");
+    let mut usr1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
+        .expect("SIGUSR1 handler");
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .expect("bind --listen");
     println!("listening on {}", listener.local_addr().expect("bound"));
     let serving = tokio::spawn(server.clone().serve(listener));
 
-    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-        .expect("SIGHUP handler");
-    let mut usr1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
-        .expect("SIGUSR1 handler");
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     loop {
         let forced = tokio::select! {

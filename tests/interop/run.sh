@@ -69,7 +69,7 @@ fi
 step "Rust peers: build the drivers (tests/interop/rust_peers, own workspace)"
 PEERS_TARGET=$PWD/$WORK/rust_peers
 CARGO_TARGET_DIR=$PEERS_TARGET timeout 1200 cargo build \
-  --manifest-path tests/interop/rust_peers/Cargo.toml --bins
+  --manifest-path tests/interop/rust_peers/Cargo.toml --bins --locked
 PEERS=$PEERS_TARGET/debug
 
 step "our delta server <-> junction-core 0.3.2"
