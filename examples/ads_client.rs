@@ -177,14 +177,11 @@ async fn main() {
                     None => Some(run.await),
                 }
             }
-            Err(e) => {
-                eprintln!("connect failed: {e}");
-                Some(xds_tonic::client::StreamEnd {
-                    got_response: false,
-                    status: None,
-                    stopped: false,
-                })
-            }
+            Err(e) => Some(xds_tonic::client::StreamEnd {
+                got_response: false,
+                status: Some(tonic::Status::unavailable(format!("connect failed: {e}"))),
+                stopped: false,
+            }),
         };
         let Some(end) = end else {
             eprintln!("--max-time reached");
@@ -202,6 +199,10 @@ async fn main() {
             end.status.map_or("closed".into(), |s| s.to_string())
         );
         let wake = clock.now().saturating_add(delay);
+        if deadline.is_some_and(|d| d <= wake) {
+            eprintln!("--max-time reached");
+            return;
+        }
         tokio::time::sleep_until(clock.to_std(wake).into()).await;
     }
 }

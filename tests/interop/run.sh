@@ -23,14 +23,14 @@ CHECK=$PWD/target/debug/xds-sansio
 check_record() { # record, our side, peer side, report
   local record=$1 ours=$2 peer=$3 out=$4
   echo "checker, our side ($ours):"
-  "$CHECK" check "$record" --side "$ours" --variant sotw
+  "$CHECK" check "$record" --side "$ours" --variant sotw | tee "$(dirname "$out")/our-violations.txt"
   echo "checker, peer side ($peer), deviations listed, not failures:"
   "$CHECK" check "$record" --side "$peer" --variant sotw | tee "$out" || true
 }
 
 check_record_delta() { # record, report (our side is the server)
   echo "checker, our side (server):"
-  "$CHECK" check "$1" --side server --variant delta
+  "$CHECK" check "$1" --side server --variant delta | tee "$(dirname "$2")/our-violations.txt"
   echo "checker, peer side (client), deviations listed, not failures:"
   "$CHECK" check "$1" --side client --variant delta | tee "$2" || true
 }
@@ -85,5 +85,10 @@ check_record "$WORK/xds_client/record.jsonl" server client "$WORK/xds_client/pee
 step "our client <-> xds-server 0.1.0"
 rm -rf "$WORK/xds_server"
 timeout 300 "$PEERS/xds_server_flow" "$WORK/xds_server"
+
+step "summary ($WORK/REPORT.md)"
+if command -v python3 >/dev/null; then
+  python3 tests/interop/summary.py "$WORK"
+fi
 
 step "done in $(( $(date +%s) - START ))s"
