@@ -20,7 +20,7 @@
 //! `{"@type": URL, "value": "<base64 of the message>"}`.
 //!
 //! Run: `cargo run --example ads_server --features check -- --resources
-//! examples/data/resources.json --descriptors target/envoy.desc`
+//! examples/data/resources.json --descriptors examples/data/envoy.desc`
 //!
 //! Options: `--listen ADDR` (default `127.0.0.1:18000`; port 0 picks one, the first stdout
 //! line says which), `--record FILE` (every message as JSON lines for `xds-sansio check`),
