@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Installs the interop peers (Python venv, npm packages, crates) and runs every interop
+# test, each bounded in time. A peer whose toolchain is absent is SKIPPED with a loud
+# message; everything else must pass. Reports land in target/interop/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export CARGO_TERM_COLOR=never
+WORK=target/interop
+mkdir -p "$WORK"
+START=$(date +%s)
+step() { printf '\n=== interop: %s (%ss) ===\n' "$*" "$(( $(date +%s) - START ))"; }
+loud_skip() { printf '\n!!!!!!!!!! SKIPPED: %s !!!!!!!!!!\n\n' "$*" >&2; }
+
+step "our client <-> our server over tonic, four variants"
+timeout 900 cargo test --all-features --test interop
+
+step "build ads_server and the checker"
+timeout 900 cargo build --all-features --example ads_server --bin xds-sansio
+ADS_SERVER=$PWD/target/debug/examples/ads_server
+CHECK=$PWD/target/debug/xds-sansio
+
+# Judges a recorded conversation: our side must have no violation; the peer's are listed.
+check_record() { # record, our side, peer side, report
+  local record=$1 ours=$2 peer=$3 out=$4
+  echo "checker, our side ($ours):"
+  "$CHECK" check "$record" --side "$ours" --variant sotw | tee "$(dirname "$out")/our-violations.txt"
+  echo "checker, peer side ($peer), deviations listed, not failures:"
+  "$CHECK" check "$record" --side "$peer" --variant sotw | tee "$out" || true
+}
+
+check_record_delta() { # record, report (our side is the server)
+  echo "checker, our side (server):"
+  "$CHECK" check "$1" --side server --variant delta | tee "$(dirname "$2")/our-violations.txt"
+  echo "checker, peer side (client), deviations listed, not failures:"
+  "$CHECK" check "$1" --side client --variant delta | tee "$2" || true
+}
+
+step "our server <-> gRPC C-core xDS client (PyPI grpcio)"
+if command -v python3 >/dev/null; then
+  VENV=$WORK/venv
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r tests/interop/grpc_python/requirements.txt
+  "$VENV/bin/python" tests/interop/grpc_python/descriptors.py "$WORK/envoy.desc"
+  rm -rf "$WORK/grpc_python"
+  timeout 300 "$VENV/bin/python" -u tests/interop/grpc_python/xds_flow.py \
+    "$ADS_SERVER" "$WORK/envoy.desc" "$WORK/grpc_python"
+  check_record "$WORK/grpc_python/record.jsonl" server client "$WORK/grpc_python/peer-violations.txt"
+else
+  loud_skip "python3 not found: the gRPC C-core interop test did not run"
+fi
+
+step "our server <-> @grpc/grpc-js-xds (npm)"
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  NODE_DIR=$WORK/grpc_node_modules
+  mkdir -p "$NODE_DIR"
+  if ! cmp -s tests/interop/grpc_node/package-lock.json "$NODE_DIR/package-lock.json" \
+      || [ ! -d "$NODE_DIR/node_modules/@grpc/grpc-js-xds" ]; then
+    cp tests/interop/grpc_node/package.json tests/interop/grpc_node/package-lock.json "$NODE_DIR/"
+    (cd "$NODE_DIR" && timeout 300 npm ci --no-audit --no-fund --loglevel=error)
+  fi
+  rm -rf "$WORK/grpc_node"
+  NODE_PATH=$PWD/$NODE_DIR/node_modules timeout 300 node tests/interop/grpc_node/xds_flow.js \
+    "$ADS_SERVER" examples/data/envoy.desc examples/data/resources.json "$WORK/grpc_node"
+  check_record "$WORK/grpc_node/record.jsonl" server client "$WORK/grpc_node/peer-violations.txt"
+else
+  loud_skip "node/npm not found: the @grpc/grpc-js-xds interop test did not run"
+fi
+
+step "Rust peers: build the drivers (tests/interop/rust_peers, own workspace)"
+PEERS_TARGET=$PWD/$WORK/rust_peers
+CARGO_TARGET_DIR=$PEERS_TARGET timeout 1200 cargo build \
+  --manifest-path tests/interop/rust_peers/Cargo.toml --bins --locked
+PEERS=$PEERS_TARGET/debug
+
+step "our delta server <-> junction-core 0.3.2"
+rm -rf "$WORK/junction"
+timeout 300 "$PEERS/junction_flow" "$ADS_SERVER" "$WORK/junction"
+check_record_delta "$WORK/junction/record.jsonl" "$WORK/junction/peer-violations.txt"
+
+step "our server <-> xds-client 0.1.0-alpha.4 (hyperium)"
+rm -rf "$WORK/xds_client"
+timeout 300 "$PEERS/xds_client_flow" "$ADS_SERVER" "$WORK/xds_client"
+check_record "$WORK/xds_client/record.jsonl" server client "$WORK/xds_client/peer-violations.txt"
+
+step "our client <-> xds-server 0.1.0"
+rm -rf "$WORK/xds_server"
+timeout 300 "$PEERS/xds_server_flow" "$WORK/xds_server"
+
+step "summary ($WORK/REPORT.md)"
+if command -v python3 >/dev/null; then
+  python3 tests/interop/summary.py "$WORK"
+fi
+
+step "done in $(( $(date +%s) - START ))s"

@@ -1,0 +1,217 @@
+//! What every Rust peer driver shares: our `ads_server` example as a child process (its
+//! resources file, SIGHUP to reload, SIGUSR1 to end every stream, its JSON-lines record),
+//! bounded waits, and the JSON report.
+#![allow(dead_code)]
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::{json, Value};
+
+/// Every wait in a story is bounded by this.
+pub const STEP: Duration = Duration::from_secs(20);
+
+pub type Result<T> = std::result::Result<T, String>;
+
+/// Our management server, started by the test on 127.0.0.1.
+pub struct AdsServer {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    resources: PathBuf,
+    /// The recorded conversation (JSON lines).
+    pub record: PathBuf,
+}
+
+impl AdsServer {
+    /// Starts `binary` serving `resources` (written first), recording into `workdir`.
+    pub fn start(binary: &str, workdir: &Path, resources: &[(String, Vec<u8>)]) -> Result<Self> {
+        std::fs::create_dir_all(workdir).map_err(|e| e.to_string())?;
+        let file = workdir.join("resources.json");
+        write_resources(&file, resources)?;
+        let record = workdir.join("record.jsonl");
+        let log =
+            std::fs::File::create(workdir.join("ads_server.log")).map_err(|e| e.to_string())?;
+        let mut child = Command::new(binary)
+            .args(["--listen", "127.0.0.1:0", "--verbose", "--resources"])
+            .arg(&file)
+            .arg("--record")
+            .arg(&record)
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("{binary}: {e}"))?;
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(STEP).unwrap_or_default();
+        let Some(addr) = line.trim().strip_prefix("listening on ") else {
+            let _ = child.kill();
+            return Err(format!("ads_server did not start: {line:?}"));
+        };
+        Ok(AdsServer {
+            addr: addr.to_string(),
+            child,
+            resources: file,
+            record,
+        })
+    }
+
+    /// Replaces what the server serves and tells it to reload.
+    pub fn publish(&self, resources: &[(String, Vec<u8>)]) -> Result<()> {
+        write_resources(&self.resources, resources)?;
+        self.signal("HUP")
+    }
+
+    /// Ends every open stream (the client must reconnect).
+    pub fn end_streams(&self) -> Result<()> {
+        self.signal("USR1")
+    }
+
+    fn signal(&self, name: &str) -> Result<()> {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .map_err(|e| e.to_string())?;
+        status
+            .success()
+            .then_some(())
+            .ok_or(format!("kill -{name} failed"))
+    }
+
+    /// The message lines recorded so far.
+    pub fn messages(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.record)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v.get("dir").is_some())
+            .collect()
+    }
+
+    /// Waits for a recorded message; returns its index and the line.
+    pub async fn wait_record(
+        &self,
+        what: &str,
+        mut predicate: impl FnMut(usize, &Value) -> bool,
+    ) -> Result<(usize, Value)> {
+        let deadline = tokio::time::Instant::now() + STEP;
+        while tokio::time::Instant::now() < deadline {
+            if let Some((i, l)) = self
+                .messages()
+                .into_iter()
+                .enumerate()
+                .find(|(i, l)| predicate(*i, l))
+            {
+                return Ok((i, l));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Err(format!("timed out waiting in the record for: {what}"))
+    }
+}
+
+impl AdsServer {
+    /// Waits until the client has answered (ACK or NACK) the last response of every type.
+    pub async fn settled(&self) -> Result<()> {
+        eventually("every response answered", || async {
+            let mut open = std::collections::BTreeMap::new();
+            for l in self.messages() {
+                let m = &l["message"];
+                let key = (
+                    l["stream"].as_u64(),
+                    m["typeUrl"].as_str().map(String::from),
+                );
+                if l["dir"] == "S->C" {
+                    open.insert(key, m["nonce"].clone());
+                } else if open.get(&key) == Some(&m["responseNonce"]) {
+                    open.remove(&key);
+                }
+            }
+            open.is_empty().then_some(())
+        })
+        .await
+    }
+}
+
+impl Drop for AdsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes `{"resources": [{"@type", "value": base64}]}` atomically.
+fn write_resources(path: &Path, resources: &[(String, Vec<u8>)]) -> Result<()> {
+    let items: Vec<Value> = resources
+        .iter()
+        .map(|(type_url, body)| {
+            json!({"@type": type_url, "value": base64::engine::general_purpose::STANDARD.encode(body)})
+        })
+        .collect();
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, json!({ "resources": items }).to_string()).map_err(|e| e.to_string())?;
+    std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+}
+
+/// Polls `f` until it returns `Some`, at most [`STEP`].
+pub async fn eventually<T, F, Fut>(what: &str, mut f: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        if let Some(v) = f().await {
+            return Ok(v);
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(format!("timed out waiting for: {what}"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The report a driver writes (steps, deviations, result).
+#[derive(Default)]
+pub struct Report {
+    pub peer: String,
+    pub steps: Vec<Value>,
+    pub deviations: Vec<String>,
+}
+
+impl Report {
+    pub fn step(&mut self, step: &str, detail: Value) {
+        println!("[{}] {step}: {detail}", self.peer);
+        self.steps.push(json!({"step": step, "detail": detail}));
+    }
+
+    /// Writes `workdir/report.json` and exits non-zero on failure.
+    pub fn finish(self, workdir: &Path, result: Result<()>) -> ! {
+        let (text, code) = match &result {
+            Ok(()) => ("passed".to_string(), 0),
+            Err(e) => (format!("FAILED: {e}"), 1),
+        };
+        let report = json!({
+            "peer": self.peer, "steps": self.steps, "deviations": self.deviations, "result": text
+        });
+        let pretty = serde_json::to_string_pretty(&report).unwrap();
+        let _ = std::fs::create_dir_all(workdir);
+        let _ = std::fs::write(workdir.join("report.json"), &pretty);
+        println!("{pretty}");
+        std::process::exit(code)
+    }
+}
+
+/// The short name of a type URL.
+pub fn short(type_url: &str) -> &str {
+    type_url.rsplit('.').next().unwrap_or(type_url)
+}
