@@ -68,3 +68,27 @@ fn every_scenario_passes() {
     );
     eprintln!("{} scenarios passed", paths.len());
 }
+
+/// A scenario with a wrong expectation fails at that line, saying what differed.
+#[test]
+fn a_wrong_expectation_fails_with_the_line_and_the_difference() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/seed/simple_ack.xds");
+    let text = std::fs::read_to_string(root).unwrap();
+    let wrong = text.replace(
+        "C->S (V=X,R={foo,bar},N=A,T=EDS) [ack]",
+        "C->S (V=Y,R={foo,bar},N=A,T=EDS) [ack]",
+    );
+    assert_ne!(text, wrong, "the scenario changed under this test");
+    let scenario = xds_sansio::script::parse(&wrong, "wrong").unwrap();
+    let report = xds_sansio::script::run(&scenario);
+    assert!(!report.passed());
+    let failed = report.lines.last().unwrap();
+    assert_eq!(failed.line, 11);
+    let why = failed.result.as_ref().unwrap_err();
+    assert!(why.contains("V:") && why.contains("Y"), "{why}");
+    assert!(
+        failed.actual.as_deref().unwrap().contains("V=X"),
+        "{:?}",
+        failed.actual
+    );
+}

@@ -464,7 +464,11 @@ impl Runner {
                             Err("expected the client to send this, it sent nothing".into()),
                         );
                     };
-                    let rendered = render::request(&request);
+                    let rendered = symbolize(
+                        &render::request(&request),
+                        self.versions.get(request.type_url()),
+                        &self.nonces,
+                    );
                     if let Err(e) = self.match_request(pattern, &request) {
                         return (Some(rendered), Err(e));
                     }
@@ -489,7 +493,11 @@ impl Runner {
                             Err("expected the server to send this, it sent nothing".into()),
                         );
                     };
-                    let rendered = render::response(&response);
+                    let rendered = symbolize(
+                        &render::response(&response),
+                        self.versions.get(response.type_url()),
+                        &self.nonces,
+                    );
                     if let Err(e) = self.match_response(pattern, &response) {
                         return (Some(rendered), Err(e));
                     }
