@@ -461,10 +461,31 @@ fn server_rows() {
     );
     assert!(s.is_closed());
 
-    // A million names subscribed: the stream holds them without falling over (a
-    // server-side cap on names per request is an application policy, see the issue notes).
-    let (mut s, store) = server();
+    // A million names subscribed: beyond the configured limit, the stream is closed with a
+    // typed error before anything is held; within the default limits it is served.
+    let mut config = ServerConfig::new(Variant::Sotw, Transport::Aggregated);
+    config.limits.max_names_per_request = 1000;
+    let mut s = ServerStream::new(config);
     let names: Vec<String> = (0..1_000_000).map(|i| i.to_string()).collect();
+    let (responses, events) = server_feed(
+        &mut s,
+        &ResourceStore::new(),
+        DiscoveryRequest {
+            node: Some(Node {
+                id: "n".into(),
+                ..Default::default()
+            }),
+            resource_names: names.clone(),
+            type_url: T.into(),
+            ..Default::default()
+        },
+    );
+    assert!(responses.is_empty() && s.is_closed());
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, ServerEvent::ProtocolError(p) if p.grpc_code() == 8)));
+    assert!(s.subscribed_names(T).is_empty(), "nothing of it is held");
+    let (mut s, store) = server();
     let (responses, _) = server_feed(
         &mut s,
         &store,
@@ -476,5 +497,31 @@ fn server_rows() {
         },
     );
     assert!(responses.len() <= 1);
+    // A flood of type URLs: beyond max_types the stream closes.
+    let (mut s, store) = server();
+    for i in 0..300 {
+        server_feed(
+            &mut s,
+            &store,
+            DiscoveryRequest {
+                resource_names: vec!["a".into()],
+                type_url: format!("type.googleapis.com/acme.T{i}"),
+                ..Default::default()
+            },
+        );
+    }
+    assert!(s.is_closed());
+    // A 16 MiB name in a request: closed.
+    let (mut s, store) = server();
+    server_feed(
+        &mut s,
+        &store,
+        DiscoveryRequest {
+            resource_names: vec!["x".repeat(16 << 20)],
+            type_url: T.into(),
+            ..Default::default()
+        },
+    );
+    assert!(s.is_closed());
     let _ = Duration::ZERO;
 }

@@ -100,12 +100,19 @@ pub enum ProtocolError {
         /// The stream's variant.
         expected: Variant,
     },
+    /// A request goes beyond the stream's [`ServerLimits`](super::ServerLimits).
+    LimitExceeded(String),
 }
 
 impl ProtocolError {
-    /// The gRPC status code to end the call with: `INVALID_ARGUMENT` (3).
+    /// The gRPC status code to end the call with: `RESOURCE_EXHAUSTED` (8) for a limit,
+    /// `INVALID_ARGUMENT` (3) otherwise.
     pub fn grpc_code(&self) -> i32 {
-        3
+        match self {
+            // RESOURCE_EXHAUSTED: the request is well-formed but too big.
+            ProtocolError::LimitExceeded(_) => 8,
+            _ => 3,
+        }
     }
 }
 
@@ -121,6 +128,7 @@ impl fmt::Display for ProtocolError {
             ProtocolError::WrongVariant { expected } => {
                 write!(f, "request of the wrong variant on a {expected:?} stream")
             }
+            ProtocolError::LimitExceeded(what) => write!(f, "{what}"),
         }
     }
 }

@@ -154,5 +154,5 @@ pub use store::{
     Change, LogTruncated, ResourceEntry, ResourceStore, Revision, StoreError, StoredResource,
     DEFAULT_LOG_CAPACITY,
 };
-pub use stream::{NotFoundReporting, ServerConfig, ServerStream};
+pub use stream::{NotFoundReporting, ServerConfig, ServerLimits, ServerStream};
 pub use version::{body_version, entry_hash, fnv1a64, pair_hash, VersionSum};

@@ -41,6 +41,9 @@ pub struct ServerConfig {
     /// A TTL resource's heartbeat is sent `ttl / heartbeat_divisor` after it was last sent
     /// (values below 2 count as 2, so a heartbeat always comes before expiry).
     pub heartbeat_divisor: u32,
+    /// Bounds on what one client may make the stream hold; a request beyond them closes
+    /// the stream with [`ProtocolError::LimitExceeded`] before anything of it is applied.
+    pub limits: ServerLimits,
     /// SotW legacy wildcard (a first LDS/CDS request with no names) lasts for the whole
     /// stream and later names are ignored, as seed 000 says. Off by default: the newest
     /// protocol text and Envoy since 1.21 end it when a request names resources without
@@ -59,6 +62,53 @@ impl ServerConfig {
             require_node: true,
             heartbeat_divisor: 2,
             sticky_legacy_wildcard: false,
+            limits: ServerLimits::default(),
+        }
+    }
+}
+
+/// Bounds on what a client may make one stream hold, so memory stays within what the
+/// application configured whatever the peer sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Names in one request (SotW `resource_names`; delta subscribe, unsubscribe and
+    /// `initial_resource_versions` together). Default 1 000 000.
+    pub max_names_per_request: usize,
+    /// Bytes in one resource name. Default 64 KiB.
+    pub max_name_len: usize,
+    /// Distinct type URLs on one stream. Default 256.
+    pub max_types: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> ServerLimits {
+        ServerLimits {
+            max_names_per_request: 1_000_000,
+            max_name_len: 64 * 1024,
+            max_types: 256,
+        }
+    }
+}
+
+impl ServerLimits {
+    /// What of `request` goes beyond the limits, if anything.
+    fn exceeded(&self, request: &Request) -> Option<&'static str> {
+        let names: alloc::vec::Vec<&str> = match request {
+            Request::Sotw(r) => r.resource_names.iter().map(String::as_str).collect(),
+            Request::Delta(r) => r
+                .resource_names_subscribe
+                .iter()
+                .chain(&r.resource_names_unsubscribe)
+                .chain(r.initial_resource_versions.keys())
+                .map(String::as_str)
+                .collect(),
+        };
+        if names.len() > self.max_names_per_request {
+            Some("too many resource names in one request")
+        } else if names.iter().any(|n| n.len() > self.max_name_len) {
+            Some("a resource name is too long")
+        } else {
+            None
         }
     }
 }
@@ -220,6 +270,16 @@ impl ServerStream {
                 url.clone()
             }
         };
+        let limits = self.config.limits;
+        let new_type = !self.types.iter().any(|t| t.type_url == type_url);
+        let exceeded = limits.exceeded(&request).or_else(|| {
+            (new_type && self.types.len() >= limits.max_types)
+                .then_some("too many type URLs on one stream")
+        });
+        if let Some(what) = exceeded {
+            self.close(ProtocolError::LimitExceeded(String::from(what)));
+            return;
+        }
         let variant = self.config.variant;
         let (index, first) = self.entry_index(&type_url, variant);
         let Some(entry) = self.types.get_mut(index) else {
