@@ -86,6 +86,8 @@ struct TypeTrack {
     accepted: Option<String>,
     names: BTreeSet<String>,
     wildcard: bool,
+    /// SotW: the wildcard is the legacy one (no name ever requested on this stream).
+    legacy: bool,
     generation: u64,
     last_request_stale: bool,
     last_response: Option<Sent>,
@@ -293,9 +295,12 @@ impl Checker {
                 // Legacy wildcard lasts while the names stay empty; `*` is explicit. Where the
                 // seeds disagree (legacy wildcard kept after names appear), the checker
                 // assumes less, so it never reports what either text allows.
+                // An empty list keeps only a legacy wildcard that never saw a name; after an
+                // explicit `*` or names it means "nothing" (newest text).
                 let legacy = names.is_empty()
                     && TypeInfo::of(&type_url).legacy_wildcard()
-                    && (first_of_type || t.wildcard);
+                    && (first_of_type || t.legacy);
+                t.legacy = legacy;
                 let wildcard = legacy || names.contains("*");
                 if names != t.names || wildcard != t.wildcard {
                     t.generation += 1;
