@@ -63,6 +63,11 @@
 //!   so a stale request causes a response only if it subscribed to something new. In SotW
 //!   an empty nonce after a response was sent is stale too (the request crossed the
 //!   response); in delta an empty nonce is a spontaneous request.
+//! - **Limits** (the crate's rule that the peer cannot make us hold unbounded state):
+//!   [`ServerLimits`] bounds the names of one request, the length of a name and the type
+//!   URLs of one stream. A request beyond them closes the stream with
+//!   [`ProtocolError::LimitExceeded`] (gRPC `RESOURCE_EXHAUSTED`) before any of it is
+//!   applied, so nothing of it is held.
 //! - **Node** (seed: "Only the first request on a stream is guaranteed to carry the node
 //!   identifier ... The node identifier should always be identical if present more than
 //!   once"): required on the first request ([`ServerConfig::require_node`]), compared
