@@ -31,6 +31,10 @@ enum Command {
         /// One JSON object per scenario instead of diagrams.
         #[arg(long)]
         json: bool,
+        /// Write each scenario's conversation, as the client and as the server saw it, to
+        /// DIR/<scenario>.client.jsonl and .server.jsonl (the `check` format).
+        #[arg(long, value_name = "DIR")]
+        record: Option<PathBuf>,
     },
     /// Check a recorded conversation (JSON lines) and report every rule one side breaks.
     Check {
@@ -64,7 +68,11 @@ enum VariantArg {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Replay { paths, json } => replay::run(&paths, json),
+        Command::Replay {
+            paths,
+            json,
+            record,
+        } => replay::run(&paths, json, record.as_deref()),
         Command::Check {
             file,
             side,

@@ -90,7 +90,31 @@ fn json_report(name: &str, report: Option<&Report>, error: Option<String>) -> se
     })
 }
 
-pub fn run(paths: &[PathBuf], json: bool) -> ExitCode {
+/// Writes both views of a scenario's conversation as JSON lines into `dir`.
+fn record(dir: &Path, file: &Path, report: &Report) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let codec = xds_sansio::json::JsonCodec::new();
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for (side, view) in [
+        ("client", &report.client_view),
+        ("server", &report.server_view),
+    ] {
+        let lines: Vec<String> = view
+            .iter()
+            .map(|e| xds_sansio::check::to_jsonl(e, &codec).map_err(std::io::Error::other))
+            .collect::<Result<_, _>>()?;
+        std::fs::write(
+            dir.join(format!("{stem}.{side}.jsonl")),
+            lines.join("\n") + "\n",
+        )?;
+    }
+    Ok(())
+}
+
+pub fn run(paths: &[PathBuf], json: bool, record_dir: Option<&Path>) -> ExitCode {
     let mut files = Vec::new();
     for path in paths {
         if let Err(e) = collect(path, &mut files) {
@@ -113,6 +137,12 @@ pub fn run(paths: &[PathBuf], json: bool) -> ExitCode {
         match outcome {
             Ok(scenario) => {
                 let report = script::run(&scenario);
+                if let Some(dir) = record_dir {
+                    if let Err(e) = record(dir, file, &report) {
+                        eprintln!("{}: cannot record: {e}", dir.display());
+                        return ExitCode::from(2);
+                    }
+                }
                 if report.passed() {
                     passed += 1;
                 } else {

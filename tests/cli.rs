@@ -1,0 +1,110 @@
+//! The command-line tool as a user runs it: replay (diagrams, exit status, --json,
+//! --record) and check on what replay recorded.
+#![cfg(feature = "cli")]
+
+use std::path::Path;
+use std::process::Command;
+
+fn tool() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_xds-sansio"))
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn replay_prints_diagrams_and_a_closing_line() {
+    let out = tool()
+        .arg("replay")
+        .arg(root().join("scenarios/seed"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("◀") && text.contains("▶") && text.contains("✓"));
+    let last = text.lines().last().unwrap();
+    assert!(last.ends_with(" passed, 0 failed"), "{last}");
+}
+
+#[test]
+fn a_failing_scenario_fails_the_run_and_json_says_why() {
+    let dir = std::env::temp_dir().join(format!("xds-sansio-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(root().join("scenarios/seed/simple_ack.xds")).unwrap();
+    let wrong = dir.join("wrong.xds");
+    std::fs::write(
+        &wrong,
+        text.replace(
+            "(V=X,R={foo,bar},N=A,T=EDS) [ack]",
+            "(V=Y,R={foo,bar},N=A,T=EDS) [ack]",
+        ),
+    )
+    .unwrap();
+    let out = tool().arg("replay").arg(&wrong).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("0 passed, 1 failed"));
+    let out = tool()
+        .args(["replay", "--json"])
+        .arg(&wrong)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["passed"], false);
+    let failed = report["lines"].as_array().unwrap().last().unwrap();
+    assert_eq!(failed["line"], 11);
+    assert!(failed["error"].as_str().unwrap().contains("V:"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn check_accepts_what_replay_recorded_and_catches_a_mutation() {
+    let dir = std::env::temp_dir().join(format!("xds-sansio-rec-{}", std::process::id()));
+    let out = tool()
+        .args(["replay", "--record"])
+        .arg(&dir)
+        .arg(root().join("scenarios/seed/simple_nack.xds"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    for side in ["client", "server"] {
+        let file = dir.join(format!("simple_nack.{side}.jsonl"));
+        let out = tool()
+            .args(["check", "--side", side])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    // The NACK moved to the rejected version: the client broke a rule.
+    let client = dir.join("simple_nack.client.jsonl");
+    let text = std::fs::read_to_string(&client).unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let rejected = lines[1]["message"]["versionInfo"].clone();
+    lines[2]["message"]["versionInfo"] = rejected;
+    let mutated = dir.join("mutated.jsonl");
+    std::fs::write(
+        &mutated,
+        lines
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .unwrap();
+    let out = tool()
+        .args(["check", "--side", "client"])
+        .arg(&mutated)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nack-moved-version"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
