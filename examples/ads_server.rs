@@ -99,7 +99,7 @@ fn encode_any(pool: &DescriptorPool, mut value: serde_json::Value) -> Result<Any
         },
     };
     Ok(Any {
-        type_url,
+        type_url: type_url.into(),
         value: body.into(),
     })
 }
@@ -136,7 +136,10 @@ fn load(
         if let Some(ttl) = ttl {
             entry = entry.with_ttl(ttl);
         }
-        types.entry(any.type_url).or_default().push(entry);
+        types
+            .entry(String::from(any.type_url))
+            .or_default()
+            .push(entry);
     }
     Ok(types)
 }

@@ -632,7 +632,11 @@ impl Runner {
                 .vs(type_url)
                 .input(item.version.as_deref().unwrap_or("")),
             resource: (!item.no_body).then(|| Any {
-                type_url: item.any_type.clone().unwrap_or_else(|| type_url.into()),
+                type_url: item
+                    .any_type
+                    .clone()
+                    .unwrap_or_else(|| type_url.into())
+                    .into(),
                 value: Self::body_of(item, fallback_tag),
             }),
             ttl: item.ttl.map(ttl_of),
@@ -661,7 +665,11 @@ impl Runner {
                             }
                         } else {
                             Any {
-                                type_url: item.any_type.clone().unwrap_or_else(|| type_url.clone()),
+                                type_url: item
+                                    .any_type
+                                    .clone()
+                                    .unwrap_or_else(|| type_url.clone())
+                                    .into(),
                                 value: Self::body_of(item, &version_info),
                             }
                         }

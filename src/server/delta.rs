@@ -15,6 +15,7 @@ use super::store::ResourceStore;
 use super::version::pair_hash;
 use super::NotFoundReporting;
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource};
+use crate::pb::google::protobuf::TypeUrl;
 use crate::types::TypeInfo;
 
 /// What the server believes the client holds for one name.
@@ -333,6 +334,7 @@ impl DeltaState {
     ) -> Option<DeltaDiscoveryResponse> {
         let (now, divisor) = (ctx.now, ctx.divisor);
         let t = self.type_url.as_str();
+        let url = TypeUrl::from(t);
         let mut resources: Vec<Resource> = Vec::new();
         let mut removed: BTreeSet<String> = BTreeSet::new();
         if with_upserts {
@@ -340,7 +342,7 @@ impl DeltaState {
                 match store.get(t, &name) {
                     Some(r) => {
                         let held = matches!(self.known.get(name.as_str()), Some(Known::Version(_, pair)) if *pair == r.pair_hash());
-                        resources.push(r.delta_resource(t, with_body || !held));
+                        resources.push(r.delta_resource(&url, with_body || !held));
                         match r.ttl() {
                             Some(ttl) => timers.schedule(&name, now + ttl / divisor),
                             None => timers.cancel(&name),

@@ -10,7 +10,7 @@ use super::flow::Timers;
 use super::store::{to_proto_duration, ResourceStore, StoredResource};
 use super::version::VersionSum;
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
-use crate::pb::google::protobuf::Any;
+use crate::pb::google::protobuf::{Any, TypeUrl};
 use crate::time::Instant;
 use crate::types::{TypeInfo, RESOURCE_WRAPPER_TYPE_URL};
 
@@ -248,6 +248,8 @@ impl SotwState {
         divisor: u32,
     ) -> Option<DiscoveryResponse> {
         let t = self.type_url.as_str();
+        // One type URL for the whole response: each Any clones it (a refcount), no copy.
+        let url = TypeUrl::from(t);
         // A newly subscribed name is always answered, even when it does not exist: in a
         // full-state response its absence tells the client so at once, and it corrects a
         // client that received the name in a response that crossed its unsubscription
@@ -285,13 +287,13 @@ impl SotwState {
         timers.clear();
         let due = &self.heartbeats_due;
         let mut push = |resources: &mut Vec<Any>, r: &StoredResource| match r.ttl() {
-            None => resources.push(r.sotw_any(t)),
+            None => resources.push(r.sotw_any(&url)),
             Some(ttl) => {
                 timers.schedule(r.name(), now + ttl / divisor);
                 resources.push(if due.contains(r.name()) {
                     heartbeat_any(r)
                 } else {
-                    r.sotw_any(t)
+                    r.sotw_any(&url)
                 });
             }
         };
@@ -326,6 +328,7 @@ impl SotwState {
     ) -> Option<DiscoveryResponse> {
         let type_url = self.type_url.clone();
         let t = type_url.as_str();
+        let url = TypeUrl::from(t);
         // Resource name -> (resource, with body); sorted, each looked up in the store once.
         let mut out: BTreeMap<&str, (&StoredResource, bool)> = BTreeMap::new();
         let mut candidates: BTreeSet<String> = core::mem::take(&mut self.dirty);
@@ -380,7 +383,7 @@ impl SotwState {
                 None => timers.cancel(r.name()),
             }
             resources.push(if with_body {
-                r.sotw_any(t)
+                r.sotw_any(&url)
             } else {
                 heartbeat_any(r)
             });
@@ -397,7 +400,7 @@ impl SotwState {
 /// A SotW heartbeat: the `Resource` wrapper with name, version and TTL but no body.
 fn heartbeat_any(r: &StoredResource) -> Any {
     Any {
-        type_url: String::from(RESOURCE_WRAPPER_TYPE_URL),
+        type_url: TypeUrl::from_static(RESOURCE_WRAPPER_TYPE_URL),
         value: Resource {
             name: String::from(r.name()),
             version: String::from(r.version()),

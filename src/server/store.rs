@@ -13,7 +13,7 @@ use prost::Message;
 
 use super::version::{body_version, entry_hash, VersionSum};
 use crate::pb::discovery::Resource;
-use crate::pb::google::protobuf::Any;
+use crate::pb::google::protobuf::{Any, TypeUrl};
 use crate::resource::{name_field_1, NameError};
 use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 
@@ -126,27 +126,27 @@ impl StoredResource {
 
     /// The resource as a SotW `Any`: the body itself, or, when it has a TTL, the
     /// pre-encoded `Resource` wrapper.
-    pub(crate) fn sotw_any(&self, type_url: &str) -> Any {
+    pub(crate) fn sotw_any(&self, type_url: &TypeUrl) -> Any {
         match &self.ttl {
             Some(form) => Any {
-                type_url: String::from(RESOURCE_WRAPPER_TYPE_URL),
+                type_url: TypeUrl::from_static(RESOURCE_WRAPPER_TYPE_URL),
                 value: form.wrapped.clone(),
             },
             None => Any {
-                type_url: String::from(type_url),
+                type_url: type_url.clone(),
                 value: self.body.clone(),
             },
         }
     }
 
     /// The incremental form, with or without the body (a heartbeat has none).
-    pub(crate) fn delta_resource(&self, type_url: &str, with_body: bool) -> Resource {
+    pub(crate) fn delta_resource(&self, type_url: &TypeUrl, with_body: bool) -> Resource {
         Resource {
             name: self.name.clone(),
             aliases: self.aliases.clone(),
             version: self.version.clone(),
             resource: with_body.then(|| Any {
-                type_url: String::from(type_url),
+                type_url: type_url.clone(),
                 value: self.body.clone(),
             }),
             ttl: self.ttl().map(to_proto_duration),
@@ -337,7 +337,7 @@ impl ResourceStore {
                     name: entry.name.clone(),
                     version: version.clone(),
                     resource: Some(Any {
-                        type_url: String::from(type_url),
+                        type_url: type_url.into(),
                         value: entry.body.clone(),
                     }),
                     ttl: Some(to_proto_duration(ttl)),
