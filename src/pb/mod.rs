@@ -81,12 +81,21 @@ pub mod google {
 
         impl ::prost::Message for Any {
             fn encode_raw(&self, buf: &mut impl ::bytes::BufMut) {
-                if !self.type_url.is_empty() {
-                    ::prost::encoding::bytes::encode(1, &self.type_url.0, buf);
+                // Written straight from the slices: prost's `bytes::encode` clones a `Bytes`
+                // (two atomic operations) per field, which doubled the encode of 10k Anys.
+                fn field(tag: u32, data: &[u8], buf: &mut impl ::bytes::BufMut) {
+                    if !data.is_empty() {
+                        ::prost::encoding::encode_key(
+                            tag,
+                            ::prost::encoding::WireType::LengthDelimited,
+                            buf,
+                        );
+                        ::prost::encoding::encode_varint(data.len() as u64, buf);
+                        buf.put_slice(data);
+                    }
                 }
-                if !self.value.is_empty() {
-                    ::prost::encoding::bytes::encode(2, &self.value, buf);
-                }
+                field(1, &self.type_url.0, buf);
+                field(2, &self.value, buf);
             }
 
             fn merge_field(
