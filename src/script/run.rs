@@ -464,11 +464,7 @@ impl Runner {
                             Err("expected the client to send this, it sent nothing".into()),
                         );
                     };
-                    let rendered = symbolize(
-                        &render::request(&request),
-                        self.versions.get(request.type_url()),
-                        &self.nonces,
-                    );
+                    let rendered = self.show(render::request(&request), request.type_url());
                     if let Err(e) = self.match_request(pattern, &request) {
                         return (Some(rendered), Err(e));
                     }
@@ -476,11 +472,7 @@ impl Runner {
                 } else {
                     self.build_request(pattern)
                 };
-                let rendered = symbolize(
-                    &render::request(&request),
-                    self.versions.get(request.type_url()),
-                    &self.nonces,
-                );
+                let rendered = self.show(render::request(&request), request.type_url());
                 self.deliver_request(request);
                 let result = self.check_tags(pattern.type_url(), tags, events_before);
                 (Some(rendered), result)
@@ -493,11 +485,7 @@ impl Runner {
                             Err("expected the server to send this, it sent nothing".into()),
                         );
                     };
-                    let rendered = symbolize(
-                        &render::response(&response),
-                        self.versions.get(response.type_url()),
-                        &self.nonces,
-                    );
+                    let rendered = self.show(render::response(&response), response.type_url());
                     if let Err(e) = self.match_response(pattern, &response) {
                         return (Some(rendered), Err(e));
                     }
@@ -505,15 +493,16 @@ impl Runner {
                 } else {
                     self.build_response(pattern)
                 };
-                let rendered = symbolize(
-                    &render::response(&response),
-                    self.versions.get(response.type_url()),
-                    &self.nonces,
-                );
+                let rendered = self.show(render::response(&response), response.type_url());
                 self.deliver_response(response);
                 (Some(rendered), Ok(()))
             }
         }
+    }
+
+    /// A rendered message with the symbols bound so far in place of values.
+    fn show(&self, rendered: String, type_url: &str) -> String {
+        symbolize(&rendered, self.versions.get(type_url), &self.nonces)
     }
 
     fn check_tags(&mut self, type_url: &str, tags: &[String], from: usize) -> Result<(), String> {
