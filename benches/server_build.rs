@@ -71,6 +71,14 @@ fn build(c: &mut Criterion) {
                 BatchSize::PerIteration,
             )
         });
+        // The same response, encoded for the wire straight from the store's frames.
+        group.bench_function("build_encoded", |b| {
+            b.iter_batched(
+                stream,
+                |mut s| s.poll_response_encoded(Instant::ZERO, &store),
+                BatchSize::PerIteration,
+            )
+        });
         group.bench_function("prost_encode", |b| {
             b.iter(|| black_box(response.encode_to_vec()))
         });

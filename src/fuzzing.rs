@@ -378,7 +378,8 @@ pub fn client_session(data: &[u8]) {
 }
 
 /// A server session: requests from bytes, store updates, time.
-/// Invariants: response nonces are unique and non-empty; nothing is sent once closed.
+/// Invariants: response nonces are unique and non-empty; nothing is sent once closed; a
+/// twin stream drained with `poll_response_encoded` sends exactly the encoded responses.
 #[allow(clippy::panic)]
 pub fn server_session(data: &[u8]) {
     let Some((&config, mut data)) = data.split_first() else {
@@ -386,6 +387,7 @@ pub fn server_session(data: &[u8]) {
     };
     let (variant, transport) = setup(config);
     let mut server = ServerStream::new(ServerConfig::new(variant, transport));
+    let mut twin = server.clone();
     let mut store = ResourceStore::new();
     let mut now = Instant::ZERO;
     let mut nonces: BTreeSet<String> = BTreeSet::new();
@@ -404,6 +406,7 @@ pub fn server_session(data: &[u8]) {
                     }
                 };
                 if let Ok(request) = request {
+                    twin.handle_request(now, request.clone());
                     server.handle_request(now, request);
                 }
             }
@@ -425,16 +428,31 @@ pub fn server_session(data: &[u8]) {
             Op::Wait(cs) => {
                 now = now + Duration::from_millis(u64::from(cs) * 10);
                 server.handle_timeout(now);
+                twin.handle_timeout(now);
             }
             _ => {}
         }
         let closed = server.is_closed();
         for response in drain_server(&mut server, now, &store) {
+            let encoded = twin.poll_response_encoded(now, &store);
+            let bytes = match &response {
+                Response::Sotw(r) => r.encode_to_vec(),
+                Response::Delta(r) => r.encode_to_vec(),
+            };
+            assert_eq!(
+                encoded.map(|e| e.bytes.to_vec()),
+                Some(bytes),
+                "the encoded twin differs"
+            );
             assert!(!closed, "a response after the stream closed");
             let nonce = String::from(response.nonce());
             assert!(!nonce.is_empty(), "a response without a nonce");
             assert!(nonces.insert(nonce.clone()), "nonce {nonce:?} used twice");
         }
+        assert!(
+            twin.poll_response_encoded(now, &store).is_none(),
+            "the encoded twin sends more"
+        );
         if let Some(deadline) = server.poll_timeout() {
             assert!(deadline >= now, "a timer in the past");
         }

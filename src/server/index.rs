@@ -9,6 +9,7 @@ use hashbrown::HashMap;
 use super::event::ServerEvent;
 use super::store::{ResourceStore, Revision};
 use super::stream::{IndexOp, ServerConfig, ServerStream};
+use super::wire::EncodedResponse;
 use crate::message::{Request, Response};
 use crate::time::Instant;
 
@@ -266,6 +267,20 @@ impl StreamSet {
     ) -> Option<Response> {
         self.sync(store);
         let response = self.streams.get_mut(id)?.poll_indexed(now, store);
+        self.refresh_timer(id);
+        response
+    }
+
+    /// [`ServerStream::poll_response_encoded`] on stream `id` (syncing with the store
+    /// first).
+    pub fn poll_response_encoded(
+        &mut self,
+        id: StreamId,
+        now: Instant,
+        store: &ResourceStore,
+    ) -> Option<EncodedResponse> {
+        self.sync(store);
+        let response = self.streams.get_mut(id)?.poll_indexed_encoded(now, store);
         self.refresh_timer(id);
         response
     }

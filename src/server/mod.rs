@@ -14,6 +14,10 @@
 //!    the store's change log since the last call ([`ResourceStore::changes_since`]).
 //! 4. At `poll_timeout()`: `handle_timeout(now)`, then `poll_response` until `None`
 //!    (TTL heartbeats).
+//!    Each `poll_response` has an encoded twin, `poll_response_encoded`: the same response
+//!    (same nonce, same state change) as the bytes its message encodes to, assembled from
+//!    frames the store encoded once per resource ([`EncodedResponse`]); use it with a codec
+//!    that writes pre-encoded messages and skip the encode.
 //! 5. When `is_closed()` (after a [`ServerEvent::ProtocolError`]): end the call with
 //!    [`ProtocolError::grpc_code`].
 //!
@@ -152,6 +156,7 @@ mod sotw;
 mod store;
 mod stream;
 mod version;
+mod wire;
 
 pub use event::{Ignored, ProtocolError, ServerEvent};
 pub use index::{StreamId, StreamSet, UnknownStream};
@@ -161,3 +166,4 @@ pub use store::{
 };
 pub use stream::{NotFoundReporting, ServerConfig, ServerLimits, ServerStream};
 pub use version::{body_version, entry_hash, fnv1a64, pair_hash, VersionSum};
+pub use wire::EncodedResponse;

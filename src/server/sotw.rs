@@ -9,6 +9,7 @@ use prost::Message;
 use super::flow::Timers;
 use super::store::{to_proto_duration, ResourceStore, StoredResource};
 use super::version::VersionSum;
+use super::wire::ResourceSink;
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use crate::pb::google::protobuf::{Any, TypeUrl};
 use crate::time::Instant;
@@ -216,17 +217,20 @@ impl SotwState {
 
     /// The next response for this type, without its nonce, or `None` when nothing needs
     /// sending. TTL heartbeats are scheduled at `now + ttl / divisor`.
-    pub(crate) fn build(
+    /// The resources go into `sink` (written only when a response is returned); the
+    /// returned message has none.
+    pub(crate) fn build<S: ResourceSink>(
         &mut self,
         store: &ResourceStore,
         now: Instant,
         timers: &mut Timers,
         divisor: u32,
+        sink: &mut S,
     ) -> Option<DiscoveryResponse> {
         let response = if self.full_state {
-            self.build_full(store, now, timers, divisor)
+            self.build_full(store, now, timers, divisor, sink)
         } else {
-            self.build_changes(store, now, timers, divisor)
+            self.build_changes(store, now, timers, divisor, sink)
         };
         self.pending.clear();
         self.dirty.clear();
@@ -240,12 +244,13 @@ impl SotwState {
     }
 
     /// LDS/CDS: every subscribed resource (or, for wildcard, every resource), every time.
-    fn build_full(
+    fn build_full<S: ResourceSink>(
         &mut self,
         store: &ResourceStore,
         now: Instant,
         timers: &mut Timers,
         divisor: u32,
+        sink: &mut S,
     ) -> Option<DiscoveryResponse> {
         let t = self.type_url.as_str();
         // One type URL for the whole response: each Any clones it (a refcount), no copy.
@@ -286,32 +291,30 @@ impl SotwState {
         }
         timers.clear();
         let due = &self.heartbeats_due;
-        let mut push = |resources: &mut Vec<Any>, r: &StoredResource| match r.ttl() {
-            None => resources.push(r.sotw_any(&url)),
+        let mut push = |sink: &mut S, r: &StoredResource| match r.ttl() {
+            None => sink.stored(r, &url),
             Some(ttl) => {
                 timers.schedule(r.name(), now + ttl / divisor);
-                resources.push(if due.contains(r.name()) {
-                    heartbeat_any(r)
+                if due.contains(r.name()) {
+                    sink.any(heartbeat_any(r));
                 } else {
-                    r.sotw_any(&url)
-                });
+                    sink.stored(r, &url);
+                }
             }
         };
-        let mut resources;
         if wildcard {
-            resources = Vec::with_capacity(store.len(t));
+            sink.begin(&version, store.len(t), store.frame_bytes(t));
             for r in store.iter(t) {
-                push(&mut resources, r);
+                push(sink, r);
             }
         } else {
-            resources = Vec::with_capacity(self.names.len());
+            sink.begin(&version, self.names.len(), 0);
             for r in self.names.iter().filter_map(|n| store.get(t, n)) {
-                push(&mut resources, r);
+                push(sink, r);
             }
         }
         Some(DiscoveryResponse {
             version_info: version,
-            resources,
             type_url: self.type_url.clone(),
             ..DiscoveryResponse::default()
         })
@@ -319,12 +322,13 @@ impl SotwState {
 
     /// Other types: only what changed, plus newly subscribed names; removals are not sent
     /// (the protocol has no way to say them), but forgotten so a comeback is pushed.
-    fn build_changes(
+    fn build_changes<S: ResourceSink>(
         &mut self,
         store: &ResourceStore,
         now: Instant,
         timers: &mut Timers,
         divisor: u32,
+        sink: &mut S,
     ) -> Option<DiscoveryResponse> {
         let type_url = self.type_url.clone();
         let t = type_url.as_str();
@@ -373,24 +377,28 @@ impl SotwState {
         if out.is_empty() && !self.answer_due {
             return None;
         }
-        let mut resources = Vec::with_capacity(out.len());
-        for (r, with_body) in out.into_values() {
-            if with_body {
+        let mut frame_bytes = 0usize;
+        for (r, with_body) in out.values() {
+            if *with_body {
                 self.record_sent(r);
+                frame_bytes = frame_bytes.saturating_add(r.sotw_frame().len());
             }
             match r.ttl() {
                 Some(ttl) => timers.schedule(r.name(), now + ttl / divisor),
                 None => timers.cancel(r.name()),
             }
-            resources.push(if with_body {
-                r.sotw_any(&url)
+        }
+        let version_info = self.sum.to_version();
+        sink.begin(&version_info, out.len(), frame_bytes);
+        for (r, with_body) in out.into_values() {
+            if with_body {
+                sink.stored(r, &url);
             } else {
-                heartbeat_any(r)
-            });
+                sink.any(heartbeat_any(r));
+            }
         }
         Some(DiscoveryResponse {
-            version_info: self.sum.to_version(),
-            resources,
+            version_info,
             type_url,
             ..DiscoveryResponse::default()
         })

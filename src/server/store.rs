@@ -72,12 +72,20 @@ impl ResourceEntry {
 /// A resource as the store holds it; responses carry clones of its `Bytes` (a reference
 /// count, never a copy of the body).
 ///
-/// `repr(C)` with the fields a full-state build reads (body, TTL) first, so building a
+/// The store encodes each resource once, when it is set, as the `resources` entry of a SotW
+/// `DiscoveryResponse` (its *frame*: field tag, length, `Any`); the body of a resource
+/// without TTL is a slice of that frame, so the frame costs no extra memory. An encoded
+/// response ([`super::ServerStream::poll_response_encoded`]) is the concatenation of
+/// frames: building it copies each body once, which is what encoding the message would
+/// cost, with none of the encoder's per-field work.
+///
+/// `repr(C)` with the fields a full-state build reads (body, frame, TTL) first, so building a
 /// 10 000-resource response touches one cache line per resource.
 #[derive(Clone, Debug, PartialEq)]
 #[repr(C)]
 pub struct StoredResource {
     body: Bytes,
+    frame: Bytes,
     ttl: Option<Box<TtlForm>>,
     pair: u64,
     revision: Revision,
@@ -86,7 +94,8 @@ pub struct StoredResource {
     aliases: Vec<String>,
 }
 
-/// A TTL and the SotW form it needs: an encoded `Resource` wrapper, built once.
+/// A TTL and the SotW form it needs: the encoded `Resource` wrapper (a slice of the
+/// resource's frame), built once. Boxed: most resources have no TTL.
 #[derive(Clone, Debug, PartialEq)]
 struct TtlForm {
     ttl: Duration,
@@ -126,6 +135,12 @@ impl StoredResource {
 
     /// The resource as a SotW `Any`: the body itself, or, when it has a TTL, the
     /// pre-encoded `Resource` wrapper.
+    /// The SotW `resources` entry of this resource, encoded: field 2 tag, length, and the
+    /// `Any` of [`StoredResource::sotw_any`]. Byte for byte what prost writes for it.
+    pub(crate) fn sotw_frame(&self) -> &Bytes {
+        &self.frame
+    }
+
     pub(crate) fn sotw_any(&self, type_url: &TypeUrl) -> Any {
         match &self.ttl {
             Some(form) => Any {
@@ -152,6 +167,27 @@ impl StoredResource {
             ttl: self.ttl().map(to_proto_duration),
             ..Resource::default()
         }
+    }
+}
+
+/// The encoded SotW `resources` entry of an `Any` of `type_url` wrapping `value`.
+fn frame_of(type_url: TypeUrl, value: &Bytes) -> Bytes {
+    let any = Any {
+        type_url,
+        value: value.clone(),
+    };
+    let mut out = Vec::with_capacity(any.encoded_len().saturating_add(6));
+    prost::encoding::message::encode(2, &any, &mut out);
+    Bytes::from(out)
+}
+
+/// The `Any.value` inside `frame`: its last bytes (the value is the `Any`'s last field).
+/// Falls back to `value` itself should the frame not end with it (it always does).
+fn body_in(frame: &Bytes, value: Bytes) -> Bytes {
+    let start = frame.len().saturating_sub(value.len());
+    match frame.get(start..) {
+        Some(tail) if tail == value.as_ref() => frame.slice(start..),
+        _ => value,
     }
 }
 
@@ -229,6 +265,8 @@ struct TypeTable {
     aliases: BTreeMap<String, String>,
     sum: VersionSum,
     revision: Revision,
+    /// The total length of the resources' SotW frames (an encoded wildcard response's size).
+    frame_bytes: usize,
 }
 
 /// The default number of changes the log keeps.
@@ -331,9 +369,13 @@ impl ResourceStore {
         }
         let revision = Revision(self.revision.0.wrapping_add(1));
         let pair = entry_hash(&entry.name, &version, entry.ttl);
-        let ttl = entry.ttl.map(|ttl| {
-            let wrapped = Bytes::from(
-                Resource {
+        let (body, frame, ttl) = match entry.ttl {
+            None => {
+                let frame = frame_of(TypeUrl::from(type_url), &entry.body);
+                (body_in(&frame, entry.body), frame, None)
+            }
+            Some(ttl) => {
+                let wrapped = Resource {
                     name: entry.name.clone(),
                     version: version.clone(),
                     resource: Some(Any {
@@ -343,14 +385,18 @@ impl ResourceStore {
                     ttl: Some(to_proto_duration(ttl)),
                     ..Resource::default()
                 }
-                .encode_to_vec(),
-            );
-            Box::new(TtlForm { ttl, wrapped })
-        });
+                .encode_to_vec();
+                let wrapped = Bytes::from(wrapped);
+                let frame = frame_of(TypeUrl::from_static(RESOURCE_WRAPPER_TYPE_URL), &wrapped);
+                let wrapped = body_in(&frame, wrapped);
+                (entry.body, frame, Some(Box::new(TtlForm { ttl, wrapped })))
+            }
+        };
         let stored = StoredResource {
             name: entry.name.clone(),
             version,
-            body: entry.body,
+            body,
+            frame,
             ttl,
             aliases: entry.aliases,
             revision,
@@ -361,8 +407,10 @@ impl ResourceStore {
             table.aliases.insert(alias.clone(), entry.name.clone());
         }
         table.sum.add(pair);
+        table.frame_bytes = table.frame_bytes.saturating_add(stored.frame.len());
         if let Some(old) = table.resources.insert(entry.name.clone(), stored) {
             table.sum.remove(old.pair);
+            table.frame_bytes = table.frame_bytes.saturating_sub(old.frame.len());
             for alias in old.aliases {
                 if !changed_aliases.contains(&alias) {
                     table.aliases.remove(alias.as_str());
@@ -380,6 +428,7 @@ impl ResourceStore {
         let table = self.types.get_mut(type_url)?;
         let old = table.resources.remove(name)?;
         table.sum.remove(old.pair);
+        table.frame_bytes = table.frame_bytes.saturating_sub(old.frame.len());
         for alias in &old.aliases {
             table.aliases.remove(alias.as_str());
         }
@@ -444,6 +493,11 @@ impl ResourceStore {
             .get(type_url)
             .into_iter()
             .flat_map(|t| t.resources.values())
+    }
+
+    /// The total size of the SotW frames of a type (capacity of an encoded response).
+    pub(crate) fn frame_bytes(&self, type_url: &str) -> usize {
+        self.types.get(type_url).map_or(0, |t| t.frame_bytes)
     }
 
     /// How many resources of a type the store holds.

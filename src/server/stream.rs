@@ -12,7 +12,9 @@ use super::event::{Ignored, ProtocolError, ServerEvent};
 use super::flow::{Flow, Kind, SendCtx, Timers};
 use super::sotw::{Diff, SotwState};
 use super::store::{ResourceStore, Revision};
+use super::wire::{EncodedResponse, ResourceSink, WireSink};
 use crate::message::{Request, Response, Transport, Variant};
+use crate::pb::discovery::DiscoveryResponse;
 use crate::pb::envoy::config::core::v3::Node;
 use crate::time::Instant;
 use crate::types::ads_order;
@@ -465,24 +467,52 @@ impl ServerStream {
     /// A stream reads one store for its whole life (it follows that store's change log);
     /// pick the store when the node is identified, before the first call.
     pub fn poll_response(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
-        self.last_now = self.last_now.max(now);
-        if self.closed {
-            return None;
-        }
-        if !self.indexed {
-            self.catch_up(store);
-        }
+        self.ready_to_build(now, store, false)?;
         self.build(now, store)
+    }
+
+    /// [`ServerStream::poll_response`], encoded: the same response (same nonce, same
+    /// state change), as the bytes `poll_response`'s message would encode to. A SotW
+    /// response is assembled from the frames the store encoded when each resource was set,
+    /// so this costs less than building the message and then encoding it (see
+    /// `benches/README.md`). Use one or the other for a given response, in any mix.
+    pub fn poll_response_encoded(
+        &mut self,
+        now: Instant,
+        store: &ResourceStore,
+    ) -> Option<EncodedResponse> {
+        self.ready_to_build(now, store, false)?;
+        self.build_encoded(now, store)
     }
 
     /// [`ServerStream::poll_response`] for a stream whose changes a `StreamSet` has marked.
     pub(crate) fn poll_indexed(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
+        self.ready_to_build(now, store, true)?;
+        self.build(now, store)
+    }
+
+    /// [`ServerStream::poll_response_encoded`] for a stream of a `StreamSet`.
+    pub(crate) fn poll_indexed_encoded(
+        &mut self,
+        now: Instant,
+        store: &ResourceStore,
+    ) -> Option<EncodedResponse> {
+        self.ready_to_build(now, store, true)?;
+        self.build_encoded(now, store)
+    }
+
+    /// The common start of every poll: `None` when the stream is closed.
+    fn ready_to_build(&mut self, now: Instant, store: &ResourceStore, indexed: bool) -> Option<()> {
         self.last_now = self.last_now.max(now);
         if self.closed {
             return None;
         }
-        self.seen = store.revision();
-        self.build(now, store)
+        if indexed {
+            self.seen = store.revision();
+        } else if !self.indexed {
+            self.catch_up(store);
+        }
+        Some(())
     }
 
     fn next_nonce(&mut self) -> String {
@@ -491,32 +521,69 @@ impl ServerStream {
     }
 
     fn build(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
-        let divisor = self.config.heartbeat_divisor.max(2);
         match self.config.variant {
             Variant::Sotw => {
-                let mut built = None;
-                for entry in &mut self.types {
-                    if let State::Sotw(s) = &mut entry.state {
-                        if let Some(r) = s.build(store, now, &mut entry.timers, divisor) {
-                            built = Some(r);
-                            break;
-                        }
-                    }
-                }
-                let mut response = built?;
-                let nonce = self.next_nonce();
-                response.nonce = nonce.clone();
-                if let Some(entry) = self
-                    .types
-                    .iter_mut()
-                    .find(|t| t.type_url == response.type_url)
-                {
-                    entry.flow.sent(nonce, response.version_info.clone());
-                }
+                let mut resources = Vec::new();
+                let mut response = self.build_sotw(now, store, &mut resources)?;
+                response.resources = resources;
                 Some(Response::Sotw(response))
             }
-            Variant::Delta => self.build_delta(now, store, divisor),
+            Variant::Delta => self.build_delta(now, store, self.divisor()),
         }
+    }
+
+    fn build_encoded(&mut self, now: Instant, store: &ResourceStore) -> Option<EncodedResponse> {
+        match self.config.variant {
+            Variant::Sotw => {
+                let mut sink = WireSink::default();
+                let response = self.build_sotw(now, store, &mut sink)?;
+                Some(EncodedResponse {
+                    variant: Variant::Sotw,
+                    type_url: response.type_url.clone(),
+                    nonce: response.nonce.clone(),
+                    version: response.version_info.clone(),
+                    bytes: sink.finish(response),
+                })
+            }
+            Variant::Delta => self
+                .build_delta(now, store, self.divisor())
+                .map(|r| EncodedResponse::of(&r)),
+        }
+    }
+
+    fn divisor(&self) -> u32 {
+        self.config.heartbeat_divisor.max(2)
+    }
+
+    /// The next SotW response in ADS order, its resources written to `sink`, its nonce
+    /// assigned and recorded.
+    fn build_sotw<S: ResourceSink>(
+        &mut self,
+        now: Instant,
+        store: &ResourceStore,
+        sink: &mut S,
+    ) -> Option<DiscoveryResponse> {
+        let divisor = self.divisor();
+        let mut built = None;
+        for entry in &mut self.types {
+            if let State::Sotw(s) = &mut entry.state {
+                if let Some(r) = s.build(store, now, &mut entry.timers, divisor, sink) {
+                    built = Some(r);
+                    break;
+                }
+            }
+        }
+        let mut response = built?;
+        let nonce = self.next_nonce();
+        response.nonce = nonce.clone();
+        if let Some(entry) = self
+            .types
+            .iter_mut()
+            .find(|t| t.type_url == response.type_url)
+        {
+            entry.flow.sent(nonce, response.version_info.clone());
+        }
+        Some(response)
     }
 
     /// Delta on ADS: upserts go out in make-before-break order (CDS, EDS, LDS, RDS, VHDS,

@@ -1,0 +1,219 @@
+//! `poll_response_encoded` is `poll_response` encoded: two twin streams get the same
+//! requests, store changes and time; one is drained as messages, the other as encoded
+//! responses, and every encoded response must be byte for byte `encode_to_vec()` of its
+//! twin's message (same nonce, same order, same state afterwards).
+
+mod server_common;
+
+use std::time::Duration;
+
+use prost::Message;
+use server_common::*;
+use xds_sansio::server::{
+    EncodedResponse, ResourceEntry, ResourceStore, ServerConfig, ServerStream, StreamSet,
+};
+use xds_sansio::{Instant, Request, Response, Transport, Variant};
+
+const NAMES: [&str; 4] = ["a", "b", "c", "d"];
+const TYPES: [&str; 4] = [CDS, EDS, LDS, RDS];
+
+/// Drains both twins; checks each pair; returns the message responses.
+fn drain_twins(
+    msg: &mut ServerStream,
+    enc: &mut ServerStream,
+    now: Instant,
+    store: &ResourceStore,
+) -> Vec<Response> {
+    let mut out = Vec::new();
+    loop {
+        let a = msg.poll_response(now, store);
+        let b = enc.poll_response_encoded(now, store);
+        match (a, b) {
+            (None, None) => return out,
+            (Some(a), Some(b)) => {
+                assert_same(&a, &b);
+                out.push(a);
+            }
+            (a, b) => panic!("twins diverged: message {a:?}, encoded {b:?}"),
+        }
+    }
+}
+
+fn assert_same(message: &Response, encoded: &EncodedResponse) {
+    let (bytes, nonce, version, type_url) = match message {
+        Response::Sotw(r) => (r.encode_to_vec(), &r.nonce, &r.version_info, &r.type_url),
+        Response::Delta(r) => (
+            r.encode_to_vec(),
+            &r.nonce,
+            &r.system_version_info,
+            &r.type_url,
+        ),
+    };
+    assert_eq!(encoded.bytes.as_ref(), bytes.as_slice(), "byte for byte");
+    assert_eq!(&encoded.nonce, nonce);
+    assert_eq!(&encoded.version, version);
+    assert_eq!(&encoded.type_url, type_url);
+    assert_eq!(encoded.variant, message.variant());
+    assert_eq!(&encoded.decode().unwrap(), message);
+}
+
+/// One SotW or delta ADS conversation driven by `ops`; panics on a difference.
+fn conversation(variant: Variant, ops: &[(u8, u8, u8)]) -> bool {
+    let mut store = ResourceStore::new();
+    let config = ServerConfig::new(variant, Transport::Aggregated);
+    let (mut msg, mut enc) = (ServerStream::new(config.clone()), ServerStream::new(config));
+    let mut now = T0;
+    let mut last: Vec<Response> = Vec::new();
+    let mut subs: Vec<Vec<&str>> = vec![Vec::new(); TYPES.len()];
+    for &(op, x, y) in ops {
+        let name = NAMES[x as usize % NAMES.len()];
+        let ti = y as usize % TYPES.len();
+        let t = TYPES[ti];
+        let request = match op % 8 {
+            0 | 1 => {
+                let mut entry = ResourceEntry::new(name, body(name, &(y % 3).to_string()));
+                if op % 8 == 1 {
+                    entry = entry.with_ttl(Duration::from_secs(u64::from(x % 3) + 1));
+                }
+                store.set_entry(t, entry).unwrap();
+                None
+            }
+            2 => {
+                store.remove(t, name);
+                None
+            }
+            // Subscribe (a name, or wildcard when x is odd for LDS/CDS).
+            3 | 4 => {
+                let wanted = if x % 2 == 1 && ti != 1 && ti != 3 {
+                    "*"
+                } else {
+                    name
+                };
+                if !subs[ti].contains(&wanted) {
+                    subs[ti].push(wanted);
+                }
+                Some(subscribe(variant, t, &subs[ti], &last, false))
+            }
+            // ACK or NACK the latest response of the type.
+            5 => Some(subscribe(variant, t, &subs[ti], &last, x % 2 == 1)),
+            6 => {
+                subs[ti].retain(|n| *n != name);
+                Some(subscribe(variant, t, &subs[ti], &last, false))
+            }
+            _ => {
+                now = now.saturating_add(Duration::from_millis(u64::from(x) * 50));
+                msg.handle_timeout(now);
+                enc.handle_timeout(now);
+                None
+            }
+        };
+        if let Some(request) = request {
+            msg.handle_request(now, request.clone());
+            enc.handle_request(now, request);
+            assert_eq!(events(&mut msg), events(&mut enc));
+        }
+        let out = drain_twins(&mut msg, &mut enc, now, &store);
+        if !out.is_empty() {
+            last = out;
+        }
+        assert_eq!(msg.poll_timeout(), enc.poll_timeout());
+    }
+    true
+}
+
+/// A request for `t` with `names`, answering the latest response of that type in `last`.
+fn subscribe(variant: Variant, t: &str, names: &[&str], last: &[Response], nack: bool) -> Request {
+    let latest = last.iter().rev().find(|r| r.type_url() == t);
+    match variant {
+        Variant::Sotw => {
+            let (version, nonce) = match latest {
+                Some(Response::Sotw(r)) => (r.version_info.clone(), r.nonce.clone()),
+                _ => (String::new(), String::new()),
+            };
+            let mut r = if nack {
+                sotw_nack(t, "", names, &nonce)
+            } else {
+                sotw(t, &version, names, &nonce)
+            };
+            r.resource_names.sort();
+            Request::Sotw(r)
+        }
+        Variant::Delta => {
+            let nonce = match latest {
+                Some(Response::Delta(r)) => r.nonce.clone(),
+                _ => String::new(),
+            };
+            let mut r = delta(t, names, &[], &nonce);
+            if nack {
+                r.error_detail = Some(nack_status());
+            }
+            Request::Delta(r)
+        }
+    }
+}
+
+#[test]
+fn sotw_encoded_equals_the_message_encoded() {
+    quickcheck::QuickCheck::new()
+        .tests(2_000)
+        .quickcheck((|ops| conversation(Variant::Sotw, &ops)) as fn(Vec<(u8, u8, u8)>) -> bool);
+}
+
+#[test]
+fn delta_encoded_equals_the_message_encoded() {
+    quickcheck::QuickCheck::new()
+        .tests(1_000)
+        .quickcheck((|ops| conversation(Variant::Delta, &ops)) as fn(Vec<(u8, u8, u8)>) -> bool);
+}
+
+/// The 10 000-cluster wildcard response of the bench: encoded equals prost's encode.
+#[test]
+fn wildcard_cds_of_ten_thousand_clusters() {
+    let mut store = ResourceStore::new();
+    for i in 0..10_000 {
+        let name = format!("cluster-{i:05}");
+        store.set(CDS, &name, body(&name, "0123456789")).unwrap();
+    }
+    let config = ServerConfig::new(Variant::Sotw, Transport::Aggregated);
+    let (mut msg, mut enc) = (ServerStream::new(config.clone()), ServerStream::new(config));
+    let first = Request::Sotw(sotw(CDS, "", &[], ""));
+    msg.handle_request(T0, first.clone());
+    enc.handle_request(T0, first);
+    let out = drain_twins(&mut msg, &mut enc, T0, &store);
+    let Some(Response::Sotw(r)) = out.first() else {
+        panic!("no response");
+    };
+    assert_eq!(r.resources.len(), 10_000);
+    // The store holds each body once: a slice of its frame.
+    let stored = store.get(CDS, "cluster-00042").unwrap().body();
+    assert_eq!(r.resources[42].value.as_ptr(), stored.as_ptr());
+}
+
+/// The stream set's encoded poll follows the same rules.
+#[test]
+fn stream_set_encoded_equals_the_message_encoded() {
+    let mut store = ResourceStore::new();
+    for n in NAMES {
+        store.set(EDS, n, body(n, "1")).unwrap();
+    }
+    let config = ServerConfig::new(Variant::Sotw, Transport::Aggregated);
+    let (mut msg, mut enc) = (StreamSet::new(), StreamSet::new());
+    let (a, b) = (msg.insert(config.clone()), enc.insert(config));
+    let request = Request::Sotw(sotw(EDS, "", &["a", "c"], ""));
+    msg.handle_request(a, T0, request.clone()).unwrap();
+    enc.handle_request(b, T0, request).unwrap();
+    for round in 0..3 {
+        let mut sent = 0;
+        while let Some(m) = msg.poll_response(a, T0, &store) {
+            let e = enc.poll_response_encoded(b, T0, &store).unwrap();
+            assert_same(&m, &e);
+            sent += 1;
+        }
+        assert!(enc.poll_response_encoded(b, T0, &store).is_none());
+        assert_eq!(sent, usize::from(round < 2), "round {round}");
+        store.set(EDS, "c", body("c", "2")).unwrap();
+        if round == 1 {
+            store.set(EDS, "b", body("b", "unsubscribed")).unwrap();
+        }
+    }
+}
