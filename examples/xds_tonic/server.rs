@@ -4,32 +4,33 @@
 //! Per stream, the loop is the contract of `xds_sansio::server`: after every input (a
 //! request, a store change, a deadline) drain `poll_event`, then `poll_response` until
 //! `None`, send what came out in order, then sleep until the next request, store change or
-//! `poll_timeout`.
+//! `poll_timeout`. Responses leave as `poll_response_encoded` builds them: already encoded
+//! from the store's per-resource frames, written to the wire as they are by
+//! [`EncodedCodec`], so the server never encodes a response message.
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
 
+use bytes::{BufMut, Bytes};
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 use tonic::body::Body;
+use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic::codegen::{http, Service};
 use tonic::server::{Grpc, NamedService, StreamingService};
 use tonic::{Status, Streaming};
-use tonic_prost::ProstCodec;
-use xds_sansio::pb::discovery::{
-    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
-};
-use xds_sansio::server::ServerEvent;
+use tonic_prost::{ProstCodec, ProstDecoder};
+use xds_sansio::pb::discovery::{DeltaDiscoveryRequest, DiscoveryRequest};
+use xds_sansio::server::{EncodedResponse, ServerEvent};
 use xds_sansio::time::StdClock;
 use xds_sansio::transcript::Entry;
 use xds_sansio::{ResourceStore, ServerConfig, ServerStream};
 
-use super::{route, Recorder, WireRequest, WireResponse};
+use super::{route, Recorder, WireRequest};
 
 /// Every v3 discovery service this server answers (all their methods).
 pub const SERVICES: [&str; 9] = [
@@ -154,16 +155,14 @@ impl<const I: usize> Service<http::Request<Body>> for Svc<I> {
                 return Ok(Status::unimplemented(request.uri().path().to_string()).into_http());
             };
             let config = ServerConfig::new(variant, transport);
+            let handler = Handler { server, config };
             Ok(match variant {
                 xds_sansio::Variant::Sotw => {
-                    let codec = ProstCodec::<DiscoveryResponse, DiscoveryRequest>::default();
-                    let handler = Handler::<DiscoveryResponse>::new(server, config);
+                    let codec = EncodedCodec::<DiscoveryRequest>::default();
                     Grpc::new(codec).streaming(handler, request).await
                 }
                 xds_sansio::Variant::Delta => {
-                    let codec =
-                        ProstCodec::<DeltaDiscoveryResponse, DeltaDiscoveryRequest>::default();
-                    let handler = Handler::<DeltaDiscoveryResponse>::new(server, config);
+                    let codec = EncodedCodec::<DeltaDiscoveryRequest>::default();
                     Grpc::new(codec).streaming(handler, request).await
                 }
             })
@@ -171,25 +170,50 @@ impl<const I: usize> Service<http::Request<Body>> for Svc<I> {
     }
 }
 
-struct Handler<Resp> {
-    server: Arc<XdsServer>,
-    config: ServerConfig,
-    _response: PhantomData<fn() -> Resp>,
-}
+/// Decodes requests with prost; writes responses that are already encoded as they are.
+struct EncodedCodec<Req>(ProstCodec<Req, Req>);
 
-impl<Resp> Handler<Resp> {
-    fn new(server: Arc<XdsServer>, config: ServerConfig) -> Self {
-        Handler {
-            server,
-            config,
-            _response: PhantomData,
-        }
+impl<Req> Default for EncodedCodec<Req> {
+    fn default() -> Self {
+        EncodedCodec(ProstCodec::default())
     }
 }
 
-impl<Req: WireRequest, Resp: WireResponse> StreamingService<Req> for Handler<Resp> {
-    type Response = Resp;
-    type ResponseStream = ReceiverStream<Result<Resp, Status>>;
+impl<Req: prost::Message + Default + Send + 'static> Codec for EncodedCodec<Req> {
+    type Encode = Bytes;
+    type Decode = Req;
+    type Encoder = RawEncoder;
+    type Decoder = ProstDecoder<Req>;
+
+    fn encoder(&mut self) -> RawEncoder {
+        RawEncoder
+    }
+    fn decoder(&mut self) -> ProstDecoder<Req> {
+        self.0.decoder()
+    }
+}
+
+/// Copies an encoded message into the gRPC frame.
+struct RawEncoder;
+
+impl Encoder for RawEncoder {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put(item);
+        Ok(())
+    }
+}
+
+struct Handler {
+    server: Arc<XdsServer>,
+    config: ServerConfig,
+}
+
+impl<Req: WireRequest> StreamingService<Req> for Handler {
+    type Response = Bytes;
+    type ResponseStream = ReceiverStream<Result<Bytes, Status>>;
     type Future = std::future::Ready<Result<tonic::Response<Self::ResponseStream>, Status>>;
 
     fn call(&mut self, request: tonic::Request<Streaming<Req>>) -> Self::Future {
@@ -204,11 +228,11 @@ impl<Req: WireRequest, Resp: WireResponse> StreamingService<Req> for Handler<Res
 }
 
 /// Drives one stream until the client or the server ends it.
-async fn run_stream<Req: WireRequest, Resp: WireResponse>(
+async fn run_stream<Req: WireRequest>(
     server: Arc<XdsServer>,
     config: ServerConfig,
     mut inbound: Streaming<Req>,
-    tx: mpsc::Sender<Result<Resp, Status>>,
+    tx: mpsc::Sender<Result<Bytes, Status>>,
 ) {
     let id = server.next_stream.fetch_add(1, Ordering::Relaxed) + 1;
     let mut stream = ServerStream::new(config);
@@ -224,24 +248,24 @@ async fn run_stream<Req: WireRequest, Resp: WireResponse>(
                 protocol_error = Some(e.to_string());
             }
         }
-        let responses: Vec<_> = server.with_store(|store| {
+        let responses: Vec<EncodedResponse> = server.with_store(|store| {
             revision.mark_unchanged();
-            std::iter::from_fn(|| stream.poll_response(now, store)).collect()
+            std::iter::from_fn(|| stream.poll_response_encoded(now, store)).collect()
         });
-        for response in responses {
-            if let Some(recorder) = &server.recorder {
-                let response = response.clone();
+        for encoded in responses {
+            // Only the recording and the log need the message back.
+            if let (Some(recorder), Ok(response)) = (&server.recorder, encoded.decode()) {
                 recorder.record(|line| Entry::Response {
                     line,
                     stream: id,
                     response,
                 });
             }
-            server.log(id, || format!("-> {}", summary(&response)));
-            let Some(message) = Resp::from_response(response) else {
-                return;
-            };
-            if tx.send(Ok(message)).await.is_err() {
+            server.log(id, || match encoded.decode() {
+                Ok(response) => format!("-> {}", summary(&response)),
+                Err(e) => format!("-> undecodable response: {e}"),
+            });
+            if tx.send(Ok(encoded.bytes)).await.is_err() {
                 return;
             }
         }
