@@ -155,14 +155,12 @@ fn subscribe(variant: Variant, t: &str, names: &[&str], last: &[Response], nack:
 #[test]
 fn sotw_encoded_equals_the_message_encoded() {
     quickcheck::QuickCheck::new()
-        .tests(2_000)
         .quickcheck((|ops| conversation(Variant::Sotw, &ops)) as fn(Vec<(u8, u8, u8)>) -> bool);
 }
 
 #[test]
 fn delta_encoded_equals_the_message_encoded() {
     quickcheck::QuickCheck::new()
-        .tests(1_000)
         .quickcheck((|ops| conversation(Variant::Delta, &ops)) as fn(Vec<(u8, u8, u8)>) -> bool);
 }
 
