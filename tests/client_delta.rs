@@ -579,3 +579,51 @@ fn incremental_ads_keeps_types_walled_off() {
     assert_eq!(c.resource_names(CDS), ["bar", "foo"]);
     assert!(c.resource_names(EDS).is_empty());
 }
+
+#[test]
+fn other_resource_errors_keep_the_resource_and_are_reported() {
+    let mut c = eds_foo_bar();
+    c.handle_response(t(1), delta(EDS, "A", &[("foo", "1", "f")], &[]));
+    one_delta(&mut c, t(1));
+    events(&mut c);
+    c.handle_response(
+        t(2),
+        Response::Delta(DeltaDiscoveryResponse {
+            type_url: EDS.into(),
+            nonce: "B".into(),
+            resource_errors: ["foo", "bar"]
+                .iter()
+                .map(|n| ResourceError {
+                    resource_name: Some(ResourceName {
+                        name: n.to_string(),
+                        ..ResourceName::default()
+                    }),
+                    error_detail: Some(Status {
+                        code: 14,
+                        message: "control plane overloaded".into(),
+                        ..Status::default()
+                    }),
+                })
+                .collect(),
+            ..DeltaDiscoveryResponse::default()
+        }),
+    );
+    assert_eq!(
+        names_of(&events(&mut c)),
+        ["error:foo:14", "error:bar:14", "ack:/B", "ready"]
+    );
+    assert!(
+        c.resource(EDS, "foo").is_some(),
+        "xRFC TP3: transient, kept"
+    );
+    assert_eq!(
+        c.status(EDS, "bar").unwrap().state,
+        ResourceState::ReceivedError
+    );
+    one_delta(&mut c, t(2));
+    assert_eq!(
+        c.poll_timeout(),
+        None,
+        "bar's does-not-exist timer cancelled"
+    );
+}

@@ -1003,3 +1003,189 @@ fn rejecting_every_resource_of_a_large_response_stays_linear() {
         "statuses kept only by the wildcard leave with it"
     );
 }
+
+// ---------------------------------------------------------------- resource_errors (xRFC TP3)
+
+/// A SotW response carrying `resource_errors` as `(name, code, message)`.
+fn with_errors(response: Response, errors: &[(&str, i32, &str)]) -> Response {
+    let Response::Sotw(mut r) = response else {
+        unreachable!()
+    };
+    r.resource_errors = errors
+        .iter()
+        .map(
+            |(name, code, message)| xds_sansio::pb::discovery::ResourceError {
+                resource_name: Some(xds_sansio::pb::discovery::ResourceName {
+                    name: name.to_string(),
+                    ..Default::default()
+                }),
+                error_detail: Some(xds_sansio::pb::google::rpc::Status {
+                    code: *code,
+                    message: message.to_string(),
+                    details: vec![],
+                }),
+            },
+        )
+        .collect();
+    Response::Sotw(r)
+}
+
+const NOT_FOUND: i32 = 5;
+const PERMISSION_DENIED: i32 = 7;
+const UNAVAILABLE: i32 = 14;
+
+#[test]
+fn resource_error_not_found_means_does_not_exist_at_once() {
+    let mut c = eds_foo_bar();
+    assert_eq!(c.poll_timeout(), Some(t(15)), "both names timed");
+    c.handle_response(
+        t(1),
+        with_errors(
+            sotw(EDS, "1", "A", &[("foo", "1")]),
+            &[("bar", NOT_FOUND, "gone")],
+        ),
+    );
+    assert_eq!(
+        names_of(&events(&mut c)),
+        ["+foo", "dne:bar", "ack:1/A", "ready"],
+        "no 15 s wait"
+    );
+    assert_eq!(c.poll_timeout(), Some(t(1)), "only the ACK is due");
+    check(&one(&mut c, t(1)), "1", &["bar", "foo"], "A", false);
+    assert_eq!(c.poll_timeout(), None, "the timer of bar was cancelled");
+    assert_eq!(
+        c.status(EDS, "bar").unwrap().state,
+        ResourceState::DoesNotExist
+    );
+}
+
+#[test]
+fn resource_error_not_found_removes_a_held_resource() {
+    let mut c = eds_foo_bar();
+    c.handle_response(t(1), sotw(EDS, "1", "A", &[("foo", "1"), ("bar", "1")]));
+    one(&mut c, t(1));
+    events(&mut c);
+    c.handle_response(
+        t(2),
+        with_errors(sotw(EDS, "2", "B", &[]), &[("foo", NOT_FOUND, "")]),
+    );
+    assert_eq!(
+        names_of(&events(&mut c)),
+        ["-foo:ServerRemoved", "dne:foo", "ack:2/B"]
+    );
+    assert!(c.resource(EDS, "bar").is_some());
+}
+
+#[test]
+fn transient_resource_error_keeps_what_is_held_and_is_remembered() {
+    let mut c = sotw_ads();
+    c.subscribe(CDS, &["a", "b"]).unwrap();
+    c.connected(t(0));
+    one(&mut c, t(0));
+    c.handle_response(t(1), sotw(CDS, "1", "n1", &[("a", "1"), ("b", "1")]));
+    one(&mut c, t(1));
+    events(&mut c);
+    // b is absent from this full-state response, but the server says why: transient.
+    c.handle_response(
+        t(2),
+        with_errors(
+            sotw(CDS, "2", "n2", &[("a", "1")]),
+            &[("b", UNAVAILABLE, "backend down")],
+        ),
+    );
+    assert_eq!(names_of(&events(&mut c)), ["error:b:14", "ack:2/n2"]);
+    assert!(c.resource(CDS, "b").is_some(), "TP3: MUST keep using it");
+    let status = c.status(CDS, "b").unwrap();
+    assert_eq!(status.state, ResourceState::ReceivedError);
+    assert_eq!(status.version.as_deref(), Some("1"));
+    let error = status.server_error.unwrap();
+    assert_eq!((error.code, error.message.as_str()), (14, "backend down"));
+    // Remembered: the next full-state response still without b keeps it too.
+    c.handle_response(t(3), sotw(CDS, "3", "n3", &[("a", "1")]));
+    assert_eq!(names_of(&events(&mut c)), ["ack:3/n3"]);
+    assert!(c.resource(CDS, "b").is_some());
+    // Until the resource comes back: the error is cleared.
+    c.handle_response(t(4), sotw(CDS, "4", "n4", &[("a", "1"), ("b", "2")]));
+    assert_eq!(names_of(&events(&mut c)), ["+b", "ack:4/n4"]);
+    let status = c.status(CDS, "b").unwrap();
+    assert_eq!(status.state, ResourceState::Acked);
+    assert_eq!(status.server_error, None);
+}
+
+#[test]
+fn resource_error_for_a_name_not_yet_received_ends_its_wait() {
+    let mut c = eds_foo_bar();
+    c.handle_response(
+        t(1),
+        with_errors(
+            sotw(EDS, "1", "A", &[("foo", "1")]),
+            &[
+                ("bar", PERMISSION_DENIED, "not yours"),
+                ("unwanted", UNAVAILABLE, ""),
+            ],
+        ),
+    );
+    let evs = events(&mut c);
+    assert_eq!(names_of(&evs), ["+foo", "error:bar:7", "ack:1/A", "ready"]);
+    assert!(evs.iter().any(|e| matches!(
+        e,
+        ClientEvent::ResourceError { message, .. } if message == "not yours"
+    )));
+    assert_eq!(c.status(EDS, "unwanted"), None, "not subscribed: ignored");
+    one(&mut c, t(1));
+    assert_eq!(c.poll_timeout(), None, "bar's timer cancelled");
+    c.handle_timeout(t(60));
+    assert!(events(&mut c).is_empty(), "no does-not-exist later");
+}
+
+#[test]
+fn resource_error_for_the_wildcard_is_reported_for_the_type() {
+    let mut c = sotw_ads();
+    c.subscribe(CDS, &[]).unwrap();
+    c.connected(t(0));
+    one(&mut c, t(0));
+    c.handle_response(
+        t(1),
+        with_errors(sotw(CDS, "1", "n1", &[]), &[("", UNAVAILABLE, "partial")]),
+    );
+    assert_eq!(
+        names_of(&events(&mut c)),
+        ["error::14", "ack:1/n1", "ready"]
+    );
+    // NOT_FOUND for the collection is not a removal of everything.
+    c.handle_response(t(2), sotw(CDS, "2", "n2", &[("a", "1")]));
+    events(&mut c);
+    c.handle_response(
+        t(3),
+        with_errors(sotw(CDS, "2", "n3", &[("a", "1")]), &[("*", NOT_FOUND, "")]),
+    );
+    assert_eq!(names_of(&events(&mut c)), ["error:*:5", "ack:2/n3"]);
+    assert!(c.resource(CDS, "a").is_some());
+}
+
+#[test]
+fn resource_errors_over_the_limit_are_a_nack() {
+    let mut cfg = config(Variant::Sotw, Transport::Aggregated);
+    cfg.limits.max_resources_per_response = 2;
+    let mut c = Client::new(cfg);
+    c.subscribe(EDS, &["foo"]).unwrap();
+    c.connected(t(0));
+    one(&mut c, t(0));
+    c.handle_response(
+        t(1),
+        with_errors(
+            sotw(EDS, "1", "A", &[]),
+            &[("a", 14, ""), ("b", 14, ""), ("c", 14, "")],
+        ),
+    );
+    let req = one(&mut c, t(1));
+    assert!(req
+        .error_detail
+        .unwrap()
+        .message
+        .contains("resource errors"));
+    assert_eq!(
+        c.status(EDS, "foo").unwrap().state,
+        ResourceState::Requested
+    );
+}

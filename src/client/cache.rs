@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
-use super::status::{Rejection, ResourceState, ResourceStatus};
+use super::status::{Rejection, ResourceState, ResourceStatus, ServerError};
 use super::text::SharedStr;
 use crate::time::Instant;
 
@@ -30,6 +30,8 @@ pub(crate) struct Record {
     pub(crate) cached: Option<CachedResource>,
     pub(crate) state: ResourceState,
     pub(crate) rejected: Option<Box<Rejection>>,
+    /// The last `resource_errors` entry for it (kept until it arrives again).
+    pub(crate) server_error: Option<Box<ServerError>>,
     pub(crate) dne_at: Option<Instant>,
     pub(crate) ttl_at: Option<Instant>,
     /// The response generation that last named it (full-state deletion).
@@ -42,6 +44,7 @@ impl Record {
             cached: None,
             state: ResourceState::Requested,
             rejected: None,
+            server_error: None,
             dne_at: None,
             ttl_at: None,
             seen: 0,
@@ -54,6 +57,7 @@ impl Record {
             version: self.cached.as_ref().map(|c| c.version.clone()),
             rejected: self.rejected.as_deref().cloned(),
             ttl_deadline: self.ttl_at,
+            server_error: self.server_error.as_deref().cloned(),
         }
     }
 }

@@ -9,12 +9,9 @@ use alloc::vec::Vec;
 use super::config::Limits;
 use super::text::SharedStr;
 use super::type_state::{Reply, TypeState};
-use super::update::{check_duplicates, ttl_of, Incoming, Reject, Update};
+use super::update::{check_duplicates, split_resource_errors, ttl_of, Incoming, Reject, Update};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse};
 use crate::pb::envoy::config::core::v3::Node;
-
-/// `google.rpc.Code.NOT_FOUND`: a `resource_errors` entry with it means "removed".
-const NOT_FOUND: i32 = 5;
 
 /// Checks an incremental response of `type_url` and keeps the resources the client asked
 /// for (by name, by alias, or through the wildcard). Costs O(size of the response).
@@ -38,7 +35,8 @@ pub(crate) fn parse(
     let total = resources
         .len()
         .saturating_add(removed_resources.len())
-        .saturating_add(removed_resource_names.len());
+        .saturating_add(removed_resource_names.len())
+        .saturating_add(resource_errors.len());
     let checked = if total > limits.max_resources_per_response {
         Err(format!(
             "response carries {total} resources and removals, over the limit of {}",
@@ -53,12 +51,6 @@ pub(crate) fn parse(
                     .into_iter()
                     .map(|r| SharedStr::from(r.name)),
             );
-            removed.extend(
-                resource_errors
-                    .into_iter()
-                    .filter(|e| e.error_detail.as_ref().is_some_and(|s| s.code == NOT_FOUND))
-                    .filter_map(|e| e.resource_name.map(|n| SharedStr::from(n.name))),
-            );
             if let Some(long) = removed.iter().find(|n| n.len() > limits.max_name_len) {
                 return Err(format!(
                     "removed name of {} bytes, over the limit of {}",
@@ -66,16 +58,19 @@ pub(crate) fn parse(
                     limits.max_name_len
                 ));
             }
-            Ok((resources, removed))
+            let (not_found, errors) = split_resource_errors(resource_errors, limits.max_name_len)?;
+            removed.extend(not_found);
+            Ok((resources, removed, errors))
         })
     };
     match checked {
-        Ok((resources, removed)) => Ok(Update {
+        Ok((resources, removed, errors)) => Ok(Update {
             nonce,
             version,
             resources,
             removed,
             full_state: false,
+            errors,
         }),
         Err(message) => Err(Reject {
             nonce,

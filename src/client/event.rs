@@ -86,6 +86,20 @@ pub enum ClientEvent {
         /// The subscribed name.
         name: SharedStr,
     },
+    /// The server reported an error for a subscribed resource, or for the whole wildcard
+    /// subscription, in `resource_errors` (xRFC TP3), other than NOT_FOUND (which is
+    /// [`ClientEvent::DoesNotExist`]). A held body stays held.
+    ResourceError {
+        /// Type URL.
+        type_url: SharedStr,
+        /// The resource name; `""` or `*` (or an `xdstp` glob) for the subscription as a
+        /// whole.
+        name: SharedStr,
+        /// The `google.rpc.Code`.
+        code: i32,
+        /// The server's message.
+        message: String,
+    },
     /// A response was accepted; its ACK is queued.
     Acked {
         /// Type URL.

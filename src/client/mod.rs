@@ -93,6 +93,20 @@
 //!   `removed_resources`, `removed_resource_names`, or a `resource_errors` entry with code
 //!   NOT_FOUND (wire facts 1.1). Removals of names never held and not subscribed are
 //!   ignored (seed 004, `removed_resources`).
+//! * **`resource_errors`, both variants (newest text; xRFC TP3 "xDS error propagation",
+//!   which the seeds predate).** An entry stops the name's does-not-exist timer and counts
+//!   as an answer for readiness. NOT_FOUND for a concrete name is handled exactly like an
+//!   incremental removal (TP3: "exactly the same way as ... the does-not-exist timer"),
+//!   in SotW too, so a SotW client need not wait 15 s. Every other code is reported as
+//!   [`ClientEvent::ResourceError`] and remembered in the name's status
+//!   ([`ResourceState::ReceivedError`], [`ResourceStatus::server_error`]) until the
+//!   resource arrives or another error replaces it; a held body stays held (TP3: MUST for
+//!   UNAVAILABLE, INTERNAL, UNKNOWN, SHOULD for the rest; for PERMISSION_DENIED, where TP3
+//!   says MAY drop, we keep it too, as gRPC A88 does by default), and while the error is
+//!   remembered a full-state LDS/CDS response that leaves the name out does not delete it.
+//!   An entry for `""`, `*` or an `xdstp` glob concerns the subscription as a whole: it is
+//!   reported and changes no resource, whatever its code. Errors for names the client does
+//!   not want are ignored; an entry without `error_detail` counts as UNKNOWN.
 //! * **Readiness.** [`ClientEvent::Ready`] fires once per type when every name subscribed
 //!   before it has arrived, been rejected, or is known not to exist, and for a wildcard once
 //!   the first response was answered (ACK or NACK), like Envoy's initial fetch.
@@ -110,9 +124,8 @@
 //!   read from bodies are slices too ([`SharedStr`]). An unchanged body (same bytes, same
 //!   aliases) keeps the buffer already held and emits no [`ClientEvent::Upserted`].
 //! * **Not interpreted.** The newest, not-implemented-hide fields are decoded but ignored:
-//!   SotW `resource_errors` and `canary`, `Resource.cache_control` and `metadata`,
-//!   `DynamicParameterConstraints`; incremental `resource_errors` only count as removals
-//!   when their code is NOT_FOUND. `resource_locators` are never sent.
+//!   SotW `canary`, `Resource.cache_control` and `metadata`, `DynamicParameterConstraints`.
+//!   `resource_locators` are never sent.
 //! * **Verdicts and interest.** A verdict applies only the resources still wanted when it
 //!   is given: an unsubscribe while a verdict is pending is honoured.
 //! * **ADS order.** On connect the first requests go out in make-before-break order (CDS,
@@ -150,7 +163,7 @@ pub use config::{ClientConfig, Limits, NackPolicy};
 pub use event::{
     ClientError, ClientEvent, IgnoreReason, PendingResource, RemovalReason, VerdictTicket,
 };
-pub use status::{Rejection, ResourceState, ResourceStatus, StatusEntry};
+pub use status::{Rejection, ResourceState, ResourceStatus, ServerError, StatusEntry};
 pub use subscription::WILDCARD;
 pub use text::SharedStr;
 pub use validation::{cap_message, Validator, MAX_ERROR_MESSAGE, NACK_CODE, TRUNCATION_MARKER};

@@ -10,7 +10,7 @@ use prost::Message;
 use super::config::Limits;
 use super::text::SharedStr;
 use super::type_state::{Reply, TypeState};
-use super::update::{check_duplicates, ttl_of, Incoming, Reject, Update};
+use super::update::{check_duplicates, split_resource_errors, ttl_of, Incoming, Reject, Update};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use crate::pb::envoy::config::core::v3::Node;
 use crate::resource::{name_field_1, NameExtractor};
@@ -29,18 +29,31 @@ pub(crate) fn parse(
         version_info,
         resources,
         nonce,
+        resource_errors,
         ..
     } = resp;
     let version = SharedStr::from(version_info);
     let nonce = SharedStr::from(nonce);
-    let checked = check(resources, type_url, ts, limits, extractor);
+    let checked = if resource_errors.len() > limits.max_resources_per_response {
+        Err(format!(
+            "response carries {} resource errors, over the limit of {}",
+            resource_errors.len(),
+            limits.max_resources_per_response
+        ))
+    } else {
+        check(resources, type_url, ts, limits, extractor).and_then(|resources| {
+            split_resource_errors(resource_errors, limits.max_name_len)
+                .map(|(removed, errors)| (resources, removed, errors))
+        })
+    };
     match checked {
-        Ok(resources) => Ok(Update {
+        Ok((resources, removed, errors)) => Ok(Update {
             nonce,
             version,
             resources,
-            removed: Vec::new(),
+            removed,
             full_state: ts.info.full_state_in_sotw(),
+            errors,
         }),
         Err(message) => Err(Reject {
             nonce,

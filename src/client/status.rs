@@ -19,6 +19,18 @@ pub enum ResourceState {
     Nacked,
     /// Its TTL ran out; it was removed.
     Expired,
+    /// The server reported an error for it in `resource_errors` (xRFC TP3; CSDS
+    /// `RECEIVED_ERROR`): a previously accepted body, if any, is still held.
+    ReceivedError,
+}
+
+/// An error the server reported for a resource in `resource_errors` (xRFC TP3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerError {
+    /// The `google.rpc.Code` (NOT_FOUND never lands here: it means "does not exist").
+    pub code: i32,
+    /// The server's message.
+    pub message: String,
 }
 
 /// The last rejected update of a resource.
@@ -41,6 +53,9 @@ pub struct ResourceStatus {
     pub rejected: Option<Rejection>,
     /// When the held resource expires, if it has a TTL.
     pub ttl_deadline: Option<Instant>,
+    /// The last error the server reported for it, until it arrives again or another error
+    /// replaces it.
+    pub server_error: Option<ServerError>,
 }
 
 /// One row of [`Client::dump`](super::Client::dump).

@@ -13,11 +13,11 @@ use hashbrown::{HashMap, HashSet};
 use super::cache::{CachedResource, Record};
 use super::config::NackPolicy;
 use super::event::{ClientEvent, RemovalReason, VerdictTicket};
-use super::status::{Rejection, ResourceState};
+use super::status::{Rejection, ResourceState, ServerError};
 use super::subscription::{Subscription, WILDCARD};
 use super::text::SharedStr;
 use super::timers::{TimerKind, Timers};
-use super::update::{Incoming, Update};
+use super::update::{is_collection, Incoming, ReportedError, Update};
 use super::validation::{nack_status, rejection_message};
 use crate::message::{Response, Variant};
 use crate::pb::google::rpc::Status;
@@ -207,6 +207,7 @@ impl TypeState {
             resources,
             removed,
             full_state,
+            errors,
         } = update;
         self.generation = self.generation.wrapping_add(1);
         self.marked = 0;
@@ -259,12 +260,19 @@ impl TypeState {
             for name in &removed {
                 self.server_removed(name, cx);
             }
-            // Only scan for what the response left out if something was left out.
+            for error in errors {
+                self.server_error(error, cx);
+            }
+            // Only scan for what the response left out if something was left out. A
+            // resource with a remembered server error is kept (xRFC TP3: the client MUST
+            // keep using what it holds on a transient error).
             if full_state && self.cached_count > self.marked {
                 let mut absent: Vec<SharedStr> = self
                     .records
                     .iter()
-                    .filter(|(_, r)| r.cached.is_some() && r.seen != generation)
+                    .filter(|(_, r)| {
+                        r.cached.is_some() && r.seen != generation && r.server_error.is_none()
+                    })
                     .map(|(n, _)| n.clone())
                     .collect();
                 absent.sort_unstable();
@@ -406,6 +414,7 @@ impl TypeState {
         };
         rec.state = ResourceState::Acked;
         rec.rejected = None;
+        rec.server_error = None;
         if ttl.is_some() || rec.ttl_at.is_some() {
             set_ttl(rec, &name, ttl, cx);
         }
@@ -510,12 +519,50 @@ impl TypeState {
         true
     }
 
+    /// A `resource_errors` entry other than NOT_FOUND (xRFC TP3): the name's timer stops,
+    /// the error is remembered in its status until the resource arrives or another error
+    /// replaces it, a held body stays held, and the application hears of it. An error for
+    /// the subscription as a whole (`""`, `*`, a glob) is only reported.
+    fn server_error(&mut self, error: ReportedError, cx: &mut Ctx<'_>) {
+        let ReportedError {
+            name,
+            code,
+            message,
+        } = error;
+        if !is_collection(&name) {
+            if !self.wants(&name, &[]) && !self.records.contains_key(name.as_str()) {
+                return;
+            }
+            let rec = self
+                .records
+                .entry(name.clone())
+                .or_insert_with(Record::requested);
+            if let Some(at) = rec.dne_at.take() {
+                cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, &name);
+            }
+            rec.state = ResourceState::ReceivedError;
+            rec.seen = self.generation;
+            rec.server_error = Some(alloc::boxed::Box::new(ServerError {
+                code,
+                message: message.clone(),
+            }));
+            self.awaiting.remove(name.as_str());
+        }
+        cx.events.push_back(ClientEvent::ResourceError {
+            type_url: self.url.clone(),
+            name,
+            code,
+            message,
+        });
+    }
+
     /// A subscribed name is known not to exist.
     pub(crate) fn mark_dne(&mut self, name: &SharedStr, cx: &mut Ctx<'_>) {
         let rec = self
             .records
             .entry(name.clone())
             .or_insert_with(Record::requested);
+        rec.server_error = None;
         if let Some(at) = rec.dne_at.take() {
             cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, name);
         }

@@ -8,6 +8,7 @@ use core::time::Duration;
 use hashbrown::HashSet;
 
 use super::text::SharedStr;
+use crate::pb::discovery::ResourceError;
 
 /// One resource of a response that the client asked for (by name, alias or wildcard).
 #[derive(Clone, Debug)]
@@ -32,6 +33,63 @@ pub(crate) struct Update {
     pub(crate) removed: Vec<SharedStr>,
     /// SotW LDS/CDS: whatever is held and absent was deleted.
     pub(crate) full_state: bool,
+    /// `resource_errors` other than NOT_FOUND (those are in `removed`).
+    pub(crate) errors: Vec<ReportedError>,
+}
+
+/// A `resource_errors` entry (xRFC TP3) that is not a NOT_FOUND for a concrete name.
+#[derive(Clone, Debug)]
+pub(crate) struct ReportedError {
+    /// `""`, `*` or an `xdstp` glob: the subscription as a whole.
+    pub(crate) name: SharedStr,
+    pub(crate) code: i32,
+    pub(crate) message: String,
+}
+
+/// `google.rpc.Code.NOT_FOUND`.
+pub(crate) const NOT_FOUND: i32 = 5;
+/// `google.rpc.Code.UNKNOWN`: what an entry without `error_detail` is taken to mean.
+const UNKNOWN: i32 = 2;
+
+/// Whether `name` stands for a whole subscription rather than one resource (xRFC TP3,
+/// "Wildcard Subscriptions and Glob Collections").
+pub(crate) fn is_collection(name: &str) -> bool {
+    name.is_empty() || name == "*" || (name.starts_with("xdstp://") && name.ends_with("/*"))
+}
+
+/// Splits `resource_errors` (xRFC TP3, both variants): NOT_FOUND for a concrete name means
+/// "does not exist", handled exactly like an incremental removal, so it joins the removed
+/// names; every other entry is an error to report. An entry without a name is about the
+/// legacy wildcard (`""`); one without `error_detail` counts as UNKNOWN.
+pub(crate) fn split_resource_errors(
+    errors: Vec<ResourceError>,
+    max_name_len: usize,
+) -> Result<(Vec<SharedStr>, Vec<ReportedError>), String> {
+    let mut not_found = Vec::new();
+    let mut reported = Vec::new();
+    for (i, e) in errors.into_iter().enumerate() {
+        let name = e.resource_name.map(|n| n.name).unwrap_or_default();
+        if name.len() > max_name_len {
+            return Err(alloc::format!(
+                "resource error {i}: name of {} bytes, over the limit of {max_name_len}",
+                name.len()
+            ));
+        }
+        let (code, message) = e
+            .error_detail
+            .map_or((UNKNOWN, String::new()), |s| (s.code, s.message));
+        let name = SharedStr::from(name);
+        if code == NOT_FOUND && !is_collection(&name) {
+            not_found.push(name);
+        } else {
+            reported.push(ReportedError {
+                name,
+                code,
+                message,
+            });
+        }
+    }
+    Ok((not_found, reported))
 }
 
 /// A response that broke a protocol rule: NACKed whole, no state change.

@@ -479,7 +479,7 @@ fn expectation(cursor: &mut Cursor<'_>) -> Result<Action, ScriptError> {
         "status" => {
             let type_url = cursor.type_url()?;
             let name = cursor.word("a resource name")?;
-            let status = cursor.word("a status (requested, acked, nacked, does-not-exist, expired)")?;
+            let status = cursor.word("a status (requested, acked, nacked, does-not-exist, expired, received-error)")?;
             Expectation::Status(type_url, name, status)
         }
         "quiet" => Expectation::Quiet,

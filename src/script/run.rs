@@ -1232,6 +1232,7 @@ impl Runner {
                     Some(crate::client::ResourceState::Acked) => "acked",
                     Some(crate::client::ResourceState::Nacked) => "nacked",
                     Some(crate::client::ResourceState::Expired) => "expired",
+                    Some(crate::client::ResourceState::ReceivedError) => "received-error",
                 };
                 if actual == expected {
                     Ok(())
@@ -1308,6 +1309,16 @@ fn describe_client_event(event: &ClientEvent) -> String {
             render::type_name(type_url.as_str()),
             name.as_str()
         ),
+        ClientEvent::ResourceError {
+            type_url,
+            name,
+            code,
+            ..
+        } => format!(
+            "resource-error {} {} code={code}",
+            render::type_name(type_url.as_str()),
+            name.as_str()
+        ),
         ClientEvent::Acked {
             type_url, version, ..
         } => format!(
@@ -1366,6 +1377,9 @@ fn client_event_matches(
         ),
         ClientEvent::DoesNotExist { type_url, name } => {
             ("does-not-exist", type_url, Some(name), None, None, None)
+        }
+        ClientEvent::ResourceError { type_url, name, .. } => {
+            ("resource-error", type_url, Some(name), None, None, None)
         }
         ClientEvent::Acked {
             type_url,
