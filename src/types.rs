@@ -10,6 +10,10 @@ use core::cmp::Ordering;
 /// The prefix of every type URL.
 pub const TYPE_URL_PREFIX: &str = "type.googleapis.com/";
 
+/// `google.rpc.Code.NOT_FOUND`: in a `resource_errors` entry it means the resource does not
+/// exist (xRFC TP3), for the client that reads it and the server that writes it.
+pub const NOT_FOUND_CODE: i32 = 5;
+
 /// The type URL of the `Resource` wrapper that carries a TTL or a heartbeat in SotW.
 pub const RESOURCE_WRAPPER_TYPE_URL: &str =
     "type.googleapis.com/envoy.service.discovery.v3.Resource";

@@ -67,6 +67,8 @@ struct Setup {
     variant: Variant,
     /// ADS, or a per-type stream for `TYPES[0]`.
     ads: bool,
+    /// SotW: the server reports absent names in `resource_errors` (xRFC TP3).
+    not_found_errors: bool,
 }
 
 impl Arbitrary for Setup {
@@ -78,6 +80,7 @@ impl Arbitrary for Setup {
                 Variant::Delta
             },
             ads: bool::arbitrary(g),
+            not_found_errors: bool::arbitrary(g),
         }
     }
 }
@@ -123,7 +126,10 @@ impl World {
         client.nack_policy = NackPolicy::KeepValid;
         let mut pair = Pair::new(PairConfig {
             client,
-            server: ServerConfig::new(setup.variant, transport),
+            server: ServerConfig {
+                sotw_not_found_errors: setup.not_found_errors,
+                ..ServerConfig::new(setup.variant, transport)
+            },
             latency: LATENCY,
         });
         for t in TYPES {
@@ -415,7 +421,11 @@ fn ttl_expired_resources_are_gone_and_come_back_when_resent() {
     fn property(delta: bool, ttl_secs: u8) -> TestResult {
         let ttl = Duration::from_secs(u64::from(ttl_secs % 20) + 2);
         let variant = if delta { Variant::Delta } else { Variant::Sotw };
-        let setup = Setup { variant, ads: true };
+        let setup = Setup {
+            variant,
+            ads: true,
+            not_found_errors: false,
+        };
         let mut world = World::new(setup);
         let _ = world.pair.store.set_entry(
             ENDPOINT.type_url,
@@ -472,6 +482,7 @@ fn regressions() {
         Setup {
             variant: Variant::Sotw,
             ads: true,
+            not_found_errors: false,
         },
         vec![
             Subscribe(0, 2),

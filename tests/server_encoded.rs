@@ -60,7 +60,11 @@ fn assert_same(message: &Response, encoded: &EncodedResponse) {
 /// One SotW or delta ADS conversation driven by `ops`; panics on a difference.
 fn conversation(variant: Variant, ops: &[(u8, u8, u8)]) -> bool {
     let mut store = ResourceStore::new();
-    let config = ServerConfig::new(variant, Transport::Aggregated);
+    let config = ServerConfig {
+        // Half the conversations report absent names in resource_errors (field 7).
+        sotw_not_found_errors: ops.len() % 2 == 0,
+        ..ServerConfig::new(variant, Transport::Aggregated)
+    };
     let (mut msg, mut enc) = (ServerStream::new(config.clone()), ServerStream::new(config));
     let mut now = T0;
     let mut last: Vec<Response> = Vec::new();

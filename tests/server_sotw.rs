@@ -646,3 +646,110 @@ fn new_full_state_names_are_answered_even_when_missing() {
     s.handle_request(T0, req(sotw(EDS, "", &["missing"], "")));
     assert!(drain(&mut s, T0, &store).is_empty());
 }
+
+// ---------------------------------------------------------------- resource_errors (xRFC TP3)
+
+fn ads_reporting_not_found() -> ServerStream {
+    ServerStream::new(ServerConfig {
+        sotw_not_found_errors: true,
+        ..ServerConfig::new(Variant::Sotw, Transport::Aggregated)
+    })
+}
+
+fn not_found_names(r: &xds_sansio::pb::discovery::DiscoveryResponse) -> Vec<String> {
+    r.resource_errors
+        .iter()
+        .map(|e| {
+            assert_eq!(e.error_detail.as_ref().unwrap().code, 5, "NOT_FOUND");
+            e.resource_name.as_ref().unwrap().name.clone()
+        })
+        .collect()
+}
+
+#[test]
+fn absent_names_are_reported_not_found_when_asked_for() {
+    let mut store = eds_store();
+    let mut s = ads_reporting_not_found();
+    s.handle_request(T0, req(sotw(EDS, "", &["foo", "nope"], "")));
+    let r = one_sotw(drain(&mut s, T0, &store));
+    assert_eq!(sotw_names(&r), ["foo"]);
+    assert_eq!(not_found_names(&r), ["nope"]);
+    // Said once: the ACK brings nothing more.
+    s.handle_request(
+        T0,
+        req(sotw(EDS, &r.version_info, &["foo", "nope"], &r.nonce)),
+    );
+    assert!(drain(&mut s, T0, &store).is_empty());
+    // A name alone that does not exist still gets an answer (only the error).
+    s.handle_request(
+        T0,
+        req(sotw(
+            EDS,
+            &r.version_info,
+            &["foo", "nope", "nada"],
+            &r.nonce,
+        )),
+    );
+    let r2 = one_sotw(drain(&mut s, T0, &store));
+    assert!(r2.resources.is_empty());
+    assert_eq!(not_found_names(&r2), ["nada"]);
+    // Created later: pushed as usual.
+    store.set(EDS, "nope", body("nope", "1")).unwrap();
+    let r3 = one_sotw(drain(&mut s, T0, &store));
+    assert_eq!(sotw_names(&r3), ["nope"]);
+    assert!(r3.resource_errors.is_empty());
+    // Removed again: EDS cannot say it by absence, so it says NOT_FOUND.
+    store.remove(EDS, "nope");
+    let r4 = one_sotw(drain(&mut s, T0, &store));
+    assert!(r4.resources.is_empty());
+    assert_eq!(not_found_names(&r4), ["nope"]);
+}
+
+#[test]
+fn full_state_types_report_absent_new_names_too() {
+    let mut store = ResourceStore::new();
+    store.set(CDS, "a", body("a", "1")).unwrap();
+    let mut s = ads_reporting_not_found();
+    s.handle_request(T0, req(sotw(CDS, "", &["a", "b"], "")));
+    let r = one_sotw(drain(&mut s, T0, &store));
+    assert_eq!(sotw_names(&r), ["a"]);
+    assert_eq!(not_found_names(&r), ["b"]);
+    // The encoded twin carries the same field 7.
+    let mut twin = ads_reporting_not_found();
+    twin.handle_request(T0, req(sotw(CDS, "", &["a", "b"], "")));
+    let encoded = twin.poll_response_encoded(T0, &store).unwrap();
+    assert_eq!(encoded.bytes, r.encode_to_vec());
+}
+
+#[test]
+fn not_found_errors_are_off_by_default() {
+    let store = eds_store();
+    let mut s = ads();
+    s.handle_request(T0, req(sotw(EDS, "", &["nope"], "")));
+    assert!(drain(&mut s, T0, &store).is_empty());
+}
+
+#[test]
+fn a_client_learns_does_not_exist_without_its_timer() {
+    use xds_sansio::client::{ClientConfig, ClientEvent};
+    use xds_sansio::testing::{Pair, PairConfig};
+    let mut pair = Pair::new(PairConfig {
+        client: ClientConfig::new(Variant::Sotw, Transport::Aggregated, node()),
+        server: ServerConfig {
+            sotw_not_found_errors: true,
+            ..ServerConfig::new(Variant::Sotw, Transport::Aggregated)
+        },
+        latency: Duration::from_millis(10),
+    });
+    pair.client.subscribe(EDS, &["ghost"]).unwrap();
+    pair.drive().unwrap();
+    let events = pair.take_client_events();
+    let (at, _) = events
+        .iter()
+        .find(|(_, e)| matches!(e, ClientEvent::DoesNotExist { name, .. } if name.as_str() == "ghost"))
+        .expect("does-not-exist");
+    assert!(
+        at.as_nanos() <= Duration::from_millis(20).as_nanos() as u64,
+        "one round trip, not 15 s: {at:?}"
+    );
+}

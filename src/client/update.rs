@@ -9,6 +9,7 @@ use hashbrown::HashSet;
 
 use super::text::SharedStr;
 use crate::pb::discovery::ResourceError;
+use crate::types::NOT_FOUND_CODE as NOT_FOUND;
 
 /// One resource of a response that the client asked for (by name, alias or wildcard).
 #[derive(Clone, Debug)]
@@ -46,8 +47,6 @@ pub(crate) struct ReportedError {
     pub(crate) message: String,
 }
 
-/// `google.rpc.Code.NOT_FOUND`.
-pub(crate) const NOT_FOUND: i32 = 5;
 /// `google.rpc.Code.UNKNOWN`: what an entry without `error_detail` is taken to mean.
 const UNKNOWN: i32 = 2;
 

@@ -79,6 +79,13 @@
 //! - **Type URL** (discovery.proto: "implicit in requests made via singleton xDS APIs ...
 //!   but is required for ADS"): empty on ADS closes the stream; on a single-type stream an
 //!   empty type URL means the stream's type and another one closes the stream.
+//! - **Not found in SotW** (newest text, xRFC TP3; the seeds give SotW no way to say it):
+//!   with [`ServerConfig::sotw_not_found_errors`] a response carries a `resource_errors`
+//!   entry of code NOT_FOUND for each name newly subscribed (or re-requested on a new
+//!   stream) that the store lacks, and, for types that are not full-state, for each name
+//!   sent or subscribed that leaves the store; a name only subscribed gets an answer that
+//!   holds only the error. Each is said once. Off by default (older clients ignore the
+//!   field, so it is safe to turn on).
 //! - **Wildcard** (seed, "How the client specifies what resources to return"; newest
 //!   text): for LDS and CDS a first SotW request with no names is a legacy wildcard. It
 //!   lasts while requests carry no names; a request that names resources without `*` ends

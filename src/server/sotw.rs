@@ -10,10 +10,13 @@ use super::flow::Timers;
 use super::store::{to_proto_duration, ResourceStore, StoredResource};
 use super::version::VersionSum;
 use super::wire::ResourceSink;
-use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
+use crate::pb::discovery::{
+    DiscoveryRequest, DiscoveryResponse, Resource, ResourceError, ResourceName,
+};
 use crate::pb::google::protobuf::{Any, TypeUrl};
+use crate::pb::google::rpc::Status;
 use crate::time::Instant;
-use crate::types::{TypeInfo, RESOURCE_WRAPPER_TYPE_URL};
+use crate::types::{TypeInfo, NOT_FOUND_CODE, RESOURCE_WRAPPER_TYPE_URL};
 
 /// How the stream subscribes to every resource of the type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +46,8 @@ pub(crate) struct SotwState {
     /// Keep a legacy wildcard for the stream's life (seed 000) instead of ending it when
     /// names come without `*` (newest text).
     sticky_legacy: bool,
+    /// Report subscribed names that do not exist in `resource_errors` (xRFC TP3).
+    not_found_errors: bool,
     /// Newly subscribed names: sent even when unchanged.
     pending: BTreeSet<String>,
     /// Resources changed in the store since the last response (already filtered).
@@ -62,10 +67,11 @@ pub(crate) struct SotwState {
 }
 
 impl SotwState {
-    pub(crate) fn new(type_url: &str, sticky_legacy: bool) -> SotwState {
+    pub(crate) fn new(type_url: &str, sticky_legacy: bool, not_found_errors: bool) -> SotwState {
         let info = TypeInfo::of(type_url);
         SotwState {
             sticky_legacy,
+            not_found_errors,
             type_url: String::from(type_url),
             full_state: info.full_state_in_sotw(),
             legacy_type: info.legacy_wildcard(),
@@ -313,11 +319,37 @@ impl SotwState {
                 push(sink, r);
             }
         }
+        let absent = self
+            .pending
+            .iter()
+            .filter(|n| self.names.contains(n.as_str()) && store.get(t, n).is_none());
+        let resource_errors = self.not_found_errors(absent);
         Some(DiscoveryResponse {
             version_info: version,
             type_url: self.type_url.clone(),
+            resource_errors,
             ..DiscoveryResponse::default()
         })
+    }
+
+    /// NOT_FOUND entries for `names`, when the stream reports them (else none).
+    fn not_found_errors<'n>(&self, names: impl Iterator<Item = &'n String>) -> Vec<ResourceError> {
+        if !self.not_found_errors {
+            return Vec::new();
+        }
+        names
+            .map(|name| ResourceError {
+                resource_name: Some(ResourceName {
+                    name: name.clone(),
+                    ..ResourceName::default()
+                }),
+                error_detail: Some(Status {
+                    code: NOT_FOUND_CODE,
+                    message: alloc::format!("{name} does not exist"),
+                    details: Vec::new(),
+                }),
+            })
+            .collect()
     }
 
     /// Other types: only what changed, plus newly subscribed names; removals are not sent
@@ -343,6 +375,8 @@ impl SotwState {
             candidates.extend(self.names.iter().cloned());
             candidates.extend(self.sent.keys().cloned());
         }
+        // Names gone from the store (or never there) that the client should hear of.
+        let mut absent: BTreeSet<String> = BTreeSet::new();
         for name in candidates {
             if !self.covers(&name) {
                 continue;
@@ -354,16 +388,25 @@ impl SotwState {
                     }
                 }
                 None => {
+                    if self.sent.contains_key(name.as_str()) || self.names.contains(&name) {
+                        absent.insert(name.clone());
+                    }
                     self.forget(&name);
                     timers.cancel(&name);
                 }
             }
         }
         for name in &self.pending {
-            if let Some(r) = store.get(t, name) {
-                out.insert(r.name(), (r, true));
+            match store.get(t, name) {
+                Some(r) => {
+                    out.insert(r.name(), (r, true));
+                }
+                None => {
+                    absent.insert(name.clone());
+                }
             }
         }
+        let resource_errors = self.not_found_errors(absent.iter());
         for name in &self.heartbeats_due {
             if out.contains_key(name.as_str()) || !self.covers(name) {
                 continue;
@@ -374,7 +417,7 @@ impl SotwState {
                 }
             }
         }
-        if out.is_empty() && !self.answer_due {
+        if out.is_empty() && resource_errors.is_empty() && !self.answer_due {
             return None;
         }
         let mut frame_bytes = 0usize;
@@ -400,6 +443,7 @@ impl SotwState {
         Some(DiscoveryResponse {
             version_info,
             type_url,
+            resource_errors,
             ..DiscoveryResponse::default()
         })
     }

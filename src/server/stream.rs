@@ -51,6 +51,13 @@ pub struct ServerConfig {
     /// protocol text and Envoy since 1.21 end it when a request names resources without
     /// `*` (go-control-plane#558).
     pub sticky_legacy_wildcard: bool,
+    /// SotW: tell the client at once that a subscribed name does not exist, with a
+    /// `resource_errors` entry of code NOT_FOUND (newest text, xRFC TP3), when the name is
+    /// newly subscribed (or re-requested on a new stream) and absent, or when a resource
+    /// the stream sent or names is removed from a non-full-state type. Off by default:
+    /// clients that predate the field ignore it and fall back on their does-not-exist
+    /// timer, so turning it on is safe but changes the bytes sent.
+    pub sotw_not_found_errors: bool,
 }
 
 impl ServerConfig {
@@ -64,6 +71,7 @@ impl ServerConfig {
             require_node: true,
             heartbeat_divisor: 2,
             sticky_legacy_wildcard: false,
+            sotw_not_found_errors: false,
             limits: ServerLimits::default(),
         }
     }
@@ -373,9 +381,11 @@ impl ServerStream {
             .position(|t| ads_order(type_url, &t.type_url).is_lt())
             .unwrap_or(self.types.len());
         let state = match variant {
-            Variant::Sotw => {
-                State::Sotw(SotwState::new(type_url, self.config.sticky_legacy_wildcard))
-            }
+            Variant::Sotw => State::Sotw(SotwState::new(
+                type_url,
+                self.config.sticky_legacy_wildcard,
+                self.config.sotw_not_found_errors,
+            )),
             Variant::Delta => State::Delta(DeltaState::new(type_url)),
         };
         self.types.insert(
