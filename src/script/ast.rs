@@ -219,6 +219,8 @@ pub enum MessagePattern {
         nonce: Option<String>,
         /// `T=`: the type URL.
         type_url: String,
+        /// `F=`: resource_errors as `name@CODE` (xRFC TP3), as a set.
+        errors: Option<Vec<Item>>,
     },
     /// `(T=..,S={..},U={..},I={..},N=..[,E=..])` from the client.
     DeltaRequest {
@@ -249,6 +251,8 @@ pub enum MessagePattern {
         nonce: Option<String>,
         /// `T=`: the type URL.
         type_url: String,
+        /// `F=`: resource_errors as `name@CODE` (xRFC TP3), as a set.
+        errors: Option<Vec<Item>>,
     },
 }
 

@@ -18,6 +18,7 @@
 //! S->C (V=X,R={foo:a,bar:b},N=A,T=EDS)        # SotW response; resources name[@version][:tag]
 //! C->S (T=CDS,S={foo},U={bar},I={foo@1},N=A)  # delta request
 //! S->C (V=1,R={foo@1:a[ttl=30s]},X={bar},N=B,T=CDS)  # delta response, X = removed
+//! S->C (V=2,R={a},N=C,T=EDS,F={b@NOT_FOUND})  # F = resource_errors, name@CODE (both variants)
 //! client subscribe EDS foo bar                # no names: legacy wildcard (LDS, CDS)
 //! client unsubscribe EDS bar                  # also: defer, accept, reject
 //! client subscribe CDS b ; unsubscribe CDS b   # one line: runs before the client is polled
@@ -38,6 +39,10 @@
 //! mismatches), `[nobody]` (no body: a heartbeat or a
 //! does-not-exist marker), `[wrapped]` (SotW: wrap in `Resource`). A tag stands for a
 //! body: the same tag is the same body, so "unchanged" and "changed" are expressible.
+//!
+//! `F=` codes are `UNKNOWN`, `NOT_FOUND`, `PERMISSION_DENIED`, `INTERNAL`, `UNAVAILABLE` or
+//! a number; an `F=` left out of a response the model sends is not checked, like any field.
+//! Option `sotw-not-found-errors=true` turns on [`crate::server::ServerConfig::sotw_not_found_errors`].
 //!
 //! Scalars in messages (versions, nonces) are symbols. When the model produces a value, a
 //! symbol seen for the first time is bound to it and must match it from then on, so

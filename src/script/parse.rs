@@ -325,9 +325,9 @@ fn message(
     let fields = parse_fields(cursor)?;
     let allowed: &[&str] = match (direction, variant) {
         (Direction::ClientToServer, Variant::Sotw) => &["V", "R", "N", "T", "E", "node"],
-        (Direction::ServerToClient, Variant::Sotw) => &["V", "R", "N", "T"],
+        (Direction::ServerToClient, Variant::Sotw) => &["V", "R", "N", "T", "F"],
         (Direction::ClientToServer, Variant::Delta) => &["T", "S", "U", "I", "N", "E", "node"],
-        (Direction::ServerToClient, Variant::Delta) => &["V", "R", "X", "N", "T"],
+        (Direction::ServerToClient, Variant::Delta) => &["V", "R", "X", "N", "T", "F"],
     };
     let mut scalars: Vec<(String, String)> = Vec::new();
     let mut sets: Vec<(String, Vec<Item>)> = Vec::new();
@@ -344,7 +344,7 @@ fn message(
         if scalars.iter().any(|(k, _)| *k == key) || sets.iter().any(|(k, _)| *k == key) {
             return Err(error(line, format!("field {key} appears twice")));
         }
-        let wants_set = matches!(key.as_str(), "R" | "S" | "U" | "I" | "X");
+        let wants_set = matches!(key.as_str(), "R" | "S" | "U" | "I" | "X" | "F");
         match (value, wants_set) {
             (Field::Set(items), true) => sets.push((key, items)),
             (Field::Scalar(text), false) => scalars.push((key, text)),
@@ -398,6 +398,7 @@ fn message(
             resources: set("R"),
             nonce,
             type_url,
+            errors: set("F"),
         },
         (Direction::ClientToServer, Variant::Delta) => MessagePattern::DeltaRequest {
             type_url,
@@ -414,6 +415,7 @@ fn message(
             removed: set("X").map(names_of),
             nonce,
             type_url,
+            errors: set("F"),
         },
     })
 }

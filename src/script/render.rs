@@ -1,13 +1,14 @@
 //! Messages written back in the seeds' notation, for diagrams and transcripts.
 
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use prost::Message;
 
 use crate::message::{Request, Response};
 use crate::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse, Resource,
+    ResourceError,
 };
 use crate::pb::google::protobuf::Any;
 use crate::pb::google::rpc::Status;
@@ -112,16 +113,59 @@ pub fn sotw_request(r: &DiscoveryRequest) -> String {
     )
 }
 
-/// `(V=..,R={..},N=..,T=..)`
+/// `(V=..,R={..},N=..,T=..[,F={..}])`
 pub fn sotw_response(r: &DiscoveryResponse) -> String {
     let items: Vec<String> = r.resources.iter().map(sotw_item).collect();
     format!(
-        "(V={},R={{{}}},N={},T={})",
+        "(V={},R={{{}}},N={},T={}{})",
         r.version_info,
         items.join(","),
         r.nonce,
-        type_name(&r.type_url)
+        type_name(&r.type_url),
+        resource_errors(&r.resource_errors)
     )
+}
+
+/// `,F={name@CODE,...}` for `resource_errors`, or nothing.
+fn resource_errors(errors: &[ResourceError]) -> String {
+    if errors.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> = errors
+        .iter()
+        .map(|e| {
+            let name = e.resource_name.as_ref().map_or("", |n| n.name.as_str());
+            let code = e.error_detail.as_ref().map_or(2, |s| s.code);
+            format!("{}@{}", quoted(name), code_name(code))
+        })
+        .collect();
+    format!(",F={{{}}}", items.join(","))
+}
+
+/// The `google.rpc.Code` names the notation uses (a number for the others).
+const CODE_NAMES: [(i32, &str); 5] = [
+    (2, "UNKNOWN"),
+    (5, "NOT_FOUND"),
+    (7, "PERMISSION_DENIED"),
+    (13, "INTERNAL"),
+    (14, "UNAVAILABLE"),
+];
+
+/// The notation of a status code.
+pub fn code_name(code: i32) -> String {
+    CODE_NAMES
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map_or_else(|| code.to_string(), |(_, n)| String::from(*n))
+}
+
+/// A status code from the notation (a name of [`code_name`] or a number).
+pub fn code_of(text: &str) -> Option<i32> {
+    CODE_NAMES
+        .iter()
+        .find(|(_, n)| *n == text)
+        .map(|(c, _)| *c)
+        .or_else(|| text.parse().ok())
 }
 
 /// `(T=..,S={..},U={..},I={..},N=..[,E=..])`
@@ -151,12 +195,13 @@ pub fn delta_response(r: &DeltaDiscoveryResponse) -> String {
         .map(String::as_str)
         .chain(r.removed_resource_names.iter().map(|n| n.name.as_str()));
     format!(
-        "(V={},R={{{}}},X={},N={},T={})",
+        "(V={},R={{{}}},X={},N={},T={}{})",
         r.system_version_info,
         items.join(","),
         set(removed),
         r.nonce,
-        type_name(&r.type_url)
+        type_name(&r.type_url),
+        resource_errors(&r.resource_errors)
     )
 }
 

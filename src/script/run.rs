@@ -13,6 +13,7 @@ use crate::client::{Client, ClientConfig, ClientEvent, NackPolicy, RemovalReason
 use crate::message::{Request, Response, Transport, Variant};
 use crate::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse, Resource,
+    ResourceError, ResourceName,
 };
 use crate::pb::envoy::config::core::v3::Node;
 use crate::pb::google::protobuf::{Any, Duration as PbDuration};
@@ -313,6 +314,7 @@ impl Runner {
                 }
                 "node-on-every-request" => client_config.node_on_every_request = value == "true",
                 "sticky-legacy-wildcard" => server_config.sticky_legacy_wildcard = value == "true",
+                "sotw-not-found-errors" => server_config.sotw_not_found_errors = value == "true",
                 "not-found" => {
                     server_config.not_found = match value.as_str() {
                         "removed" => NotFoundReporting::RemovedResources,
@@ -640,6 +642,7 @@ impl Runner {
                 resources,
                 nonce,
                 type_url,
+                errors,
             } => {
                 let version_info = self.vs(type_url).input(version.as_deref().unwrap_or(""));
                 let resources = resources
@@ -669,6 +672,7 @@ impl Runner {
                     resources,
                     type_url: type_url.clone(),
                     nonce: self.nonces.input(nonce.as_deref().unwrap_or("")),
+                    resource_errors: resource_errors_of(errors),
                     ..Default::default()
                 })
             }
@@ -678,6 +682,7 @@ impl Runner {
                 removed,
                 nonce,
                 type_url,
+                errors,
             } => {
                 let system_version_info = self.vs(type_url).input(version.as_deref().unwrap_or(""));
                 let resources = resources
@@ -691,6 +696,7 @@ impl Runner {
                     type_url: type_url.clone(),
                     removed_resources: removed.clone().unwrap_or_default(),
                     nonce: self.nonces.input(nonce.as_deref().unwrap_or("")),
+                    resource_errors: resource_errors_of(errors),
                     ..Default::default()
                 })
             }
@@ -849,10 +855,12 @@ impl Runner {
                     resources,
                     nonce,
                     type_url,
+                    errors,
                 },
                 Response::Sotw(r),
             ) => {
                 Self::match_type(type_url, &r.type_url)?;
+                check_errors(errors, &r.resource_errors)?;
                 if let Some(v) = version {
                     self.vs(type_url).check("V", v, &r.version_info)?;
                 }
@@ -872,10 +880,12 @@ impl Runner {
                     removed,
                     nonce,
                     type_url,
+                    errors,
                 },
                 Response::Delta(r),
             ) => {
                 Self::match_type(type_url, &r.type_url)?;
+                check_errors(errors, &r.resource_errors)?;
                 if let Some(v) = version {
                     self.vs(type_url).check("V", v, &r.system_version_info)?;
                 }
@@ -1278,6 +1288,61 @@ fn reason_name(reason: RemovalReason) -> &'static str {
         RemovalReason::AbsentFromResponse => "absent",
         RemovalReason::Unsubscribed => "unsubscribed",
         RemovalReason::Expired => "expired",
+    }
+}
+
+/// `F={name@CODE,..}` as `resource_errors` (the message is the code's name).
+fn resource_errors_of(items: &Option<Vec<Item>>) -> Vec<ResourceError> {
+    items
+        .iter()
+        .flatten()
+        .map(|item| {
+            let code = item
+                .version
+                .as_deref()
+                .and_then(render::code_of)
+                .unwrap_or(2);
+            ResourceError {
+                resource_name: Some(ResourceName {
+                    name: item.name.clone(),
+                    ..Default::default()
+                }),
+                error_detail: Some(Status {
+                    code,
+                    message: render::code_name(code),
+                    details: Vec::new(),
+                }),
+            }
+        })
+        .collect()
+}
+
+/// An `F=` set against the response's `resource_errors` (no `F=`: not checked).
+fn check_errors(expected: &Option<Vec<Item>>, actual: &[ResourceError]) -> Result<(), String> {
+    let Some(expected) = expected else {
+        return Ok(());
+    };
+    let mut want: Vec<String> = expected
+        .iter()
+        .map(|i| {
+            let code = i.version.as_deref().and_then(render::code_of).unwrap_or(2);
+            format!("{}@{}", i.name, render::code_name(code))
+        })
+        .collect();
+    let mut got: Vec<String> = actual
+        .iter()
+        .map(|e| {
+            let name = e.resource_name.as_ref().map_or("", |n| n.name.as_str());
+            let code = e.error_detail.as_ref().map_or(2, |s| s.code);
+            format!("{name}@{}", render::code_name(code))
+        })
+        .collect();
+    want.sort();
+    got.sort();
+    if want == got {
+        Ok(())
+    } else {
+        Err(format!("F: expected {want:?}, got {got:?}"))
     }
 }
 

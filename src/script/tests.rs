@@ -155,7 +155,7 @@ fn errors_name_the_line_and_what_was_expected() {
     );
     assert_eq!(
         err("model: client\nS->C (V=X,E=*,T=EDS)\n"),
-        "line 2: field E is not allowed here (allowed: V, R, N, T)"
+        "line 2: field E is not allowed here (allowed: V, R, N, T, F)"
     );
     assert_eq!(
         err("model: client\nC->S (V=X,T=QDS)\n"),
