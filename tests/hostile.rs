@@ -9,9 +9,11 @@ use xds_sansio::client::{Client, ClientConfig, ClientEvent, IgnoreReason};
 use xds_sansio::message::{Request, Response, Transport, Variant};
 use xds_sansio::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse, Resource,
+    ResourceError, ResourceName,
 };
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::protobuf::{Any, Duration as PbDuration};
+use xds_sansio::pb::google::rpc::Status;
 use xds_sansio::server::{ResourceEntry, ResourceStore, ServerConfig, ServerEvent, ServerStream};
 use xds_sansio::types::{CLUSTER, ENDPOINT, RESOURCE_WRAPPER_TYPE_URL};
 use xds_sansio::Instant;
@@ -252,6 +254,38 @@ fn client_rows() {
         }]),
     );
     assert_nack(&c, &requests, "undecodable wrapper");
+
+    // resource_errors: a 16 MiB name is a NACK; a flood of errors for names never
+    // subscribed holds nothing; an entry with no name and no status is an error for the
+    // whole subscription, reported, changing nothing.
+    let error = |name: Option<&str>, code: Option<i32>| ResourceError {
+        resource_name: name.map(|n| ResourceName {
+            name: n.into(),
+            ..Default::default()
+        }),
+        error_detail: code.map(|code| Status {
+            code,
+            ..Default::default()
+        }),
+    };
+    let mut c = client();
+    let mut r = response(vec![any("a")]);
+    r.resource_errors = vec![error(Some(&huge), Some(14))];
+    let (requests, _) = feed(&mut c, r);
+    assert_nack(&c, &requests, "16 MiB name in resource_errors");
+    let mut c = client();
+    let mut r = response(vec![any("a")]);
+    r.resource_errors = (0..100_000)
+        .map(|i| error(Some(&format!("stranger-{i}")), Some(5)))
+        .chain([error(None, None)])
+        .collect();
+    let (requests, events) = feed(&mut c, r);
+    assert!(matches!(&requests[..], [Request::Sotw(r)] if r.error_detail.is_none()));
+    assert_eq!(c.resource_names(T).len(), 1);
+    assert_eq!(c.dump().len(), 1, "no record for names never subscribed");
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, ClientEvent::ResourceError { name, code: 2, .. } if name.is_empty())));
 
     // Empty everything: an empty response (no type, no nonce).
     let mut c = client();
