@@ -53,7 +53,7 @@ fn bad(body: &bytes::Bytes) -> bool {
     body.windows(3).any(|w| w == b"bad")
 }
 
-fn initial(variant: Variant) -> State {
+fn initial(variant: Variant, tp3: bool) -> State {
     let transport = Transport::Aggregated;
     let mut client = ClientConfig::new(
         variant,
@@ -67,7 +67,10 @@ fn initial(variant: Variant) -> State {
     client.does_not_exist_timeout = None;
     let mut pair = Pair::new(PairConfig {
         client,
-        server: ServerConfig::new(variant, transport),
+        server: ServerConfig {
+            sotw_not_found_errors: tp3,
+            ..ServerConfig::new(variant, transport)
+        },
         latency: Duration::ZERO,
     });
     for t in [CDS, EDS] {
@@ -189,7 +192,9 @@ fn nonces_ok(pair: &Pair) -> Result<(), String> {
     Ok(())
 }
 
-fn converged(pair: &Pair, variant: Variant) -> Result<(), String> {
+/// `tp3`: the server reports SotW removals in `resource_errors`, so even SotW EDS (which
+/// cannot say a removal otherwise) must drop what the store removed.
+fn converged(pair: &Pair, variant: Variant, tp3: bool) -> Result<(), String> {
     for t in [CDS, EDS] {
         for n in ["a", "b"] {
             let stored = pair.store.get(t, n).map(|r| r.body().clone());
@@ -198,7 +203,7 @@ fn converged(pair: &Pair, variant: Variant) -> Result<(), String> {
                 (Some(s), c) if !bad(s) && c.as_ref() != Some(s) => {
                     return Err(format!("{t} {n}: cache differs from the store"))
                 }
-                (None, Some(_)) if !(variant == Variant::Sotw && t == EDS) => {
+                (None, Some(_)) if tp3 || !(variant == Variant::Sotw && t == EDS) => {
                     return Err(format!("{t} {n}: removed but cached"))
                 }
                 _ => {}
@@ -223,8 +228,8 @@ struct Outcome {
     transitions: usize,
 }
 
-fn explore(variant: Variant) -> Outcome {
-    let start = initial(variant);
+fn explore(variant: Variant, tp3: bool) -> Outcome {
+    let start = initial(variant, tp3);
     let mut seen = HashSet::new();
     seen.insert((start.pair.fingerprint(), start.used.clone()));
     let mut queue = VecDeque::from([start]);
@@ -258,7 +263,7 @@ fn explore(variant: Variant) -> Outcome {
         let quiescent = state.pair.server.is_some() && state.pair.in_flight() == 0;
         if quiescent {
             outcome.quiescent += 1;
-            if let Err(e) = converged(&state.pair, variant) {
+            if let Err(e) = converged(&state.pair, variant, tp3) {
                 fail(e);
             }
         }
@@ -288,7 +293,7 @@ fn explore(variant: Variant) -> Outcome {
 
 #[test]
 fn sotw_every_reachable_state_is_safe_and_every_quiescent_one_converged() {
-    let o = explore(Variant::Sotw);
+    let o = explore(Variant::Sotw, false);
     eprintln!(
         "model check SotW ADS: {} states, {} quiescent, {} transitions",
         o.states, o.quiescent, o.transitions
@@ -298,9 +303,19 @@ fn sotw_every_reachable_state_is_safe_and_every_quiescent_one_converged() {
 
 #[test]
 fn delta_every_reachable_state_is_safe_and_every_quiescent_one_converged() {
-    let o = explore(Variant::Delta);
+    let o = explore(Variant::Delta, false);
     eprintln!(
         "model check delta ADS: {} states, {} quiescent, {} transitions",
+        o.states, o.quiescent, o.transitions
+    );
+    assert!(o.states > 1000);
+}
+
+#[test]
+fn sotw_with_not_found_errors_converges_on_removals_too() {
+    let o = explore(Variant::Sotw, true);
+    eprintln!(
+        "model check SotW ADS, resource_errors NOT_FOUND on: {} states, {} quiescent, {} transitions",
         o.states, o.quiescent, o.transitions
     );
     assert!(o.states > 1000);
