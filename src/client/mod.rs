@@ -106,7 +106,8 @@
 //!   remembered a full-state LDS/CDS response that leaves the name out does not delete it.
 //!   An entry for `""`, `*` or an `xdstp` glob concerns the subscription as a whole: it is
 //!   reported and changes no resource, whatever its code. Errors for names the client does
-//!   not want are ignored; an entry without `error_detail` counts as UNKNOWN.
+//!   not want are ignored; an entry without `error_detail` counts as UNKNOWN. The entries
+//!   are part of their response: a response NACKed whole applies none of them.
 //! * **Readiness.** [`ClientEvent::Ready`] fires once per type when every name subscribed
 //!   before it has arrived, been rejected, or is known not to exist, and for a wildcard once
 //!   the first response was answered (ACK or NACK), like Envoy's initial fetch.
