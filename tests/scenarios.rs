@@ -92,3 +92,34 @@ fn a_wrong_expectation_fails_with_the_line_and_the_difference() {
         failed.actual
     );
 }
+
+/// Every scenario in which the model plays the server, again with the server drained by
+/// `poll_response_encoded` (option `server-encoded=true`): the encoded path sends the same
+/// conversation.
+#[test]
+fn every_server_scenario_passes_through_the_encoded_path() {
+    use xds_sansio::script::Model;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut paths = Vec::new();
+    files(&root, &mut paths);
+    let (mut ran, mut failures) = (0, Vec::new());
+    for path in &paths {
+        let text = std::fs::read_to_string(path).unwrap();
+        let name = path.strip_prefix(&root).unwrap().display().to_string();
+        let mut scenario = xds_sansio::script::parse(&text, &name).unwrap();
+        if scenario.model == Model::Client {
+            continue;
+        }
+        scenario
+            .options
+            .push(("server-encoded".into(), "true".into(), 0));
+        ran += 1;
+        let report = xds_sansio::script::run(&scenario);
+        if !report.passed() {
+            failures.push(name);
+        }
+    }
+    assert!(ran >= 20, "only {ran} server scenarios");
+    assert!(failures.is_empty(), "encoded path failed: {failures:?}");
+    eprintln!("{ran} server scenarios passed through the encoded path");
+}

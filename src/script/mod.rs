@@ -42,7 +42,9 @@
 //!
 //! `F=` codes are `UNKNOWN`, `NOT_FOUND`, `PERMISSION_DENIED`, `INTERNAL`, `UNAVAILABLE` or
 //! a number; an `F=` left out of a response the model sends is not checked, like any field.
-//! Option `sotw-not-found-errors=true` turns on [`crate::server::ServerConfig::sotw_not_found_errors`].
+//! Option `sotw-not-found-errors=true` turns on [`crate::server::ServerConfig::sotw_not_found_errors`];
+//! `server-encoded=true` drains the server with `poll_response_encoded` and decodes what it
+//! sends (the test suite runs every server scenario both ways).
 //!
 //! Scalars in messages (versions, nonces) are symbols. When the model produces a value, a
 //! symbol seen for the first time is bound to it and must match it from then on, so

@@ -161,6 +161,9 @@ struct Runner {
     client: Option<Client>,
     server: Option<ServerStream>,
     server_modeled: bool,
+    /// Drain the server with `poll_response_encoded` and decode what it sends (option
+    /// `server-encoded=true`): every server scenario can run through the encoded path.
+    server_encoded: bool,
     server_config: ServerConfig,
     store: ResourceStore,
     to_server: VecDeque<Request>,
@@ -296,6 +299,7 @@ impl Runner {
         };
         let mut client_config = ClientConfig::new(scenario.variant, transport.clone(), node);
         let mut server_config = ServerConfig::new(scenario.variant, transport.clone());
+        let mut server_encoded = false;
         for (key, value, line) in &scenario.options {
             let bad = || format!("line {line}: bad value {value:?} for option {key}");
             match key.as_str() {
@@ -315,6 +319,7 @@ impl Runner {
                 "node-on-every-request" => client_config.node_on_every_request = value == "true",
                 "sticky-legacy-wildcard" => server_config.sticky_legacy_wildcard = value == "true",
                 "sotw-not-found-errors" => server_config.sotw_not_found_errors = value == "true",
+                "server-encoded" => server_encoded = value == "true",
                 "not-found" => {
                     server_config.not_found = match value.as_str() {
                         "removed" => NotFoundReporting::RemovedResources,
@@ -334,6 +339,7 @@ impl Runner {
             client: client_modeled.then(|| Client::new(client_config)),
             server: server_modeled.then(|| ServerStream::new(server_config.clone())),
             server_modeled,
+            server_encoded,
             server_config,
             store: ResourceStore::new(),
             to_server: VecDeque::new(),
@@ -395,7 +401,16 @@ impl Runner {
             while let Some(event) = server.poll_event() {
                 self.server_events.push(event);
             }
-            while let Some(response) = server.poll_response(now, &self.store) {
+            let encoded = self.server_encoded;
+            // An encoded response that does not decode ends the drain: the scenario then
+            // misses the response it expects and fails there.
+            while let Some(response) = if encoded {
+                server
+                    .poll_response_encoded(now, &self.store)
+                    .and_then(|e| e.decode().ok())
+            } else {
+                server.poll_response(now, &self.store)
+            } {
                 let stream = self.stream;
                 record(&mut self.server_view, |line| Entry::Response {
                     line,
