@@ -627,3 +627,29 @@ fn other_resource_errors_keep_the_resource_and_are_reported() {
         "bar's does-not-exist timer cancelled"
     );
 }
+
+#[test]
+fn an_expired_wildcard_only_resource_is_asked_for_by_name_until_the_wildcard_goes() {
+    let mut c = delta_ads();
+    c.subscribe(CDS, &[]).unwrap();
+    c.connected(t(0));
+    check_delta(&one_delta(&mut c, t(0)), &[], &[], "", false);
+    let mut r = res(CDS, "w", "1", Some("w"));
+    r.ttl = Some(prost_types::Duration {
+        seconds: 10,
+        nanos: 0,
+    });
+    c.handle_response(t(1), delta_raw(CDS, "A", vec![r], &[]));
+    one_delta(&mut c, t(1));
+    events(&mut c);
+    c.handle_timeout(t(11));
+    assert_eq!(names_of(&events(&mut c)), ["-w:Expired"]);
+    // The legacy wildcard is kept by naming it; w is asked for by name.
+    check_delta(&one_delta(&mut c, t(11)), &["*", "w"], &[], "", false);
+    c.handle_response(t(12), delta(CDS, "B", &[("w", "1", "w")], &[]));
+    assert_eq!(names_of(&events(&mut c)), ["+w", "ack:sys-B/B"]);
+    one_delta(&mut c, t(12));
+    // The application's interest did not change: dropping the wildcard drops w too.
+    c.unsubscribe(CDS, &["*"]).unwrap();
+    check_delta(&one_delta(&mut c, t(13)), &[], &["*", "w"], "", false);
+}

@@ -85,8 +85,10 @@
 //!   a client that lacks the current version and re-delivers; incremental re-sends the name
 //!   in `resource_names_subscribe` (the server must answer every name listed there), and an
 //!   expired resource is left out of the next `initial_resource_versions`. A resource that
-//!   only the wildcard brought in cannot be asked for by name in incremental without
-//!   changing the subscription; it comes back with the server's next update or on reconnect.
+//!   only the wildcard brought in is asked for by name as well (the newest text lets a
+//!   wildcard subscriber name resources too); that name stays subscribed on the stream
+//!   until the wildcard is dropped, when it is unsubscribed with it, so the application's
+//!   interest is unchanged.
 //! * **Incremental does-not-exist.** A `Resource` with a subscribed name and no body, when the
 //!   client does not hold that name at that version, means the resource does not exist
 //!   (seed 000, "Knowing When a Requested Resource Does Not Exist"); so does a name in

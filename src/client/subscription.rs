@@ -70,6 +70,21 @@ impl Subscription {
         };
         if name == WILDCARD {
             self.legacy = false;
+            // Names subscribed only to recover an expired resource (`resubscribe`) were
+            // interest of the wildcard: they go with it.
+            let recovered: Vec<SharedStr> = self
+                .told
+                .iter()
+                .chain(self.pending_sub.iter())
+                .filter(|n| !self.desired.contains(*n) && n.as_str() != WILDCARD)
+                .cloned()
+                .collect();
+            for n in recovered {
+                self.pending_sub.remove(&n);
+                if self.told.contains(&n) {
+                    self.pending_unsub.insert(n);
+                }
+            }
         }
         self.pending_sub.remove(&name);
         if self.told.contains(&name) {
@@ -79,9 +94,11 @@ impl Subscription {
     }
 
     /// Incremental: ask for `name` again although the server believes we hold it (TTL
-    /// expiry): the server must answer every name in `resource_names_subscribe`.
+    /// expiry): the server must answer every name in `resource_names_subscribe`. A name
+    /// only the wildcard brought in is subscribed by name too: it then sits in `told`
+    /// without being desired, and leaves with the wildcard (see [`Subscription::remove`]).
     pub(crate) fn resubscribe(&mut self, name: &SharedStr) {
-        if self.desired.contains(name) {
+        if self.desired.contains(name) || self.is_wildcard() {
             self.pending_sub.insert(name.clone());
         }
     }
