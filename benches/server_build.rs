@@ -2,47 +2,19 @@
 //! encode of the same message: building must cost no more than encoding (bodies are shared
 //! `Bytes`, never copied; the version digest is kept by the store).
 
-use bytes::Bytes;
+mod support;
+
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use prost::Message;
 use std::hint::black_box;
-use xds_sansio::pb::discovery::DiscoveryRequest;
-use xds_sansio::pb::envoy::config::core::v3::Node;
-use xds_sansio::server::{ResourceStore, ServerConfig, ServerStream};
-use xds_sansio::types::CLUSTER;
-use xds_sansio::{Instant, Request, Response, Transport, Variant};
+use support::{cds_wildcard_stream, cluster_body, CDS};
+use xds_sansio::server::{ResourceStore, ServerStream};
+use xds_sansio::{Instant, Response};
 
-const CDS: &str = CLUSTER.type_url;
 const CLUSTERS: usize = 10_000;
 
-/// A cluster body: the name (field 1) and `filler` bytes of other fields (field 2).
-fn body(name: &str, filler: usize) -> Bytes {
-    let mut out = vec![0x0a, name.len() as u8];
-    out.extend_from_slice(name.as_bytes());
-    out.push(0x12);
-    let mut len = filler;
-    while len >= 0x80 {
-        out.push((len as u8) | 0x80);
-        len >>= 7;
-    }
-    out.push(len as u8);
-    out.extend(std::iter::repeat_n(7u8, filler));
-    Bytes::from(out)
-}
-
 fn stream() -> ServerStream {
-    let mut s = ServerStream::new(ServerConfig::new(Variant::Sotw, Transport::Aggregated));
-    s.handle_request(
-        Instant::ZERO,
-        Request::Sotw(DiscoveryRequest {
-            node: Some(Node {
-                id: "envoy".into(),
-                ..Node::default()
-            }),
-            type_url: CDS.into(),
-            ..DiscoveryRequest::default()
-        }),
-    );
+    let mut s = cds_wildcard_stream();
     while s.poll_event().is_some() {}
     s
 }
@@ -54,7 +26,7 @@ fn build(c: &mut Criterion) {
         let mut store = ResourceStore::new();
         for i in 0..CLUSTERS {
             let name = format!("cluster-{i:05}");
-            store.set(CDS, &name, body(&name, filler)).unwrap();
+            store.set(CDS, &name, cluster_body(&name, filler)).unwrap();
         }
         let Some(Response::Sotw(response)) = stream().poll_response(Instant::ZERO, &store) else {
             panic!("no response");

@@ -5,48 +5,16 @@
 //!
 //! `cargo bench --bench server_build_steady`
 
-use bytes::Bytes;
+mod support;
+
 use prost::Message;
 use std::hint::black_box;
 use std::time::Instant as StdInstant;
-use xds_sansio::pb::discovery::DiscoveryRequest;
-use xds_sansio::pb::envoy::config::core::v3::Node;
-use xds_sansio::server::{ResourceStore, ServerConfig, ServerStream};
-use xds_sansio::types::CLUSTER;
-use xds_sansio::{Instant, Request, Response, Transport, Variant};
+use support::{cds_wildcard_stream as stream, cluster_body, CDS};
+use xds_sansio::server::ResourceStore;
+use xds_sansio::{Instant, Response};
 
-const CDS: &str = CLUSTER.type_url;
 const RUNS: usize = 300;
-
-fn body(name: &str, filler: usize) -> Bytes {
-    let mut out = vec![0x0a, name.len() as u8];
-    out.extend_from_slice(name.as_bytes());
-    out.push(0x12);
-    let mut len = filler;
-    while len >= 0x80 {
-        out.push((len as u8) | 0x80);
-        len >>= 7;
-    }
-    out.push(len as u8);
-    out.extend(std::iter::repeat_n(7u8, filler));
-    Bytes::from(out)
-}
-
-fn stream() -> ServerStream {
-    let mut s = ServerStream::new(ServerConfig::new(Variant::Sotw, Transport::Aggregated));
-    s.handle_request(
-        Instant::ZERO,
-        Request::Sotw(DiscoveryRequest {
-            node: Some(Node {
-                id: "envoy".into(),
-                ..Node::default()
-            }),
-            type_url: CDS.into(),
-            ..DiscoveryRequest::default()
-        }),
-    );
-    s
-}
 
 /// (min, median) microseconds of `f`, its output dropped outside the timing.
 fn measure<T>(mut f: impl FnMut() -> T) -> (f64, f64) {
@@ -66,7 +34,7 @@ fn main() {
         let mut store = ResourceStore::new();
         for i in 0..10_000 {
             let name = format!("cluster-{i:05}");
-            store.set(CDS, &name, body(&name, filler)).unwrap();
+            store.set(CDS, &name, cluster_body(&name, filler)).unwrap();
         }
         let Some(Response::Sotw(response)) = stream().poll_response(Instant::ZERO, &store) else {
             panic!("no response");

@@ -4,64 +4,23 @@
 //!
 //! `cargo bench --bench server_fanout_steady`
 
-use bytes::Bytes;
-use std::time::Instant as StdInstant;
-use xds_sansio::pb::discovery::DiscoveryRequest;
-use xds_sansio::pb::envoy::config::core::v3::Node;
-use xds_sansio::server::{ResourceStore, ServerConfig, StreamSet};
-use xds_sansio::types::ENDPOINT;
-use xds_sansio::{Instant, Request, Transport, Variant};
+mod support;
 
-const EDS: &str = ENDPOINT.type_url;
+use std::time::Instant as StdInstant;
+use support::{eds_body, fanout_setup, EDS};
+use xds_sansio::server::{ResourceStore, StreamSet};
+use xds_sansio::Instant;
+
 const ITERATIONS: usize = 200_000;
 
-fn body(name: &str, data: u8) -> Bytes {
-    let mut out = vec![0x0a, name.len() as u8];
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(&[0x12, 64]);
-    out.extend(std::iter::repeat_n(data, 64));
-    Bytes::from(out)
-}
-
 fn setup(streams: usize, resources: usize) -> (ResourceStore, StreamSet) {
-    let mut store = ResourceStore::new();
-    store.set(EDS, "target", body("target", 0)).unwrap();
-    for r in 0..resources {
-        let name = format!("r{r}");
-        store.set(EDS, &name, body(&name, 1)).unwrap();
-    }
-    let mut set = StreamSet::new();
-    for i in 0..streams {
-        let mut names: Vec<String> = (0..3)
-            .map(|k| format!("r{}", (i * 3 + k) % resources))
-            .collect();
-        if i < 10 {
-            names.push("target".into());
-        }
-        let id = set.insert(ServerConfig::new(Variant::Sotw, Transport::Aggregated));
-        let request = DiscoveryRequest {
-            node: Some(Node {
-                id: format!("node-{i}"),
-                ..Node::default()
-            }),
-            resource_names: names,
-            type_url: EDS.into(),
-            ..DiscoveryRequest::default()
-        };
-        set.handle_request(id, Instant::ZERO, Request::Sotw(request))
-            .unwrap();
-    }
-    while let Some(id) = set.poll_ready() {
-        while set.poll_response(id, Instant::ZERO, &store).is_some() {}
-        while set.poll_event(id).is_some() {}
-    }
-    (store, set)
+    fanout_setup(streams, resources, 10)
 }
 
 /// (min, median) nanoseconds per iteration.
 fn measure(streams: usize, resources: usize) -> (u128, u128) {
     let (mut store, mut set) = setup(streams, resources);
-    let bodies = [body("target", 2), body("target", 3)];
+    let bodies = [eds_body("target", 2), eds_body("target", 3)];
     let mut samples = Vec::with_capacity(ITERATIONS);
     for k in 0..ITERATIONS {
         let t = StdInstant::now();
