@@ -131,15 +131,15 @@ fn resource_errors(errors: &[ResourceError]) -> String {
     if errors.is_empty() {
         return String::new();
     }
-    let items: Vec<String> = errors
-        .iter()
-        .map(|e| {
-            let name = e.resource_name.as_ref().map_or("", |n| n.name.as_str());
-            let code = e.error_detail.as_ref().map_or(2, |s| s.code);
-            format!("{}@{}", quoted(name), code_name(code))
-        })
-        .collect();
+    let items: Vec<String> = errors.iter().map(resource_error).collect();
     format!(",F={{{}}}", items.join(","))
+}
+
+/// One `resource_errors` entry as `name@CODE` (no status counts as UNKNOWN).
+pub fn resource_error(e: &ResourceError) -> String {
+    let name = e.resource_name.as_ref().map_or("", |n| n.name.as_str());
+    let code = e.error_detail.as_ref().map_or(2, |s| s.code);
+    format!("{}@{}", quoted(name), code_name(code))
 }
 
 /// The `google.rpc.Code` names the notation uses (a number for the others).

@@ -1334,24 +1334,14 @@ fn resource_errors_of(items: &Option<Vec<Item>>) -> Vec<ResourceError> {
 
 /// An `F=` set against the response's `resource_errors` (no `F=`: not checked).
 fn check_errors(expected: &Option<Vec<Item>>, actual: &[ResourceError]) -> Result<(), String> {
-    let Some(expected) = expected else {
+    if expected.is_none() {
         return Ok(());
-    };
-    let mut want: Vec<String> = expected
+    }
+    let mut want: Vec<String> = resource_errors_of(expected)
         .iter()
-        .map(|i| {
-            let code = i.version.as_deref().and_then(render::code_of).unwrap_or(2);
-            format!("{}@{}", i.name, render::code_name(code))
-        })
+        .map(render::resource_error)
         .collect();
-    let mut got: Vec<String> = actual
-        .iter()
-        .map(|e| {
-            let name = e.resource_name.as_ref().map_or("", |n| n.name.as_str());
-            let code = e.error_detail.as_ref().map_or(2, |s| s.code);
-            format!("{name}@{}", render::code_name(code))
-        })
-        .collect();
+    let mut got: Vec<String> = actual.iter().map(render::resource_error).collect();
     want.sort();
     got.sort();
     if want == got {

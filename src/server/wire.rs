@@ -7,6 +7,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
+use prost::encoding::WireType;
 use prost::Message;
 
 use super::store::StoredResource;
@@ -55,7 +56,10 @@ impl ResourceSink for WireSink {
                 .saturating_add(256),
         );
         if !version.is_empty() {
-            prost::encoding::string::encode(1, &String::from(version), &mut self.buf);
+            // What prost writes for a string field 1, without copying it into a String.
+            prost::encoding::encode_key(1, WireType::LengthDelimited, &mut self.buf);
+            prost::encoding::encode_varint(version.len() as u64, &mut self.buf);
+            self.buf.extend_from_slice(version.as_bytes());
         }
     }
     fn stored(&mut self, resource: &StoredResource, _type_url: &TypeUrl) {
