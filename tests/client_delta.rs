@@ -593,17 +593,7 @@ fn other_resource_errors_keep_the_resource_and_are_reported() {
             nonce: "B".into(),
             resource_errors: ["foo", "bar"]
                 .iter()
-                .map(|n| ResourceError {
-                    resource_name: Some(ResourceName {
-                        name: n.to_string(),
-                        ..ResourceName::default()
-                    }),
-                    error_detail: Some(Status {
-                        code: 14,
-                        message: "control plane overloaded".into(),
-                        ..Status::default()
-                    }),
-                })
+                .map(|n| resource_error(n, 14, "control plane overloaded"))
                 .collect(),
             ..DeltaDiscoveryResponse::default()
         }),

@@ -1013,19 +1013,7 @@ fn with_errors(response: Response, errors: &[(&str, i32, &str)]) -> Response {
     };
     r.resource_errors = errors
         .iter()
-        .map(
-            |(name, code, message)| xds_sansio::pb::discovery::ResourceError {
-                resource_name: Some(xds_sansio::pb::discovery::ResourceName {
-                    name: name.to_string(),
-                    ..Default::default()
-                }),
-                error_detail: Some(xds_sansio::pb::google::rpc::Status {
-                    code: *code,
-                    message: message.to_string(),
-                    details: vec![],
-                }),
-            },
-        )
+        .map(|(name, code, message)| resource_error(name, *code, message))
         .collect();
     Response::Sotw(r)
 }

@@ -6,9 +6,11 @@ use prost::Message;
 use xds_sansio::client::{Client, ClientConfig, ClientEvent};
 use xds_sansio::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse, Resource,
+    ResourceError, ResourceName,
 };
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::protobuf::Any;
+use xds_sansio::pb::google::rpc::Status;
 use xds_sansio::types::{CLUSTER, ENDPOINT, LISTENER, RESOURCE_WRAPPER_TYPE_URL};
 use xds_sansio::{Instant, Request, Response, Transport, Variant};
 
@@ -139,6 +141,21 @@ pub fn delta(
             .collect(),
         removed,
     )
+}
+
+/// A `resource_errors` entry (xRFC TP3).
+pub fn resource_error(name: &str, code: i32, message: &str) -> ResourceError {
+    ResourceError {
+        resource_name: Some(ResourceName {
+            name: name.to_string(),
+            ..ResourceName::default()
+        }),
+        error_detail: Some(Status {
+            code,
+            message: message.to_string(),
+            details: vec![],
+        }),
+    }
 }
 
 pub fn requests(c: &mut Client, now: Instant) -> Vec<Request> {
