@@ -37,6 +37,8 @@ use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto, FileDescriptorSet};
 use serde_json::{Map, Value};
 
+use crate::file::{Format, FormatError, Position};
+
 /// The message that stands in for an `Any` of an unknown type while prost-reflect does its
 /// work; it never reaches the caller.
 const OPAQUE_ANY: &str = "xds_sansio.json.OpaqueAny";
@@ -279,6 +281,54 @@ impl JsonCodec {
         self.from_value(value)
     }
 
+    /// Parses canonical JSON text into `M`, naming where the first problem is
+    /// ([`FormatError::Malformed`] with [`Format::Json`]): the line and column of a syntax
+    /// error, of a schema error when the schema's own parser stops at it too, and the byte
+    /// offset of invalid UTF-8. JSON files and REST-JSON bodies are read this way.
+    pub fn parse_text<M: Message + Name + Default>(&self, bytes: &[u8]) -> Result<M, FormatError> {
+        let text = utf8(Format::Json, bytes)?;
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            let (message, position) = split_json_error(&e);
+            FormatError::malformed(Format::Json, position, message)
+        })?;
+        self.read_located_value(Format::Json, value, |desc, options| {
+            let mut de = serde_json::Deserializer::from_str(text);
+            let err = DynamicMessage::deserialize_with_options(desc, &mut de, options).err()?;
+            let (message, position) = split_json_error(&err);
+            Some((message, position?))
+        })
+    }
+
+    /// `value`, read from text in `format`, into `M`. A schema error has no position in a
+    /// value, so `locate` parses the text again straight into the schema (given its
+    /// descriptor and this codec's options), whose parser knows where it stopped; its
+    /// position is used only when it stopped for the same reason (an `Any` of an unknown
+    /// type is handled by the codec but not by that parser).
+    pub(crate) fn read_located_value<M: Message + Name + Default>(
+        &self,
+        format: Format,
+        value: Value,
+        locate: impl FnOnce(MessageDescriptor, &DeserializeOptions) -> Option<(String, Position)>,
+    ) -> Result<M, FormatError> {
+        match self.from_value::<M>(value) {
+            Ok(m) => Ok(m),
+            Err(JsonError::Json(message)) => {
+                let position = self
+                    .descriptor(&M::full_name())
+                    .ok()
+                    .and_then(|desc| locate(desc, &self.deserialize_options()))
+                    .filter(|(located, _)| located.contains(message.as_str()))
+                    .map(|(_, p)| p);
+                Err(FormatError::malformed(format, position, message))
+            }
+            Err(other) => Err(FormatError::malformed(format, None, other.to_string())),
+        }
+    }
+
+    fn deserialize_options(&self) -> DeserializeOptions {
+        DeserializeOptions::new().deny_unknown_fields(!self.ignore_unknown_fields)
+    }
+
     /// Parses canonical JSON of a message of type `full_name` into its binary form.
     pub fn value_to_encoded(
         &self,
@@ -287,9 +337,9 @@ impl JsonCodec {
     ) -> Result<Vec<u8>, JsonError> {
         let desc = self.descriptor(full_name)?;
         self.walk_json(&desc, &mut value, Mode::HideOpaque)?;
-        let options = DeserializeOptions::new().deny_unknown_fields(!self.ignore_unknown_fields);
-        let mut dynamic = DynamicMessage::deserialize_with_options(desc, value, &options)
-            .map_err(|e| JsonError::Json(e.to_string()))?;
+        let mut dynamic =
+            DynamicMessage::deserialize_with_options(desc, value, &self.deserialize_options())
+                .map_err(|e| JsonError::Json(e.to_string()))?;
         self.reveal_opaque_anys(&mut dynamic)?;
         Ok(dynamic.encode_to_vec())
     }
@@ -505,6 +555,34 @@ impl JsonCodec {
                 && desc.get_field_by_name("value").is_none()),
         }
     }
+}
+
+/// The text of a text format, or the byte offset of the first invalid UTF-8 sequence.
+pub(crate) fn utf8(format: Format, bytes: &[u8]) -> Result<&str, FormatError> {
+    core::str::from_utf8(bytes).map_err(|e| {
+        FormatError::malformed(
+            format,
+            Some(Position::Byte(e.valid_up_to())),
+            "invalid UTF-8",
+        )
+    })
+}
+
+/// serde_json's message without its " at line L column C" suffix, and that position.
+fn split_json_error(e: &serde_json::Error) -> (String, Option<Position>) {
+    let full = e.to_string();
+    if e.line() == 0 {
+        return (full, None);
+    }
+    let suffix = alloc::format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(suffix.as_str()).unwrap_or(&full);
+    (
+        String::from(message),
+        Some(Position::LineColumn {
+            line: e.line(),
+            column: e.column().max(1),
+        }),
+    )
 }
 
 /// A rewrite of one `Any`: given its type URL and value, `Some` replaces them.

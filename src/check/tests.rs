@@ -63,7 +63,7 @@ fn ids(violations: &[Violation]) -> Vec<(usize, &'static str)> {
     violations.iter().map(|v| (v.line, v.rule.id())).collect()
 }
 
-/// The seed's "requests become stale" diagram, as a server that behaves would record it.
+/// The protocol's "requests become stale" diagram, as a server that behaves would record it.
 fn stale_story() -> Vec<Entry> {
     vec![
         req(1, "", &["foo"], "", EDS, false),

@@ -171,7 +171,7 @@ fn run_check(
                 "line": v.line,
                 "rule": v.rule.id(),
                 "detail": v.detail,
-                "seed": v.rule.passage(),
+                "passage": v.rule.passage(),
             });
             say!("{value}");
         } else {
