@@ -195,8 +195,8 @@ impl RestClient {
         self.in_flight.as_ref().map(|f| f.id)
     }
 
-    /// Subscribes to `names` (see [`SingleTypeClient::subscribe`]; no names is the legacy wildcard of
-    /// LDS/CDS). The change leaves with the next request, at once.
+    /// Subscribes to `names` (see [`SingleTypeClient::subscribe`]; no names is the legacy
+    /// wildcard of LDS/CDS). The change leaves with the next request, at once.
     pub fn subscribe(&mut self, names: &[&str]) -> Result<(), ClientError> {
         self.inner.subscribe(names)
     }

@@ -59,9 +59,10 @@
 //! * **HTTP outcomes.** `200` with a body: the body is read as canonical JSON and handled by
 //!   the SotW rules. `304 Not Modified` (what Envoy's REST fetcher treats as "no change"):
 //!   nothing changes. Any other status, a `200` with an empty body, a body that is not a
-//!   JSON `DiscoveryResponse` (read by [`JsonCodec::parse_text`](crate::json::JsonCodec::parse_text),
-//!   as JSON files are, so the failure names the line and column; unknown fields are
-//!   refused unless [`RestConfig::ignore_unknown_fields`]), or a transport failure:
+//!   JSON `DiscoveryResponse` (read by
+//!   [`JsonCodec::parse_text`](crate::json::JsonCodec::parse_text), as JSON files are, so
+//!   the failure names the line and column; unknown fields are refused unless
+//!   [`RestConfig::ignore_unknown_fields`]), or a transport failure:
 //!   reported as [`RestEvent::Failed`], nothing changes, and the next poll repeats the same
 //!   version. A body that cannot be read is not NACKed: there is no version or nonce to
 //!   NACK, as a gRPC stream would not NACK a message that fails to decode.
