@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
 
+use super::defect::ResponseDefect;
 use super::text::SharedStr;
 
 /// Why a resource left the cache.
@@ -122,6 +123,9 @@ pub enum ClientEvent {
         /// The names whose content was rejected; empty when the response as a whole broke a
         /// protocol rule.
         rejected: Vec<SharedStr>,
+        /// The protocol rule the response broke, when it was rejected whole for one (its
+        /// `Display` is `error`); `None` when the application rejected content.
+        defect: Option<ResponseDefect>,
     },
     /// Every name subscribed before the type's first answer has arrived, been rejected or is
     /// known not to exist (for a wildcard: the first response was handled). Once per type.

@@ -11,14 +11,15 @@ use core::time::Duration;
 use hashbrown::{HashMap, HashSet};
 
 use super::cache::{CachedResource, Record};
-use super::config::NackPolicy;
+use super::config::{ClientConfig, NackPolicy};
+use super::defect::ResponseDefect;
 use super::event::{ClientEvent, RemovalReason, VerdictTicket};
 use super::status::{Rejection, ResourceState, ServerError};
 use super::subscription::{Subscription, WILDCARD};
 use super::text::SharedStr;
 use super::timers::{TimerKind, Timers};
 use super::update::{is_collection, Incoming, ReportedError, Update};
-use super::validation::{nack_status, rejection_message};
+use super::validation::{nack_status, rejection_message, Judges};
 use crate::message::{Response, Variant};
 use crate::pb::google::rpc::Status;
 use crate::time::Instant;
@@ -44,14 +45,25 @@ pub(crate) enum Held {
     },
 }
 
-/// What the shared step needs from the client besides the type.
+/// What the per-type step needs from the client besides the type: built in one place,
+/// `Client::split`.
 pub(crate) struct Ctx<'a> {
     pub(crate) idx: usize,
     pub(crate) now: Instant,
-    pub(crate) variant: Variant,
-    pub(crate) policy: NackPolicy,
+    pub(crate) config: &'a ClientConfig,
+    pub(crate) judges: &'a mut Judges,
     pub(crate) timers: &'a mut Timers,
     pub(crate) events: &'a mut VecDeque<ClientEvent>,
+}
+
+impl Ctx<'_> {
+    pub(crate) fn variant(&self) -> Variant {
+        self.config.variant
+    }
+
+    fn policy(&self) -> NackPolicy {
+        self.config.nack_policy
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -242,7 +254,7 @@ impl TypeState {
             self.awaiting.remove(name.as_str());
         }
         drop(versions);
-        if !nack || cx.policy == NackPolicy::KeepValid {
+        if !nack || cx.policy() == NackPolicy::KeepValid {
             if self.records.is_empty() {
                 self.records.reserve(resources.len());
             }
@@ -293,15 +305,16 @@ impl TypeState {
                 nonce: nonce.clone(),
                 error: status.message.clone(),
                 rejected: rejections.into_iter().map(|(n, _)| n).collect(),
+                defect: None,
             });
             let reply = Reply {
                 nonce,
                 version: self.version.clone(),
                 error: Some(status),
             };
-            self.push_reply(reply, cx.variant);
+            self.push_reply(reply, cx.variant());
         } else {
-            match cx.variant {
+            match cx.variant() {
                 Variant::Sotw => self.version = version.clone(),
                 Variant::Delta => self.system_version = version.clone(),
             }
@@ -315,7 +328,7 @@ impl TypeState {
                 version: self.version.clone(),
                 error: None,
             };
-            self.push_reply(reply, cx.variant);
+            self.push_reply(reply, cx.variant());
         }
         self.awaiting_wildcard = false;
         self.check_ready(cx.events);
@@ -326,23 +339,24 @@ impl TypeState {
         &mut self,
         nonce: SharedStr,
         version: SharedStr,
-        message: &str,
+        defect: ResponseDefect,
         cx: &mut Ctx<'_>,
     ) {
-        let status = nack_status(message);
+        let status = nack_status(&alloc::format!("{defect}"));
         cx.events.push_back(ClientEvent::Nacked {
             type_url: self.url.clone(),
             version,
             nonce: nonce.clone(),
             error: status.message.clone(),
             rejected: Vec::new(),
+            defect: Some(defect),
         });
         let reply = Reply {
             nonce,
             version: self.version.clone(),
             error: Some(status),
         };
-        self.push_reply(reply, cx.variant);
+        self.push_reply(reply, cx.variant());
         self.awaiting_wildcard = false;
         self.check_ready(cx.events);
     }
@@ -449,7 +463,7 @@ impl TypeState {
                 return;
             }
         }
-        if cx.variant == Variant::Delta {
+        if cx.variant() == Variant::Delta {
             self.server_removed(&inc.name, cx);
             for alias in &inc.aliases {
                 if self.sub.names(alias)
@@ -632,14 +646,15 @@ impl TypeState {
                 }
                 rec.ttl_at = None;
                 self.remove_cached(name, RemovalReason::Expired, cx);
-                // envoy#15667: ask again so the server re-delivers what expired.
-                match cx.variant {
-                    Variant::Sotw => {
+                match cx.variant() {
+                    // By default nothing is sent: the version stays the last accepted one.
+                    Variant::Sotw if cx.config.sotw_refetch_on_ttl_expiry => {
                         self.version = SharedStr::EMPTY;
                         if self.sent_first {
                             self.resend = true;
                         }
                     }
+                    Variant::Sotw => {}
                     Variant::Delta => {
                         if self.sent_first {
                             self.sub.resubscribe(name);
