@@ -4,7 +4,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
+use crate::client::NackPolicy;
 use crate::message::Variant;
+use crate::server::NotFoundReporting;
 
 /// One scenario file, parsed.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,10 +19,31 @@ pub struct Scenario {
     pub variant: Variant,
     /// ADS, or one stream for one type.
     pub transport: TransportSpec,
-    /// `option: key=value` headers, with their line numbers: settings of the model.
-    pub options: Vec<(String, String, usize)>,
+    /// `option: key=value` headers: settings of the model.
+    pub options: Options,
     /// The steps, in order.
     pub steps: Vec<Step>,
+}
+
+/// The `option: key=value` headers, read at parse time. A setting left out keeps the
+/// model's default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// `dne-timeout=15s` or `off`: [`ClientConfig::does_not_exist_timeout`](crate::client::ClientConfig::does_not_exist_timeout).
+    pub does_not_exist_timeout: Option<Option<Duration>>,
+    /// `nack-policy=reject-all|keep-valid`: [`ClientConfig::nack_policy`](crate::client::ClientConfig::nack_policy).
+    pub nack_policy: Option<NackPolicy>,
+    /// `node-on-every-request=true|false`: [`ClientConfig::node_on_every_request`](crate::client::ClientConfig::node_on_every_request).
+    pub node_on_every_request: Option<bool>,
+    /// `sticky-legacy-wildcard=true|false`: [`ServerConfig::sticky_legacy_wildcard`](crate::server::ServerConfig::sticky_legacy_wildcard).
+    pub sticky_legacy_wildcard: Option<bool>,
+    /// `sotw-not-found-errors=true|false`: [`ServerConfig::sotw_not_found_errors`](crate::server::ServerConfig::sotw_not_found_errors).
+    pub sotw_not_found_errors: Option<bool>,
+    /// `not-found=removed|bodyless`: [`ServerConfig::not_found`](crate::server::ServerConfig::not_found).
+    pub not_found: Option<NotFoundReporting>,
+    /// `server-encoded=true`: drain the server with `poll_response_encoded` and decode what
+    /// it sends, so a server scenario runs through the encoded path.
+    pub server_encoded: bool,
 }
 
 /// Which side the model plays.

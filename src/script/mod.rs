@@ -53,8 +53,11 @@
 
 mod ast;
 mod parse;
-pub mod render;
 mod run;
+
+/// The notation the runner draws with; it lives in [`crate::transcript::notation`], where the
+/// test harnesses use it without the scenario language.
+pub use crate::transcript::notation as render;
 
 pub use ast::*;
 pub use parse::{parse, parse_duration, resolve_type, ScriptError};

@@ -8,7 +8,9 @@ use core::fmt;
 use core::time::Duration;
 
 use super::ast::*;
+use crate::client::NackPolicy;
 use crate::message::Variant;
+use crate::server::NotFoundReporting;
 use crate::types::{ApiVersion, ResourceType};
 
 /// A scenario that could not be parsed (or run): the line and what was wrong.
@@ -610,6 +612,53 @@ fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError
     Ok(action)
 }
 
+fn flag(value: &str) -> Option<bool> {
+    match value {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// Reads one `option: key=value` header into `options`.
+fn option(options: &mut Options, key: &str, value: &str) -> Result<(), String> {
+    let bad = || format!("bad value {value:?} for option {key}");
+    match key {
+        "dne-timeout" => {
+            options.does_not_exist_timeout = Some(match value {
+                "off" => None,
+                v => Some(parse_duration(v).ok_or_else(bad)?),
+            })
+        }
+        "nack-policy" => {
+            options.nack_policy = Some(match value {
+                "reject-all" => NackPolicy::RejectAll,
+                "keep-valid" => NackPolicy::KeepValid,
+                _ => return Err(bad()),
+            })
+        }
+        "node-on-every-request" => {
+            options.node_on_every_request = Some(flag(value).ok_or_else(bad)?)
+        }
+        "sticky-legacy-wildcard" => {
+            options.sticky_legacy_wildcard = Some(flag(value).ok_or_else(bad)?)
+        }
+        "sotw-not-found-errors" => {
+            options.sotw_not_found_errors = Some(flag(value).ok_or_else(bad)?)
+        }
+        "server-encoded" => options.server_encoded = flag(value).ok_or_else(bad)?,
+        "not-found" => {
+            options.not_found = Some(match value {
+                "removed" => NotFoundReporting::RemovedResources,
+                "bodyless" => NotFoundReporting::BodylessResource,
+                _ => return Err(bad()),
+            })
+        }
+        other => return Err(format!("unknown option {other:?}")),
+    }
+    Ok(())
+}
+
 /// Parses a scenario file. `default_title` is used when there is no `title:` header.
 pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
     let mut scenario = Scenario {
@@ -617,7 +666,7 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
         model: Model::Client,
         variant: Variant::Sotw,
         transport: TransportSpec::Ads,
-        options: Vec::new(),
+        options: Options::default(),
         steps: Vec::new(),
     };
     let mut seen_model = false;
@@ -681,9 +730,8 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
                         let (k, v) = value
                             .split_once('=')
                             .ok_or_else(|| error(line, "option takes key=value"))?;
-                        scenario
-                            .options
-                            .push((k.trim().into(), v.trim().into(), line));
+                        option(&mut scenario.options, k.trim(), v.trim())
+                            .map_err(|message| error(line, message))?;
                         true
                     }
                     "seed" | "rule" | "see" => true,

@@ -176,6 +176,43 @@ fn errors_name_the_line_and_what_was_expected() {
 }
 
 #[test]
+fn options_are_typed_at_parse_time() {
+    let scenario = parse(
+        "model: both\noption: dne-timeout=off\noption: nack-policy=keep-valid\n\
+         option: not-found=bodyless\noption: sticky-legacy-wildcard=false\n\
+         option: server-encoded=true\n",
+        "t",
+    )
+    .unwrap();
+    let options = &scenario.options;
+    assert_eq!(options.does_not_exist_timeout, Some(None));
+    assert_eq!(
+        options.nack_policy,
+        Some(crate::client::NackPolicy::KeepValid)
+    );
+    assert_eq!(
+        options.not_found,
+        Some(crate::server::NotFoundReporting::BodylessResource)
+    );
+    assert_eq!(options.sticky_legacy_wildcard, Some(false));
+    assert_eq!(options.sotw_not_found_errors, None);
+    assert!(options.server_encoded);
+    let err = |text: &str| parse(text, "t").unwrap_err().to_string();
+    assert_eq!(
+        err("model: client\n\noption: colour=red\n"),
+        "line 3: unknown option \"colour\""
+    );
+    assert_eq!(
+        err("model: client\noption: server-encoded=yes\n"),
+        "line 2: bad value \"yes\" for option server-encoded"
+    );
+    assert_eq!(
+        err("model: client\noption: dne-timeout=soon\n"),
+        "line 2: bad value \"soon\" for option dne-timeout"
+    );
+}
+
+#[test]
 fn durations() {
     assert_eq!(
         parse_duration("500ms"),

@@ -1,4 +1,5 @@
-//! Messages written back in the seeds' notation, for diagrams and transcripts.
+//! Messages written back in the seeds' notation, for diagrams and transcripts: the scenario
+//! runner draws with it, and so does the pair harness, without needing the scenario language.
 
 use alloc::format;
 use alloc::string::{String, ToString};
