@@ -21,10 +21,10 @@ use crate::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse, Resource,
     ResourceError, ResourceName,
 };
-use crate::pb::envoy::config::core::v3::Node;
+use crate::pb::envoy::config::core::v3::{ControlPlane, Node};
 use crate::pb::google::protobuf::{Any, Duration as PbDuration};
 use crate::pb::google::rpc::Status;
-use crate::script::ast::{ErrorPattern, Item, MessagePattern};
+use crate::script::ast::{ErrorPattern, Item, MessagePattern, LATEST_NONCE, NO_NODE};
 use crate::transcript::notation;
 use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 
@@ -33,7 +33,7 @@ fn status(error: &ErrorPattern) -> Option<Status> {
     let message = match error {
         ErrorPattern::Absent => return None,
         ErrorPattern::Any => "rejected".into(),
-        ErrorPattern::Contains(text) => text.clone(),
+        ErrorPattern::Contains(text) | ErrorPattern::Exact(text) => text.clone(),
     };
     Some(Status {
         code: 13,
@@ -76,6 +76,16 @@ pub(super) fn resource_errors_of(items: &Option<Vec<Item>>) -> Vec<ResourceError
         .collect()
 }
 
+/// `CP=id` as `control_plane` (`CP=-`, or no `CP=`: none).
+fn control_plane_of(identifier: &Option<String>) -> Option<ControlPlane> {
+    match identifier.as_deref() {
+        None | Some("-") => None,
+        Some(identifier) => Some(ControlPlane {
+            identifier: identifier.into(),
+        }),
+    }
+}
+
 /// The body an item stands for: its tag, else its version, else `fallback_tag`.
 pub(super) fn body_of(item: &Item, fallback_tag: &str) -> bytes::Bytes {
     let tag = item
@@ -92,7 +102,7 @@ impl Runner {
         self.first_request_sent = true;
         let id = match node {
             // `node=-`: a request without a node, even the first.
-            Some(id) if id == "-" => return None,
+            Some(id) if id == NO_NODE => return None,
             Some(id) => id.clone(),
             None if first => "client".into(),
             None => return None,
@@ -109,8 +119,12 @@ impl Runner {
             .input(symbol.as_deref().unwrap_or(""))
     }
 
-    fn nonce_input(&mut self, symbol: &Option<String>) -> String {
-        self.nonces.input(symbol.as_deref().unwrap_or(""))
+    /// The nonce a request of the scenario side echoes: `N=^` is the latest of its type.
+    fn nonce_input(&mut self, type_url: &str, symbol: &Option<String>) -> String {
+        match symbol.as_deref() {
+            Some(LATEST_NONCE) => self.latest_nonce(type_url).into(),
+            symbol => self.nonces.input(symbol.unwrap_or("")),
+        }
     }
 
     /// The request a `C->S` line stands for, when the scenario plays the client.
@@ -128,7 +142,7 @@ impl Runner {
                 node: self.node_for(node),
                 resource_names: names.clone().unwrap_or_default(),
                 type_url: type_url.clone(),
-                response_nonce: self.nonce_input(nonce),
+                response_nonce: self.nonce_input(type_url, nonce),
                 error_detail: status(error),
                 ..Default::default()
             }),
@@ -152,7 +166,7 @@ impl Runner {
                     resource_names_subscribe: subscribe.clone().unwrap_or_default(),
                     resource_names_unsubscribe: unsubscribe.clone().unwrap_or_default(),
                     initial_resource_versions,
-                    response_nonce: self.nonce_input(nonce),
+                    response_nonce: self.nonce_input(type_url, nonce),
                     error_detail: status(error),
                     ..Default::default()
                 })
@@ -213,6 +227,7 @@ impl Runner {
                 nonce,
                 type_url,
                 errors,
+                control_plane,
             } => {
                 let version_info = self.version_input(type_url, version);
                 let resources = resources
@@ -224,8 +239,9 @@ impl Runner {
                     version_info,
                     resources,
                     type_url: type_url.clone(),
-                    nonce: self.nonce_input(nonce),
+                    nonce: self.nonces.input(nonce.as_deref().unwrap_or("")),
                     resource_errors: resource_errors_of(errors),
+                    control_plane: control_plane_of(control_plane),
                     ..Default::default()
                 })
             }
@@ -236,6 +252,7 @@ impl Runner {
                 nonce,
                 type_url,
                 errors,
+                control_plane,
             } => {
                 let system_version_info = self.version_input(type_url, version);
                 let resources = resources
@@ -248,8 +265,9 @@ impl Runner {
                     resources,
                     type_url: type_url.clone(),
                     removed_resources: removed.clone().unwrap_or_default(),
-                    nonce: self.nonce_input(nonce),
+                    nonce: self.nonces.input(nonce.as_deref().unwrap_or("")),
                     resource_errors: resource_errors_of(errors),
+                    control_plane: control_plane_of(control_plane),
                     ..Default::default()
                 })
             }

@@ -7,7 +7,14 @@
 //! - Commands of one line all run before the model is drained, so that their effects merge
 //!   into one request or one poll.
 //! - Nonces belong to one stream: a new stream's may repeat the old one's values, so the
-//!   nonce symbols start afresh on connect.
+//!   nonce symbols start afresh on connect, and so does the latest nonce of each type
+//!   (`N=^`).
+//! - Responses that share a line reach the client one after the other before it is
+//!   polled: a client may then answer them with one request (xDS protocol, "ACK/NACK and
+//!   resource type instance version": only the latest nonce needs an answer).
+//! - `expect server sends (..) within D` lets time pass and takes every response the
+//!   server sends meanwhile, delivering each when it is sent: what a server may send at any
+//!   time (TTL heartbeats, `discovery.proto` `Resource.ttl`) cannot be pinned to a line.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -18,6 +25,7 @@ use super::build::body_of;
 use super::symbols::{symbolize, Symbols};
 use super::{Logged, Runner};
 use crate::client::ClientEvent;
+use crate::message::Response;
 use crate::script::ast::*;
 use crate::server::{ResourceEntry, ServerEvent};
 use crate::transcript::notation;
@@ -25,12 +33,29 @@ use crate::transcript::notation;
 impl Runner {
     /// Runs one line: what actually passed (message lines), and whether the line held.
     pub(super) fn step(&mut self, action: &Action) -> (Option<String>, Result<(), String>) {
+        self.steps += 1;
+        let (client, server) = inputs_to(action);
+        if client {
+            self.last_input.client = self.steps;
+        }
+        if server {
+            self.last_input.server = self.steps;
+        }
         let outcome = match action {
             Action::Message {
-                direction,
+                direction: Direction::ClientToServer,
                 message,
                 tags,
-            } => return self.message(*direction, message, tags),
+            } => return self.request(message, tags),
+            Action::Message {
+                direction: Direction::ServerToClient,
+                message,
+                ..
+            } => return self.responses(core::slice::from_ref(message)),
+            Action::Responses(messages) => return self.responses(messages),
+            Action::Expect(Side::Server, Expectation::Sends { message, within }) => {
+                return self.sends(message, *within)
+            }
             Action::ClientBatch(commands) => {
                 let result = commands.iter().try_for_each(|c| self.client_command(c));
                 self.sim.drain();
@@ -76,69 +101,134 @@ impl Runner {
             }
             self.client_events.push(Logged {
                 event,
+                step: self.steps,
                 consumed: false,
             });
         }
         for (_, event) in self.sim.take_server_events() {
             self.server_events.push(Logged {
                 event,
+                step: self.steps,
                 consumed: false,
             });
         }
     }
 
-    fn message(
+    /// A `C->S` line: the client's oldest request matched, or the scenario's built; then
+    /// delivered to the server, whose classification must agree with the tags.
+    fn request(
         &mut self,
-        direction: Direction,
         pattern: &MessagePattern,
         tags: &[String],
     ) -> (Option<String>, Result<(), String>) {
-        match direction {
-            Direction::ClientToServer => {
-                let events_before = self.server_events.len();
-                let request = if self.sim.client.is_some() {
-                    let Some((_, request)) = self.sim.take_request() else {
-                        return (
-                            None,
-                            Err("expected the client to send this, it sent nothing".into()),
-                        );
-                    };
-                    let rendered = self.show(notation::request(&request), request.type_url());
-                    if let Err(e) = self.match_request(pattern, &request) {
-                        return (Some(rendered), Err(e));
-                    }
-                    request
-                } else {
-                    self.build_request(pattern)
-                };
-                let rendered = self.show(notation::request(&request), request.type_url());
-                self.sim.deliver_request(request);
-                self.take_events();
-                let result = self.check_tags(pattern.type_url(), tags, events_before);
-                (Some(rendered), result)
+        let events_before = self.server_events.len();
+        let request = if self.sim.client.is_some() {
+            let Some((_, request)) = self.sim.take_request() else {
+                return (
+                    None,
+                    Err("expected the client to send this, it sent nothing".into()),
+                );
+            };
+            let rendered = self.show(notation::request(&request), request.type_url());
+            if let Err(e) = self.match_request(pattern, &request) {
+                return (Some(rendered), Err(e));
             }
-            Direction::ServerToClient => {
-                let response = if self.sim.models_server() {
-                    let Some((_, response)) = self.sim.take_response() else {
-                        return (
-                            None,
-                            Err("expected the server to send this, it sent nothing".into()),
-                        );
-                    };
-                    let rendered = self.show(notation::response(&response), response.type_url());
-                    if let Err(e) = self.match_response(pattern, &response) {
-                        return (Some(rendered), Err(e));
-                    }
-                    response
-                } else {
-                    self.build_response(pattern)
+            request
+        } else {
+            self.build_request(pattern)
+        };
+        let rendered = self.show(notation::request(&request), request.type_url());
+        self.sim.deliver_request(request);
+        self.take_events();
+        let type_url = self.effective_type(pattern.type_url()).to_string();
+        let result = self.check_tags(&type_url, tags, events_before);
+        (Some(rendered), result)
+    }
+
+    /// `S->C` lines (one, or several sharing a line): the server's oldest responses
+    /// matched, or the scenario's built; then all delivered to the client before it is
+    /// drained.
+    fn responses(&mut self, patterns: &[MessagePattern]) -> (Option<String>, Result<(), String>) {
+        let mut responses = Vec::with_capacity(patterns.len());
+        let mut rendered = Vec::with_capacity(patterns.len());
+        for pattern in patterns {
+            let response = if self.sim.models_server() {
+                let Some((_, response)) = self.sim.take_response() else {
+                    let shown = (!rendered.is_empty()).then(|| rendered.join(" ; "));
+                    return (
+                        shown,
+                        Err("expected the server to send this, it sent nothing".into()),
+                    );
                 };
-                let rendered = self.show(notation::response(&response), response.type_url());
-                self.sim.deliver_responses([response]);
-                self.take_events();
-                (Some(rendered), Ok(()))
-            }
+                let shown = self.show(notation::response(&response), response.type_url());
+                if let Err(e) = self.match_response(pattern, &response) {
+                    rendered.push(shown);
+                    return (Some(rendered.join(" ; ")), Err(e));
+                }
+                response
+            } else {
+                self.build_response(pattern)
+            };
+            rendered.push(self.show(notation::response(&response), response.type_url()));
+            responses.push(response);
         }
+        self.deliver_responses(responses);
+        (Some(rendered.join(" ; ")), Ok(()))
+    }
+
+    /// Delivers responses to the client, remembering the latest nonce of each type.
+    fn deliver_responses(&mut self, responses: Vec<Response>) {
+        for response in &responses {
+            let type_url = self.effective_type(response.type_url()).to_string();
+            self.latest_nonces
+                .insert(type_url, response.nonce().to_string());
+        }
+        self.sim.deliver_responses(responses);
+        self.take_events();
+    }
+
+    /// `expect server sends (..) within D`: every response the server sends while `D`
+    /// passes matches the message, and there is at least one.
+    pub(super) fn sends(
+        &mut self,
+        pattern: &MessagePattern,
+        within: Duration,
+    ) -> (Option<String>, Result<(), String>) {
+        if !self.sim.models_server() {
+            return (None, Err("the model does not play the server".into()));
+        }
+        let until = self.sim.now() + within;
+        let mut rendered: Vec<String> = Vec::new();
+        loop {
+            while let Some((_, response)) = self.sim.take_response() {
+                let shown = self.show(notation::response(&response), response.type_url());
+                if let Err(e) = self.match_response(pattern, &response) {
+                    rendered.push(shown);
+                    return (Some(rendered.join(" ; ")), Err(e));
+                }
+                rendered.push(self.show(notation::response(&response), response.type_url()));
+                self.deliver_responses(alloc::vec![response]);
+            }
+            let next = self.sim.next_timer().filter(|at| *at <= until);
+            let Err(stuck) = self.sim.fire_timers_until(next.unwrap_or(until)) else {
+                if next.is_none() {
+                    break;
+                }
+                continue;
+            };
+            return (
+                (!rendered.is_empty()).then(|| rendered.join(" ; ")),
+                Err(stuck.to_string()),
+            );
+        }
+        self.take_events();
+        if rendered.is_empty() {
+            return (
+                None,
+                Err(format!("the server sent nothing within {within:?}")),
+            );
+        }
+        (Some(rendered.join(" ; ")), Ok(()))
     }
 
     /// A rendered message with the symbols bound so far in place of values.
@@ -258,6 +348,7 @@ impl Runner {
     fn connect(&mut self) {
         self.first_request_sent = false;
         self.nonces = Symbols::default();
+        self.latest_nonces.clear();
         self.sim.reconnect();
     }
 
@@ -285,5 +376,28 @@ impl Runner {
                 left.join("; ")
             )
         })
+    }
+}
+
+/// Which sides a line gives input to, the client's and the server's (an expectation gives
+/// none, except `sends`, which lets time pass and delivers responses).
+fn inputs_to(action: &Action) -> (bool, bool) {
+    match action {
+        Action::Message {
+            direction: Direction::ClientToServer,
+            ..
+        }
+        | Action::ServerBatch(_) => (false, true),
+        Action::Message {
+            direction: Direction::ServerToClient,
+            ..
+        }
+        | Action::Responses(_)
+        | Action::ClientBatch(_) => (true, false),
+        Action::Wait(_)
+        | Action::Disconnect
+        | Action::Connect
+        | Action::Expect(_, Expectation::Sends { .. }) => (true, true),
+        Action::Expect(..) => (false, false),
     }
 }

@@ -3,7 +3,10 @@
 //!
 //! Decisions:
 //! - `expect ... event` consumes the first matching event not consumed yet, so two lines
-//!   expect two events; `no-event` looks at the events no line has consumed.
+//!   expect two events; `no-event` looks at the events no line has consumed, however old;
+//!   `no-new-event` at every event since the last input step, consumed or not.
+//! - A protocol error or an ignored part of a request is named like a resource
+//!   (`protocol-error node-changed`, `ignored CDS late-initial-resource-versions`).
 //! - Event details (`version=X`, `nonce=A`) are symbols; a candidate event that does not
 //!   match leaves no binding behind.
 
@@ -16,7 +19,7 @@ use super::symbols::Symbols;
 use super::{Logged, Runner};
 use crate::client::{ClientEvent, RemovalReason, ResourceState};
 use crate::script::ast::*;
-use crate::server::ServerEvent;
+use crate::server::{Ignored, ProtocolError, ServerEvent};
 use crate::transcript::notation;
 
 /// What an expectation can say about an event, whichever side emitted it.
@@ -147,20 +150,58 @@ fn client_facts(event: &ClientEvent) -> Facts<'_> {
     }
 }
 
+/// The notation of a protocol error: its variant in kebab case.
+fn protocol_error_name(error: &ProtocolError) -> &'static str {
+    match error {
+        ProtocolError::MissingNode => "missing-node",
+        ProtocolError::NodeChanged => "node-changed",
+        ProtocolError::MissingTypeUrl => "missing-type-url",
+        ProtocolError::WrongTypeUrl { .. } => "wrong-type-url",
+        ProtocolError::WrongVariant { .. } => "wrong-variant",
+        ProtocolError::LimitExceeded(_) => "limit-exceeded",
+    }
+}
+
+fn ignored_name(ignored: Ignored) -> &'static str {
+    match ignored {
+        Ignored::LateInitialResourceVersions => "late-initial-resource-versions",
+        Ignored::ErrorWithoutResponse => "error-without-response",
+    }
+}
+
+fn typed<'a>(kind: &'static str, type_url: &'a str) -> Facts<'a> {
+    Facts::new(kind, Some(type_url))
+}
+
 fn server_facts(event: &ServerEvent) -> Facts<'_> {
-    let (kind, type_url, names): (_, _, &[String]) = match event {
-        ServerEvent::NodeIdentified(_) => ("node", None, &[]),
-        ServerEvent::Subscribed { type_url, names } => ("subscribed", Some(type_url), names),
-        ServerEvent::Unsubscribed { type_url, names } => ("unsubscribed", Some(type_url), names),
-        ServerEvent::Acked { type_url, .. } => ("acked", Some(type_url), &[]),
-        ServerEvent::Nacked { type_url, .. } => ("nacked", Some(type_url), &[]),
-        ServerEvent::StaleRequest { type_url, .. } => ("stale", Some(type_url), &[]),
-        ServerEvent::Ignored { type_url, .. } => ("ignored", Some(type_url), &[]),
-        ServerEvent::ProtocolError(_) => ("protocol-error", None, &[]),
-    };
-    Facts {
-        names: names.iter().map(String::as_str).collect(),
-        ..Facts::new(kind, type_url.map(String::as_str))
+    match event {
+        ServerEvent::NodeIdentified(_) => Facts::new("node", None),
+        ServerEvent::Subscribed { type_url, names } => Facts {
+            names: names.iter().map(String::as_str).collect(),
+            ..typed("subscribed", type_url)
+        },
+        ServerEvent::Unsubscribed { type_url, names } => Facts {
+            names: names.iter().map(String::as_str).collect(),
+            ..typed("unsubscribed", type_url)
+        },
+        ServerEvent::Acked {
+            type_url,
+            nonce,
+            version,
+        } => typed("acked", type_url).version(version).nonce(nonce),
+        ServerEvent::Nacked {
+            type_url,
+            nonce,
+            version,
+            ..
+        } => typed("nacked", type_url).version(version).nonce(nonce),
+        ServerEvent::StaleRequest { type_url, nonce } => typed("stale", type_url).nonce(nonce),
+        ServerEvent::Ignored { type_url, what } => {
+            typed("ignored", type_url).named(ignored_name(*what))
+        }
+        ServerEvent::ProtocolError(error) => {
+            Facts::new("protocol-error", None).named(protocol_error_name(error))
+        }
     }
 }
 
@@ -226,7 +267,23 @@ fn find<E>(
 }
 
 fn pending<E>(events: &[Logged<E>]) -> impl Iterator<Item = &E> {
-    events.iter().filter(|l| !l.consumed).map(|l| &l.event)
+    in_scope(events, EventScope::Pending, 0)
+}
+
+/// The events a `no-event` (pending) or `no-new-event` (since the side's last input step)
+/// looks at.
+fn in_scope<E>(
+    events: &[Logged<E>],
+    scope: EventScope,
+    last_input: usize,
+) -> impl Iterator<Item = &E> {
+    events
+        .iter()
+        .filter(move |l| match scope {
+            EventScope::Pending => !l.consumed,
+            EventScope::SinceLastInput => l.step >= last_input,
+        })
+        .map(|l| &l.event)
 }
 
 impl Runner {
@@ -263,8 +320,10 @@ impl Runner {
                     kind,
                     type_url,
                     name,
+                    scope,
                 },
-            ) => self.expect_no_event(side, kind, type_url, name),
+            ) => self.expect_no_event(side, kind, type_url, name, *scope),
+            (_, Expectation::Sends { message, within }) => self.sends(message, *within).1,
             (Side::Client, Expectation::Cache(type_url, items)) => {
                 let client = self
                     .sim
@@ -282,6 +341,7 @@ impl Runner {
                                 version: Some(cached.version.as_str().to_string()),
                                 body: Some(cached.body.clone()),
                                 ttl: None,
+                                wrapped: None,
                                 aliases: cached
                                     .aliases
                                     .iter()
@@ -305,6 +365,7 @@ impl Runner {
                                 version: Some(r.version().to_string()),
                                 body: Some(r.body().clone()),
                                 ttl: None,
+                                wrapped: None,
                                 aliases: r.aliases().to_vec(),
                             },
                         )
@@ -384,6 +445,7 @@ impl Runner {
         kind: &str,
         type_url: &str,
         name: &Option<String>,
+        scope: EventScope,
     ) -> Result<(), String> {
         // No details: nothing is bound, whatever the symbols.
         let (mut versions, mut nonces) = (Symbols::default(), Symbols::default());
@@ -391,7 +453,9 @@ impl Runner {
             |facts: Facts<'_>| facts.matches(kind, type_url, name, &[], &mut versions, &mut nonces);
         match side {
             Side::Client => {
-                match pending(&self.client_events).find(|e| unexpected(client_facts(e))) {
+                match in_scope(&self.client_events, scope, self.last_input.client)
+                    .find(|e| unexpected(client_facts(e)))
+                {
                     None => Ok(()),
                     Some(e) => Err(format!(
                         "unexpected client event {}",
@@ -400,7 +464,9 @@ impl Runner {
                 }
             }
             Side::Server => {
-                match pending(&self.server_events).find(|e| unexpected(server_facts(e))) {
+                match in_scope(&self.server_events, scope, self.last_input.server)
+                    .find(|e| unexpected(server_facts(e)))
+                {
                     None => Ok(()),
                     Some(e) => Err(format!("unexpected server event {e:?}")),
                 }

@@ -18,10 +18,10 @@ use super::build::{resource_errors_of, ttl_of};
 use super::Runner;
 use crate::message::{Request, Response};
 use crate::pb::discovery::{Resource, ResourceError};
-use crate::pb::envoy::config::core::v3::Node;
+use crate::pb::envoy::config::core::v3::{ControlPlane, Node};
 use crate::pb::google::protobuf::{Any, Duration as PbDuration};
 use crate::pb::google::rpc::Status;
-use crate::script::ast::{ErrorPattern, Item, MessagePattern};
+use crate::script::ast::{ErrorPattern, Item, MessagePattern, LATEST_NONCE, NO_NODE};
 use crate::transcript::notation;
 use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 
@@ -31,6 +31,8 @@ pub(super) struct Seen {
     pub(super) body: Option<bytes::Bytes>,
     pub(super) ttl: Option<PbDuration>,
     pub(super) aliases: Vec<String>,
+    /// Whether a SotW resource came wrapped in `Resource` (`None`: not a SotW resource).
+    pub(super) wrapped: Option<bool>,
 }
 
 pub(super) fn sorted(names: impl IntoIterator<Item = String>) -> Vec<String> {
@@ -41,7 +43,14 @@ pub(super) fn sorted(names: impl IntoIterator<Item = String>) -> Vec<String> {
 fn seen_sotw(any: &Any) -> (String, Seen) {
     if any.type_url == RESOURCE_WRAPPER_TYPE_URL {
         if let Ok(wrapper) = Resource::decode(any.value.clone()) {
-            return seen_delta(&wrapper);
+            let (name, seen) = seen_delta(&wrapper);
+            return (
+                name,
+                Seen {
+                    wrapped: Some(true),
+                    ..seen
+                },
+            );
         }
     }
     let name = crate::resource::name_of(&any.value)
@@ -54,6 +63,7 @@ fn seen_sotw(any: &Any) -> (String, Seen) {
             body: Some(any.value.clone()),
             ttl: None,
             aliases: Vec::new(),
+            wrapped: Some(false),
         },
     )
 }
@@ -66,6 +76,7 @@ fn seen_delta(r: &Resource) -> (String, Seen) {
             body: r.resource.as_ref().map(|b| b.value.clone()),
             ttl: r.ttl,
             aliases: r.aliases.clone(),
+            wrapped: None,
         },
     )
 }
@@ -74,10 +85,15 @@ fn check_error(pattern: &ErrorPattern, actual: &Option<Status>) -> Result<(), St
     match (pattern, actual) {
         (ErrorPattern::Absent, None) | (ErrorPattern::Any, Some(_)) => Ok(()),
         (ErrorPattern::Contains(text), Some(s)) if s.message.contains(text.as_str()) => Ok(()),
+        (ErrorPattern::Exact(text), Some(s)) if s.message == *text => Ok(()),
         (ErrorPattern::Absent, Some(s)) => Err(format!("unexpected error_detail {:?}", s.message)),
         (_, None) => Err("expected error_detail (a NACK), got none".into()),
         (ErrorPattern::Contains(text), Some(s)) => Err(format!(
             "error_detail {:?} does not contain {text:?}",
+            s.message
+        )),
+        (ErrorPattern::Exact(text), Some(s)) => Err(format!(
+            "error_detail {:?} is not exactly {text:?}",
             s.message
         )),
     }
@@ -126,6 +142,20 @@ fn check_errors(expected: &Option<Vec<Item>>, actual: &[ResourceError]) -> Resul
     }
 }
 
+/// `CP=` against the response's `control_plane` (no `CP=`: not checked; `CP=-`: none).
+fn check_control_plane(
+    expected: &Option<String>,
+    actual: &Option<ControlPlane>,
+) -> Result<(), String> {
+    let actual = actual.as_ref().map(|cp| cp.identifier.as_str());
+    match expected.as_deref() {
+        None => Ok(()),
+        Some("-") if actual.is_none() => Ok(()),
+        Some(id) if actual == Some(id) => Ok(()),
+        Some(id) => Err(format!("CP: expected {id:?}, got {actual:?}")),
+    }
+}
+
 fn check_type(expected: &str, actual: &str) -> Result<(), String> {
     if expected == actual {
         Ok(())
@@ -141,6 +171,10 @@ fn check_type(expected: &str, actual: &str) -> Result<(), String> {
 fn check_node(expected: &Option<String>, actual: &Option<Node>) -> Result<(), String> {
     match (expected, actual) {
         (None, _) => Ok(()),
+        (Some(id), None) if id == NO_NODE => Ok(()),
+        (Some(id), Some(node)) if id == NO_NODE => {
+            Err(format!("node: expected none, got {:?}", node.id))
+        }
         (Some(id), Some(node)) if &node.id == id => Ok(()),
         (Some(id), other) => Err(format!(
             "node: expected {id:?}, got {:?}",
@@ -164,8 +198,24 @@ impl Runner {
         }
     }
 
-    fn check_nonce(&mut self, symbol: &Option<String>, value: &str) -> Result<(), String> {
-        match symbol {
+    /// A request's nonce: a symbol, or `N=^`, the latest nonce of its type.
+    fn check_nonce(
+        &mut self,
+        type_url: &str,
+        symbol: &Option<String>,
+        value: &str,
+    ) -> Result<(), String> {
+        match symbol.as_deref() {
+            Some(LATEST_NONCE) => {
+                let latest = self.latest_nonce(type_url);
+                if latest == value {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "N: expected the latest nonce {latest:?}, got {value:?}"
+                    ))
+                }
+            }
             Some(symbol) => self.nonces.check("N", symbol, value),
             None => Ok(()),
         }
@@ -192,7 +242,7 @@ impl Runner {
                 check_type(type_url, &r.type_url)?;
                 self.check_version(type_url, "V", version, &r.version_info)?;
                 check_set("R", names, &r.resource_names)?;
-                self.check_nonce(nonce, &r.response_nonce)?;
+                self.check_nonce(type_url, nonce, &r.response_nonce)?;
                 check_error(error, &r.error_detail)?;
                 check_node(node, &r.node)
             }
@@ -225,7 +275,7 @@ impl Runner {
                         }
                     }
                 }
-                self.check_nonce(nonce, &r.response_nonce)?;
+                self.check_nonce(type_url, nonce, &r.response_nonce)?;
                 check_error(error, &r.error_detail)?;
                 check_node(node, &r.node)
             }
@@ -258,6 +308,12 @@ impl Runner {
                 if seen.body.as_ref() != Some(&notation::body(&item.name, tag)) {
                     return Err(format!("body of {}: expected tag {tag}", item.name));
                 }
+            }
+            if item.unwrapped && seen.wrapped == Some(true) {
+                return Err(format!("{}: expected no Resource wrapper", item.name));
+            }
+            if item.wrapped && seen.wrapped == Some(false) {
+                return Err(format!("{}: expected a Resource wrapper", item.name));
             }
             if item.no_body && seen.body.is_some() {
                 return Err(format!("{}: expected no body", item.name));
@@ -293,13 +349,15 @@ impl Runner {
                     nonce,
                     type_url,
                     errors,
+                    control_plane,
                 },
                 Response::Sotw(r),
             ) => {
                 check_type(type_url, &r.type_url)?;
+                check_control_plane(control_plane, &r.control_plane)?;
                 check_errors(errors, &r.resource_errors)?;
                 self.check_version(type_url, "V", version, &r.version_info)?;
-                self.check_nonce(nonce, &r.nonce)?;
+                self.check_nonce(type_url, nonce, &r.nonce)?;
                 if let Some(items) = resources {
                     let seen = r.resources.iter().map(seen_sotw).collect();
                     self.match_items(type_url, items, seen, &r.version_info)?;
@@ -314,13 +372,15 @@ impl Runner {
                     nonce,
                     type_url,
                     errors,
+                    control_plane,
                 },
                 Response::Delta(r),
             ) => {
                 check_type(type_url, &r.type_url)?;
+                check_control_plane(control_plane, &r.control_plane)?;
                 check_errors(errors, &r.resource_errors)?;
                 self.check_version(type_url, "V", version, &r.system_version_info)?;
-                self.check_nonce(nonce, &r.nonce)?;
+                self.check_nonce(type_url, nonce, &r.nonce)?;
                 check_set("X", removed, &r.removed_resources)?;
                 if let Some(items) = resources {
                     let seen = r.resources.iter().map(seen_delta).collect();

@@ -79,10 +79,20 @@ impl Report {
     }
 }
 
-/// One event a side emitted, and whether an expectation has consumed it.
+/// One event a side emitted, the step it was taken in, and whether an expectation has
+/// consumed it.
 struct Logged<E> {
     event: E,
+    /// The step (counted from 1) during which it was emitted.
+    step: usize,
     consumed: bool,
+}
+
+/// The steps that gave each side input last (`no-new-event`).
+#[derive(Default)]
+struct LastInput {
+    client: usize,
+    server: usize,
 }
 
 /// The replay of one scenario: the simulated stream, the events the runner has taken from
@@ -99,6 +109,15 @@ struct Runner {
     nonces: Symbols,
     /// Whether the scenario side has sent the stream's first request (for the node).
     first_request_sent: bool,
+    /// The nonce of the latest response of each type the client received on this stream
+    /// (`N=^`).
+    latest_nonces: BTreeMap<String, String>,
+    /// The type of a per-type stream: what an empty `type_url` (`T=-`) stands for.
+    stream_type: Option<String>,
+    /// Steps run so far.
+    steps: usize,
+    /// The last step that gave each side input.
+    last_input: LastInput,
 }
 
 impl Runner {
@@ -122,6 +141,10 @@ impl Runner {
         if let Some(on) = options.node_on_every_request {
             client_config.node_on_every_request = on;
         }
+        let stream_type = match &transport {
+            Transport::PerType(url) => Some(url.clone()),
+            Transport::Aggregated => None,
+        };
         let mut server_config = ServerConfig::new(scenario.variant, transport);
         if let Some(on) = options.sticky_legacy_wildcard {
             server_config.sticky_legacy_wildcard = on;
@@ -149,6 +172,10 @@ impl Runner {
             versions: BTreeMap::new(),
             nonces: Symbols::default(),
             first_request_sent: false,
+            latest_nonces: BTreeMap::new(),
+            stream_type,
+            steps: 0,
+            last_input: LastInput::default(),
         };
         runner.take_events();
         runner
@@ -157,6 +184,21 @@ impl Runner {
     /// The version symbols of a type.
     fn versions_of(&mut self, type_url: &str) -> &mut Symbols {
         self.versions.entry(type_url.into()).or_default()
+    }
+
+    /// The type a message is about: its own, or the stream's when it leaves `type_url`
+    /// empty on a per-type stream.
+    fn effective_type<'a>(&'a self, type_url: &'a str) -> &'a str {
+        match &self.stream_type {
+            Some(stream_type) if type_url.is_empty() => stream_type,
+            _ => type_url,
+        }
+    }
+
+    /// The nonce a request echoes when it says `N=^`.
+    fn latest_nonce(&self, type_url: &str) -> &str {
+        let type_url = self.effective_type(type_url);
+        self.latest_nonces.get(type_url).map_or("", String::as_str)
     }
 }
 
@@ -169,7 +211,9 @@ fn kind_of(action: &Action) -> LineKind {
         Action::Message {
             direction: Direction::ServerToClient,
             ..
-        } => LineKind::Response,
+        }
+        | Action::Responses(_)
+        | Action::Expect(Side::Server, Expectation::Sends { .. }) => LineKind::Response,
         Action::ClientBatch(_) | Action::Expect(Side::Client, _) => LineKind::Client,
         Action::ServerBatch(_) | Action::Expect(Side::Server, _) => LineKind::Server,
         Action::Wait(_) | Action::Disconnect | Action::Connect => LineKind::Both,
