@@ -111,10 +111,10 @@ impl Pair {
         self.sim.response_sent_at().map(|sent| sent + self.latency)
     }
 
-    /// Fires the timers due before a message arrives. A timer livelock only stops the
-    /// firing: the clock still moves to `until`, and the drive's own step bound reports
-    /// what keeps going.
-    fn fire_timers_until(&mut self, until: Instant) {
+    /// Fires the timers due at or before `until` (a message's arrival, or the end of an
+    /// `advance`). A timer livelock only stops the firing: the clock still moves to
+    /// `until`, and the drive's own step bound reports what keeps going.
+    fn run_timers_until(&mut self, until: Instant) {
         let _stuck = self.sim.fire_timers_until(until);
     }
 
@@ -123,7 +123,7 @@ impl Pair {
         let Some(at) = self.request_arrives_at() else {
             return false;
         };
-        self.fire_timers_until(at);
+        self.run_timers_until(at);
         let Some((_, request)) = self.sim.take_request() else {
             return false;
         };
@@ -138,7 +138,7 @@ impl Pair {
         let Some(at) = self.response_arrives_at() else {
             return false;
         };
-        self.fire_timers_until(at);
+        self.run_timers_until(at);
         let Some((_, response)) = self.sim.take_response() else {
             return false;
         };
@@ -195,11 +195,11 @@ impl Pair {
                     if message == Some(at) {
                         self.step();
                     } else {
-                        self.fire_timers_until(at);
+                        self.run_timers_until(at);
                     }
                 }
                 _ => {
-                    self.fire_timers_until(until);
+                    self.run_timers_until(until);
                     return Ok(());
                 }
             }
