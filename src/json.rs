@@ -14,6 +14,15 @@
 //! - an `Any` of a type the codec does not know is written and read as
 //!   `{"@type": URL, "value": "<base64 of the message>"}`. This is a documented
 //!   relaxation: canonical JSON has no form for it (other implementations fail instead).
+//!   Reading accepts that form also for a type the codec knows (unless the type has a
+//!   field named `value` of its own, or is a well-known type, whose canonical form is
+//!   `{"@type", "value"}` already), so text written before the schemas were added still
+//!   reads as what it says;
+//! - an `Any` of an unknown type written canonically (its message's fields beside
+//!   `"@type"`) cannot be read without that message's schema, and is an error
+//!   ([`JsonError::UnknownAnyType`]), never an `Any` with an empty value: a resource is
+//!   never read as empty. `{"@type": URL}` alone is the canonical form of an empty message
+//!   and reads as one.
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -25,8 +34,10 @@ use prost_reflect::{
     SerializeOptions, Value as ReflectValue,
 };
 use prost_types::field_descriptor_proto::{Label, Type};
-use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto};
+use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto, FileDescriptorSet};
 use serde_json::{Map, Value};
+
+use crate::file::{Format, FormatError, Position};
 
 /// The message that stands in for an `Any` of an unknown type while prost-reflect does its
 /// work; it never reaches the caller.
@@ -45,6 +56,11 @@ pub enum JsonError {
     Descriptor(String),
     /// The binary encoding inside could not be decoded.
     Decode(String),
+    /// An `Any` of this type URL is written in canonical form (the fields of its message),
+    /// but the codec has no schema for that message: add its descriptors
+    /// ([`JsonCodec::add_file_descriptor_set`]) or write it as
+    /// `{"@type": URL, "value": base64}`.
+    UnknownAnyType(String),
 }
 
 impl fmt::Display for JsonError {
@@ -54,6 +70,11 @@ impl fmt::Display for JsonError {
             JsonError::UnknownMessage(m) => write!(f, "message type {m} is not known"),
             JsonError::Descriptor(e) => write!(f, "invalid descriptors: {e}"),
             JsonError::Decode(e) => write!(f, "undecodable message: {e}"),
+            JsonError::UnknownAnyType(url) => write!(
+                f,
+                "an Any of type {url} holds the fields of a message whose schema is not known \
+                 (add its descriptors, or write it as {{\"@type\", \"value\": base64}})"
+            ),
         }
     }
 }
@@ -65,6 +86,8 @@ impl std::error::Error for JsonError {}
 pub struct JsonCodec {
     pool: DescriptorPool,
     ignore_unknown_fields: bool,
+    /// The files of the application's descriptor sets, in the order they were added.
+    added: Vec<FileDescriptorProto>,
 }
 
 impl Default for JsonCodec {
@@ -98,27 +121,110 @@ fn opaque_any_file() -> FileDescriptorProto {
     }
 }
 
+fn descriptor_error(e: &impl fmt::Display) -> JsonError {
+    JsonError::Descriptor(e.to_string())
+}
+
+/// The crate's files (and the `OpaqueAny` stand-in) with the application's `added` files;
+/// an added file replaces the crate's file of the same name if it defines every field the
+/// crate's copy has.
+fn pool_with(added: &[FileDescriptorProto]) -> Result<DescriptorPool, JsonError> {
+    let built_in = FileDescriptorSet::decode(crate::pb::FILE_DESCRIPTOR_SET)
+        .map_err(|e| descriptor_error(&e))?;
+    let (replaced, kept): (Vec<_>, Vec<_>) = built_in
+        .file
+        .into_iter()
+        .partition(|file| added.iter().any(|a| a.name == file.name));
+    let mut pool = DescriptorPool::new();
+    pool.add_file_descriptor_protos(
+        kept.into_iter()
+            .chain(added.iter().cloned())
+            .chain(core::iter::once(opaque_any_file())),
+    )
+    .map_err(|e| descriptor_error(&e))?;
+    for file in &replaced {
+        let package = file.package.as_deref().unwrap_or("");
+        covers(
+            &pool,
+            file.name.as_deref().unwrap_or(""),
+            package,
+            &file.message_type,
+        )?;
+    }
+    Ok(pool)
+}
+
+/// Whether `pool` defines every field of `messages` (declared in `package`, nested ones
+/// included), with the same number and name: the crate's messages read and write through
+/// it.
+fn covers(
+    pool: &DescriptorPool,
+    file: &str,
+    scope: &str,
+    messages: &[DescriptorProto],
+) -> Result<(), JsonError> {
+    for message in messages {
+        let name = message.name.as_deref().unwrap_or("");
+        let full = if scope.is_empty() {
+            String::from(name)
+        } else {
+            alloc::format!("{scope}.{name}")
+        };
+        let theirs = pool.get_message_by_name(&full).ok_or_else(|| {
+            JsonError::Descriptor(alloc::format!("{file} in the set lacks message {full}"))
+        })?;
+        for field in &message.field {
+            let number = field.number.unwrap_or(0);
+            let same = theirs
+                .get_field(u32::try_from(number).unwrap_or(0))
+                .is_some_and(|f| Some(f.name()) == field.name.as_deref());
+            if !same {
+                return Err(JsonError::Descriptor(alloc::format!(
+                    "{file} in the set lacks field {} = {number} of {full}",
+                    field.name.as_deref().unwrap_or("")
+                )));
+            }
+        }
+        covers(pool, file, &full, &message.nested_type)?;
+    }
+    Ok(())
+}
+
 impl JsonCodec {
     /// A codec that knows the messages of this crate and the well-known types.
     pub fn new() -> JsonCodec {
-        let mut pool = DescriptorPool::new();
-        // Both sets are built into the crate and tested; failure would be a build defect.
-        let built_in = pool
-            .decode_file_descriptor_set(crate::pb::FILE_DESCRIPTOR_SET)
-            .and_then(|()| pool.add_file_descriptor_proto(opaque_any_file()));
-        debug_assert!(built_in.is_ok(), "built-in descriptors: {built_in:?}");
+        // The built-in files are tested; failure would be a build defect.
+        let pool = pool_with(&[]);
+        debug_assert!(pool.is_ok(), "built-in descriptors: {pool:?}");
         JsonCodec {
-            pool,
+            pool: pool.unwrap_or_default(),
             ignore_unknown_fields: false,
+            added: Vec::new(),
         }
     }
 
-    /// Adds the schemas of resource types (an encoded `FileDescriptorSet`), so `Any`s of
-    /// those types are written canonically.
+    /// Adds the schemas of resource types (an encoded `FileDescriptorSet`, with its
+    /// dependencies as `protoc --include_imports` writes it), so `Any`s of those types are
+    /// written and read canonically. On error the codec is unchanged.
+    ///
+    /// The crate carries some Envoy files trimmed to what the discovery messages need
+    /// (`envoy/config/core/v3/base.proto`, ...). A set that holds the full file of the same
+    /// name replaces the trimmed one, so the set's own types that depend on the rest of it
+    /// resolve; the set's file must still define every field the crate's copy has
+    /// ([`JsonError::Descriptor`] names the one missing). A file already added by an
+    /// earlier set is kept.
     pub fn add_file_descriptor_set(&mut self, bytes: &[u8]) -> Result<(), JsonError> {
-        self.pool
-            .decode_file_descriptor_set(bytes)
-            .map_err(|e| JsonError::Descriptor(e.to_string()))
+        let set = FileDescriptorSet::decode(bytes).map_err(|e| descriptor_error(&e))?;
+        let mut added = self.added.clone();
+        for file in set.file {
+            if !added.iter().any(|known| known.name == file.name) {
+                added.push(file);
+            }
+        }
+        let pool = pool_with(&added)?;
+        self.pool = pool;
+        self.added = added;
+        Ok(())
     }
 
     /// Accept JSON with fields the schema does not know (newer peers), instead of failing.
@@ -175,6 +281,54 @@ impl JsonCodec {
         self.from_value(value)
     }
 
+    /// Parses canonical JSON text into `M`, naming where the first problem is
+    /// ([`FormatError::Malformed`] with [`Format::Json`]): the line and column of a syntax
+    /// error, of a schema error when the schema's own parser stops at it too, and the byte
+    /// offset of invalid UTF-8. JSON files and REST-JSON bodies are read this way.
+    pub fn parse_text<M: Message + Name + Default>(&self, bytes: &[u8]) -> Result<M, FormatError> {
+        let text = utf8(Format::Json, bytes)?;
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            let (message, position) = split_json_error(&e);
+            FormatError::malformed(Format::Json, position, message)
+        })?;
+        self.read_located_value(Format::Json, value, |desc, options| {
+            let mut de = serde_json::Deserializer::from_str(text);
+            let err = DynamicMessage::deserialize_with_options(desc, &mut de, options).err()?;
+            let (message, position) = split_json_error(&err);
+            Some((message, position?))
+        })
+    }
+
+    /// `value`, read from text in `format`, into `M`. A schema error has no position in a
+    /// value, so `locate` parses the text again straight into the schema (given its
+    /// descriptor and this codec's options), whose parser knows where it stopped; its
+    /// position is used only when it stopped for the same reason (an `Any` of an unknown
+    /// type is handled by the codec but not by that parser).
+    pub(crate) fn read_located_value<M: Message + Name + Default>(
+        &self,
+        format: Format,
+        value: Value,
+        locate: impl FnOnce(MessageDescriptor, &DeserializeOptions) -> Option<(String, Position)>,
+    ) -> Result<M, FormatError> {
+        match self.from_value::<M>(value) {
+            Ok(m) => Ok(m),
+            Err(JsonError::Json(message)) => {
+                let position = self
+                    .descriptor(&M::full_name())
+                    .ok()
+                    .and_then(|desc| locate(desc, &self.deserialize_options()))
+                    .filter(|(located, _)| located.contains(message.as_str()))
+                    .map(|(_, p)| p);
+                Err(FormatError::malformed(format, position, message))
+            }
+            Err(other) => Err(FormatError::malformed(format, None, other.to_string())),
+        }
+    }
+
+    fn deserialize_options(&self) -> DeserializeOptions {
+        DeserializeOptions::new().deny_unknown_fields(!self.ignore_unknown_fields)
+    }
+
     /// Parses canonical JSON of a message of type `full_name` into its binary form.
     pub fn value_to_encoded(
         &self,
@@ -183,9 +337,9 @@ impl JsonCodec {
     ) -> Result<Vec<u8>, JsonError> {
         let desc = self.descriptor(full_name)?;
         self.walk_json(&desc, &mut value, Mode::HideOpaque)?;
-        let options = DeserializeOptions::new().deny_unknown_fields(!self.ignore_unknown_fields);
-        let mut dynamic = DynamicMessage::deserialize_with_options(desc, value, &options)
-            .map_err(|e| JsonError::Json(e.to_string()))?;
+        let mut dynamic =
+            DynamicMessage::deserialize_with_options(desc, value, &self.deserialize_options())
+                .map_err(|e| JsonError::Json(e.to_string()))?;
         self.reveal_opaque_anys(&mut dynamic)?;
         Ok(dynamic.encode_to_vec())
     }
@@ -347,7 +501,7 @@ impl JsonCodec {
                 object.insert("value".into(), value);
                 return Ok(());
             }
-            Mode::HideOpaque if self.any_type(&type_url).is_none() => {
+            Mode::HideOpaque if self.opaque_on_read(&type_url, object)? => {
                 let value = object.remove("value");
                 object.clear();
                 object.insert("@type".into(), Value::String(OPAQUE_ANY_URL.into()));
@@ -375,6 +529,60 @@ impl JsonCodec {
         }
         Ok(())
     }
+}
+
+impl JsonCodec {
+    /// Whether the JSON object of an `Any` of `type_url` is read as
+    /// `{"@type", "value": base64}`: always for an unknown type, which then may hold nothing
+    /// else (the fields of a message we have no schema for would be lost, and the resource
+    /// read as empty); for a known type only in exactly that form, when the type has no
+    /// `value` field and no special JSON form of its own.
+    fn opaque_on_read(
+        &self,
+        type_url: &str,
+        object: &Map<String, Value>,
+    ) -> Result<bool, JsonError> {
+        let relaxed = object.len() <= 2
+            && object.keys().all(|k| k == "@type" || k == "value")
+            && object.get("value").is_none_or(Value::is_string);
+        match self.any_type(type_url) {
+            None if relaxed => Ok(true),
+            None => Err(JsonError::UnknownAnyType(type_url.into())),
+            Some(desc) => Ok(object.contains_key("value")
+                && relaxed
+                && desc.package_name() != "google.protobuf"
+                && desc.get_field_by_json_name("value").is_none()
+                && desc.get_field_by_name("value").is_none()),
+        }
+    }
+}
+
+/// The text of a text format, or the byte offset of the first invalid UTF-8 sequence.
+pub(crate) fn utf8(format: Format, bytes: &[u8]) -> Result<&str, FormatError> {
+    core::str::from_utf8(bytes).map_err(|e| {
+        FormatError::malformed(
+            format,
+            Some(Position::Byte(e.valid_up_to())),
+            "invalid UTF-8",
+        )
+    })
+}
+
+/// serde_json's message without its " at line L column C" suffix, and that position.
+fn split_json_error(e: &serde_json::Error) -> (String, Option<Position>) {
+    let full = e.to_string();
+    if e.line() == 0 {
+        return (full, None);
+    }
+    let suffix = alloc::format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(suffix.as_str()).unwrap_or(&full);
+    (
+        String::from(message),
+        Some(Position::LineColumn {
+            line: e.line(),
+            column: e.column().max(1),
+        }),
+    )
 }
 
 /// A rewrite of one `Any`: given its type URL and value, `Some` replaces them.
@@ -451,6 +659,139 @@ mod tests {
             codec.from_value::<DiscoveryResponse>(value).unwrap(),
             response
         );
+    }
+
+    #[test]
+    fn an_unknown_any_in_canonical_form_is_an_error_not_an_empty_resource() {
+        let codec = JsonCodec::new();
+        let cluster = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+        let canonical = json!({"typeUrl": cluster, "resources": [
+            {"@type": cluster, "name": "a", "connectTimeout": "1s"}
+        ]});
+        assert_eq!(
+            codec.from_value::<DiscoveryResponse>(canonical),
+            Err(JsonError::UnknownAnyType(cluster.into()))
+        );
+        // Inside a Resource wrapper too, and whatever the unknown-field setting.
+        let wrapped = json!({"resources": [{
+            "@type": "type.googleapis.com/envoy.service.discovery.v3.Resource",
+            "name": "a",
+            "resource": {"@type": cluster, "name": "a"}
+        }]});
+        let lenient = JsonCodec::new().ignore_unknown_fields(true);
+        assert_eq!(
+            lenient.from_value::<DiscoveryResponse>(wrapped),
+            Err(JsonError::UnknownAnyType(cluster.into()))
+        );
+        // A value that is not base64 text is not the relaxed form either.
+        let odd = json!({"resources": [{"@type": cluster, "value": {"name": "a"}}]});
+        assert_eq!(
+            codec.from_value::<DiscoveryResponse>(odd),
+            Err(JsonError::UnknownAnyType(cluster.into()))
+        );
+        // `{"@type"}` alone is an empty message, canonically.
+        let empty = json!({"resources": [{"@type": cluster}]});
+        let response = codec.from_value::<DiscoveryResponse>(empty).unwrap();
+        assert_eq!(response.resources[0].type_url, cluster);
+        assert!(response.resources[0].value.is_empty());
+    }
+
+    #[test]
+    fn the_base64_form_reads_also_for_known_types() {
+        // ControlPlane is known and has no `value` field: the relaxed form is its bytes.
+        let codec = JsonCodec::new();
+        let url = "type.googleapis.com/envoy.config.core.v3.ControlPlane";
+        let plane = ControlPlane {
+            identifier: "cp".into(),
+        };
+        let value = json!({"resource": {"@type": url, "value": "CgJjcA=="}});
+        let read = codec.from_value::<Resource>(value).unwrap();
+        let any = read.resource.unwrap();
+        assert_eq!(any.value, plane.encode_to_vec());
+        // A well-known type keeps its own `value` form.
+        let duration = json!({"resource": {
+            "@type": "type.googleapis.com/google.protobuf.Duration", "value": "1.5s"
+        }});
+        let read = codec.from_value::<Resource>(duration).unwrap();
+        let inner = Duration::decode(read.resource.unwrap().value).unwrap();
+        assert_eq!((inner.seconds, inner.nanos), (1, 500_000_000));
+    }
+
+    #[test]
+    fn a_set_may_hold_the_full_version_of_a_file_the_crate_trims() {
+        let built_in = FileDescriptorSet::decode(crate::pb::FILE_DESCRIPTOR_SET).unwrap();
+        let base = built_in
+            .file
+            .iter()
+            .find(|f| f.name.as_deref() == Some("envoy/config/core/v3/base.proto"))
+            .unwrap()
+            .clone();
+        // The "full" base.proto: the crate's plus a message the application's file needs.
+        let mut full = base.clone();
+        full.message_type.push(DescriptorProto {
+            name: Some("HeaderValue".into()),
+            ..Default::default()
+        });
+        let user = FileDescriptorProto {
+            name: Some("acme/uses.proto".into()),
+            package: Some("acme".into()),
+            syntax: Some("proto3".into()),
+            dependency: alloc::vec!["envoy/config/core/v3/base.proto".into()],
+            message_type: alloc::vec![DescriptorProto {
+                name: Some("Uses".into()),
+                field: alloc::vec![FieldDescriptorProto {
+                    name: Some("header".into()),
+                    json_name: Some("header".into()),
+                    number: Some(1),
+                    label: Some(Label::Optional as i32),
+                    r#type: Some(Type::Message as i32),
+                    type_name: Some(".envoy.config.core.v3.HeaderValue".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let mut codec = JsonCodec::new();
+        let set = FileDescriptorSet {
+            file: alloc::vec![full, user],
+        };
+        codec.add_file_descriptor_set(&set.encode_to_vec()).unwrap();
+        assert!(codec.pool().get_message_by_name("acme.Uses").is_some());
+        let request = DiscoveryRequest {
+            node: Some(Node {
+                id: "n".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let back: DiscoveryRequest = codec.from_value(codec.to_value(&request).unwrap()).unwrap();
+        assert_eq!(back, request);
+
+        // A file that lacks a field of the crate's copy is refused, and nothing changes.
+        let mut fresh = JsonCodec::new();
+        let mut short = base;
+        let node = short
+            .message_type
+            .iter_mut()
+            .find(|m| m.name.as_deref() == Some("Node"))
+            .unwrap();
+        node.field.retain(|f| f.name.as_deref() != Some("cluster"));
+        let set = FileDescriptorSet {
+            file: alloc::vec![short],
+        };
+        let err = fresh
+            .add_file_descriptor_set(&set.encode_to_vec())
+            .unwrap_err();
+        assert!(
+            matches!(&err, JsonError::Descriptor(m) if m.contains("cluster")),
+            "{err}"
+        );
+        assert!(fresh
+            .pool()
+            .get_message_by_name("envoy.config.core.v3.Node")
+            .and_then(|n| n.get_field_by_name("cluster"))
+            .is_some());
     }
 
     #[test]

@@ -51,6 +51,8 @@
 //! - `json` (feature `json`): canonical proto3 JSON for every message.
 //! - [`file`](mod@file): filesystem subscriptions (binary protobuf, JSON, YAML, text format).
 //! - `rest` (feature `json`): REST-JSON polling, client and server side.
+//! - [`single_type`]: the SotW client of one type without a stream, which REST-JSON
+//!   polling and filesystem subscriptions both hold.
 //!
 //! # Features
 //!
@@ -81,6 +83,7 @@ pub mod rest;
 #[cfg(feature = "script")]
 pub mod script;
 pub mod server;
+pub mod single_type;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod time;

@@ -18,6 +18,7 @@
 //! Directives (`#alt=`, `#entry=`) belong to resource *locators*, not names; a name with a
 //! fragment is rejected with [`NameParseError::Directives`].
 
+use alloc::borrow::Cow;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -133,6 +134,41 @@ impl fmt::Display for ResourceName {
 /// use as a map key wherever names are compared.
 pub fn canonicalize(name: &str) -> Result<String, NameParseError> {
     ResourceName::parse(name).map(|n| n.canonical())
+}
+
+/// `name` in the form it is compared in: an `xdstp://` name canonicalised, any other name
+/// (and an `xdstp://` name that does not parse, which then matches only itself) as given.
+/// Costs nothing for names that are not `xdstp://`.
+pub fn comparable(name: &str) -> Cow<'_, str> {
+    if !name.starts_with(XDSTP_SCHEME) {
+        return Cow::Borrowed(name);
+    }
+    match XdstpName::parse(name) {
+        Ok(urn) => {
+            let canonical = urn.canonical();
+            if canonical == name {
+                Cow::Borrowed(name)
+            } else {
+                Cow::Owned(canonical)
+            }
+        }
+        Err(_) => Cow::Borrowed(name),
+    }
+}
+
+/// The canonical glob collection an `xdstp://` resource name belongs to (xDS TP1: a
+/// subscription to `xdstp://authority/TYPE/path/*` covers `xdstp://authority/TYPE/path/x`
+/// with the same context parameters), if `name` is such a resource name.
+pub fn collection_of(name: &str) -> Option<String> {
+    if !name.starts_with(XDSTP_SCHEME) {
+        return None;
+    }
+    Some(XdstpName::parse(name).ok()?.glob_of()?.canonical())
+}
+
+/// Whether `name` is an `xdstp://` glob collection (its id path is `*` or ends in `/*`).
+pub fn is_glob(name: &str) -> bool {
+    name.starts_with(XDSTP_SCHEME) && XdstpName::parse(name).is_ok_and(|urn| urn.is_glob())
 }
 
 /// An `xdstp://` URN, decoded.

@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use xds_sansio::check::{check, parse_jsonl, to_jsonl, CheckSide, Entry};
+use serde_json::{json, Value};
+use xds_sansio::check::{check, parse_jsonl, parse_jsonl_with, to_jsonl, CheckSide, Entry};
 use xds_sansio::json::JsonCodec;
 use xds_sansio::message::{Request, Response, Variant};
 use xds_sansio::script::{self, Model};
@@ -194,4 +195,220 @@ fn mutated_conversations_are_caught_with_the_right_rule() {
         ["response-to-stale-request"]
     );
     let _ = Variant::Sotw;
+}
+
+/// One side's view of a scenario as JSON lines, as `xds-sansio replay --record` writes it.
+fn recording(relative: &str, side: CheckSide) -> (Variant, Vec<Value>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(relative);
+    let scenario = script::parse(&std::fs::read_to_string(&path).unwrap(), relative).unwrap();
+    let report = script::run(&scenario);
+    assert!(report.passed(), "{relative} does not pass");
+    let view = match side {
+        CheckSide::Client => &report.client_view,
+        CheckSide::Server => &report.server_view,
+    };
+    let codec = JsonCodec::new();
+    let lines = view
+        .iter()
+        .map(|e| serde_json::from_str(&to_jsonl(e, &codec).unwrap()).unwrap())
+        .collect();
+    (scenario.variant, lines)
+}
+
+/// The violations of `side` in `lines`, as (line, rule id), read back as `check` reads them.
+fn judge(lines: &[Value], variant: Variant, side: CheckSide) -> Vec<(usize, &'static str)> {
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    let entries = parse_jsonl(&text.join("\n"), variant).unwrap();
+    check(&entries, side)
+        .into_iter()
+        .map(|v| (v.line, v.rule.id()))
+        .collect()
+}
+
+/// The 0-based indexes of the lines travelling `dir` ("C->S" or "S->C").
+fn lines_going(lines: &[Value], dir: &str) -> Vec<usize> {
+    (0..lines.len())
+        .filter(|&i| lines[i]["dir"] == dir)
+        .collect()
+}
+
+#[test]
+fn a_resource_of_another_type_is_caught_at_its_line() {
+    // SotW: the first response's first resource becomes a Listener.
+    let (variant, mut lines) = recording("seed/simple_ack.xds", CheckSide::Server);
+    assert_eq!(judge(&lines, variant, CheckSide::Server), []);
+    let at = lines_going(&lines, "S->C")[0];
+    lines[at]["message"]["resources"][0]["@type"] =
+        json!("type.googleapis.com/envoy.config.listener.v3.Listener");
+    assert_eq!(
+        judge(&lines, variant, CheckSide::Server),
+        [(at + 1, "type-mismatch")]
+    );
+
+    // SotW inside a Resource wrapper.
+    let (variant, mut lines) = recording("client/sotw/wrapped_resources.xds", CheckSide::Server);
+    let at = lines_going(&lines, "S->C")[0];
+    lines[at]["message"]["resources"][0]["resource"]["@type"] =
+        json!("type.googleapis.com/envoy.config.cluster.v3.Cluster");
+    assert_eq!(
+        judge(&lines, variant, CheckSide::Server),
+        [(at + 1, "type-mismatch")]
+    );
+
+    // Delta: the second update's resource is a RouteConfiguration.
+    let (variant, mut lines) = recording("seed/incremental_session.xds", CheckSide::Server);
+    assert_eq!(judge(&lines, variant, CheckSide::Server), []);
+    let at = lines_going(&lines, "S->C")[1];
+    lines[at]["message"]["resources"][0]["resource"]["@type"] =
+        json!("type.googleapis.com/envoy.config.route.v3.RouteConfiguration");
+    assert_eq!(
+        judge(&lines, variant, CheckSide::Server),
+        [(at + 1, "type-mismatch")]
+    );
+}
+
+#[test]
+fn a_full_state_version_presented_again_without_a_resource_is_caught_on_another_stream() {
+    // The CDS story of the ADS example, recorded without store lines (as another server
+    // records it), then the client reconnects: stream 2 is answered at the last CDS version
+    // without one of its clusters.
+    let (variant, lines) = recording("seed/ads_multiplexing.xds", CheckSide::Server);
+    let mut lines: Vec<Value> = lines
+        .into_iter()
+        .filter(|l| l.get("store").is_none())
+        .collect();
+    assert_eq!(judge(&lines, variant, CheckSide::Server), []);
+    let is_cds = |l: &Value| {
+        l["message"]["typeUrl"] == "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+    };
+    let first_request = lines
+        .iter()
+        .find(|l| l["dir"] == "C->S" && is_cds(l))
+        .unwrap()
+        .clone();
+    let last_response = lines
+        .iter()
+        .rev()
+        .find(|l| l["dir"] == "S->C" && is_cds(l))
+        .unwrap()
+        .clone();
+    assert_eq!(
+        last_response["message"]["resources"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let mut reconnect = first_request;
+    reconnect["stream"] = json!(2);
+    reconnect["message"]["versionInfo"] = last_response["message"]["versionInfo"].clone();
+    let mut answer = last_response;
+    answer["stream"] = json!(2);
+    answer["message"]["nonce"] = json!("1");
+    lines.push(reconnect.clone());
+    lines.push(answer.clone());
+    // Unchanged, the new stream is fine.
+    assert_eq!(judge(&lines, variant, CheckSide::Server), []);
+    let at = lines.len() - 1;
+    lines[at]["message"]["resources"]
+        .as_array_mut()
+        .unwrap()
+        .pop();
+    assert_eq!(
+        judge(&lines, variant, CheckSide::Server),
+        [(at + 1, "same-version-missing-resource")]
+    );
+    // Another node's stream may have its own "version" of that name.
+    lines[at - 1]["message"]["node"]["id"] = json!("another-node");
+    assert_eq!(judge(&lines, variant, CheckSide::Server), []);
+}
+
+#[test]
+fn a_reused_nonce_is_caught_at_the_server_and_the_clients_ack_is_not() {
+    // (scenario, the response that reuses the nonce of the one before, the request that
+    // ACKs it), counted from 0 among the lines of each direction.
+    for (scenario, response, ack) in [
+        // SotW: Y is sent with X's nonce after the NACK of X; the client ACKs Y with it.
+        ("seed/ack_after_nack.xds", 1, 2),
+        // Delta: the spontaneous "wc" update reuses the NACKed update's nonce.
+        ("seed/incremental_session.xds", 2, 4),
+    ] {
+        for side in [CheckSide::Server, CheckSide::Client] {
+            let (variant, mut lines) = recording(scenario, side);
+            assert_eq!(judge(&lines, variant, CheckSide::Server), [], "{scenario}");
+            assert_eq!(judge(&lines, variant, CheckSide::Client), [], "{scenario}");
+            let responses = lines_going(&lines, "S->C");
+            let requests = lines_going(&lines, "C->S");
+            let reused = lines[responses[response - 1]]["message"]["nonce"].clone();
+            let at = responses[response];
+            let old = lines[at]["message"]["nonce"].clone();
+            lines[at]["message"]["nonce"] = reused.clone();
+            let ack_at = requests[ack];
+            assert_eq!(lines[ack_at]["message"]["responseNonce"], old, "{scenario}");
+            lines[ack_at]["message"]["responseNonce"] = reused;
+            assert_eq!(
+                judge(&lines, variant, CheckSide::Server),
+                [(at + 1, "nonce-reused")],
+                "{scenario} ({side:?} view)"
+            );
+            assert_eq!(
+                judge(&lines, variant, CheckSide::Client),
+                [],
+                "{scenario} ({side:?} view)"
+            );
+        }
+    }
+}
+
+/// A recording as Go's `protojson` writes it: resources as canonical JSON (their fields
+/// beside `"@type"`), which only a schema can read.
+const CANONICAL: &str = r#"{"dir":"C->S","stream":1,"message":{"node":{"id":"n"},"typeUrl":"type.googleapis.com/envoy.config.cluster.v3.Cluster"}}
+{"dir":"S->C","stream":1,"message":{"versionInfo":"1","nonce":"A","typeUrl":"type.googleapis.com/envoy.config.cluster.v3.Cluster","resources":[{"@type":"type.googleapis.com/envoy.config.cluster.v3.Cluster","name":"a","connectTimeout":"1s"},{"@type":"type.googleapis.com/envoy.config.cluster.v3.Cluster","name":"b"}]}}
+{"dir":"C->S","stream":1,"message":{"versionInfo":"1","responseNonce":"A","typeUrl":"type.googleapis.com/envoy.config.cluster.v3.Cluster"}}"#;
+
+fn envoy_codec() -> JsonCodec {
+    let set = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/envoy.desc"))
+        .unwrap();
+    let mut codec = JsonCodec::new();
+    codec.add_file_descriptor_set(&set).unwrap();
+    codec
+}
+
+#[test]
+fn a_resource_without_schema_is_an_error_never_an_empty_resource() {
+    let err = parse_jsonl(CANONICAL, Variant::Sotw).unwrap_err();
+    assert_eq!(err.line, 2);
+    assert!(
+        err.message
+            .contains("type.googleapis.com/envoy.config.cluster.v3.Cluster"),
+        "{err}"
+    );
+    // With the schemas, the resources are read by their fields: two names, no violation;
+    // the same name twice is caught (an empty reading would have seen "" twice either way).
+    let codec = envoy_codec();
+    let entries = parse_jsonl_with(CANONICAL, Variant::Sotw, &codec).unwrap();
+    assert_eq!(check(&entries, CheckSide::Server), []);
+    let twice = CANONICAL.replace(r#""name":"b""#, r#""name":"a""#);
+    let entries = parse_jsonl_with(&twice, Variant::Sotw, &codec).unwrap();
+    let found: Vec<_> = check(&entries, CheckSide::Server)
+        .into_iter()
+        .map(|v| (v.line, v.rule.id(), v.detail))
+        .collect();
+    assert_eq!(
+        found,
+        [(2, "duplicate-names", r#""a" appears twice"#.into())]
+    );
+    // Recordings in the base64 form read the same with the schemas as without.
+    for scenario in ["seed/ads_multiplexing.xds", "seed/incremental_session.xds"] {
+        let (variant, lines) = recording(scenario, CheckSide::Server);
+        let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+        let text = text.join("\n");
+        assert_eq!(
+            parse_jsonl_with(&text, variant, &codec).unwrap(),
+            parse_jsonl(&text, variant).unwrap(),
+            "{scenario}"
+        );
+    }
 }

@@ -108,3 +108,118 @@ fn check_accepts_what_replay_recorded_and_catches_a_mutation() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("nack-moved-version"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_closed_pipe_ends_the_tool_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    // More output than a pipe holds, so the tool is still writing when the reader leaves
+    // (`xds-sansio replay scenarios | head -1`).
+    let scenarios = root().join("scenarios");
+    let mut child = tool()
+        .arg("replay")
+        .args([&scenarios, &scenarios, &scenarios])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert!(out.status.success(), "{:?}", out.status);
+}
+
+#[test]
+fn a_record_without_messages_says_so() {
+    let dir = std::env::temp_dir().join(format!("xds-sansio-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = dir.join("empty.jsonl");
+    std::fs::write(&empty, "\n").unwrap();
+    let out = tool()
+        .args(["check", "--side", "server"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no messages"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn check_reads_canonical_resources_with_descriptors_and_names_the_line_without() {
+    let dir = std::env::temp_dir().join(format!("xds-sansio-desc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cluster = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+    let record = dir.join("protojson.jsonl");
+    let lines = [
+        serde_json::json!({"dir": "C->S", "stream": 1, "message": {"node": {"id": "n"}, "typeUrl": cluster}}),
+        serde_json::json!({"dir": "S->C", "stream": 1, "message": {"versionInfo": "1", "nonce": "A", "typeUrl": cluster,
+            "resources": [{"@type": cluster, "name": "a", "connectTimeout": "1s"}]}}),
+    ];
+    std::fs::write(
+        &record,
+        lines
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .unwrap();
+    let out = tool()
+        .args(["check", "--side", "server"])
+        .arg(&record)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("line 2") && stderr.contains(cluster),
+        "{stderr}"
+    );
+    let out = tool()
+        .args(["check", "--side", "server", "--descriptors"])
+        .arg(root().join("examples/data/envoy.desc"))
+        .arg(&record)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("2 messages checked, 0 violations"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn rules_lists_every_rule_with_its_passage() {
+    let out = tool().arg("rules").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for (id, passage) in [
+        (
+            "type-mismatch",
+            "discovery.proto, DiscoveryResponse.type_url",
+        ),
+        (
+            "same-version-missing-resource",
+            "xDS protocol, ACK/NACK and resource type instance version",
+        ),
+        ("node-changed", "xDS protocol, Basic Protocol Overview"),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("{id} missing:\n{text}"));
+        assert!(line.contains(passage), "{line}");
+    }
+    assert_eq!(text.lines().count(), xds_sansio::check::ALL_RULES.len());
+}

@@ -8,14 +8,15 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use xds_sansio::client::{ClientConfig, ClientEvent, RemovalReason, Validator};
-use xds_sansio::file::{FileCodec, FileEvent, FileSubscription, Format};
+use xds_sansio::file::{FileCodec, FileError, FileEvent, FileSubscription, Format};
 use xds_sansio::json::JsonCodec;
 use xds_sansio::pb::discovery::DiscoveryResponse;
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::protobuf::Any;
-use xds_sansio::rest::{RestClient, RestConfig, RestEvent};
+use xds_sansio::rest::{RestClient, RestConfig, RestError, RestEvent};
+use xds_sansio::single_type::SingleTypeError;
 use xds_sansio::types::{CLUSTER, ENDPOINT, LISTENER};
-use xds_sansio::Instant;
+use xds_sansio::{Instant, Transport, Variant};
 
 const CDS: &str = CLUSTER.type_url;
 const EDS: &str = ENDPOINT.type_url;
@@ -355,4 +356,42 @@ fn validator_rejection_keeps_the_last_valid_config() {
         assert_eq!(o.accepted.as_deref(), Some("3"), "{}", p.name());
         assert_eq!(p.names(), strings(&["a"]), "{}", p.name());
     }
+}
+
+#[test]
+fn an_incremental_configuration_is_refused_by_both() {
+    // Files hold and REST-JSON carries DiscoveryResponses: both refuse a delta client
+    // configuration with an error, neither overrides it.
+    let node = Node {
+        id: "n".into(),
+        ..Default::default()
+    };
+    let mut rest = RestConfig::new(CDS, node.clone(), Duration::from_secs(1));
+    rest.client.variant = Variant::Delta;
+    assert_eq!(
+        RestClient::new(rest, JsonCodec::new()).unwrap_err(),
+        RestError::DeltaNotAvailable
+    );
+    let delta = ClientConfig::new(Variant::Delta, Transport::PerType(CDS.into()), node);
+    assert_eq!(
+        FileSubscription::new(CDS, delta.clone()).unwrap_err(),
+        FileError::Config(SingleTypeError::DeltaNotAvailable)
+    );
+    assert_eq!(
+        FileSubscription::with_codec(CDS, delta, FileCodec::new()).unwrap_err(),
+        FileError::Config(SingleTypeError::DeltaNotAvailable)
+    );
+    // An empty type is refused by both too.
+    assert_eq!(
+        FileSubscription::new("", ClientConfig::default()).unwrap_err(),
+        FileError::Config(SingleTypeError::EmptyTypeUrl)
+    );
+    assert_eq!(
+        RestClient::new(
+            RestConfig::new("", Node::default(), Duration::from_secs(1)),
+            JsonCodec::new()
+        )
+        .unwrap_err(),
+        RestError::EmptyTypeUrl
+    );
 }

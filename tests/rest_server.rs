@@ -74,6 +74,8 @@ fn store() -> ResourceStore {
     s.set(CDS, "a", body("a", "1")).unwrap();
     s.set(EDS, "x", body("x", "1")).unwrap();
     s.set(EDS, "y", body("y", "1")).unwrap();
+    s.publish("type.googleapis.com/envoy.api.v2.Cluster")
+        .unwrap();
     s
 }
 

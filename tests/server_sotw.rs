@@ -177,18 +177,22 @@ fn update_race() {
     assert!(ev
         .iter()
         .any(|e| matches!(e, ServerEvent::Subscribed { names, .. } if names == &["bar"])));
+    // A stale request is never answered by itself ("The management server should not send
+    // a DiscoveryResponse for any DiscoveryRequest that has a stale nonce").
+    assert!(drain(&mut s, T0, &store).is_empty());
+    // The ACK of Y is not stale (nothing was sent since Y): it is an ACK, and the response
+    // it triggers serves the stale request's new name.
+    s.handle_request(
+        T0,
+        req(sotw(EDS, &y.version_info, &["foo", "bar"], &y.nonce)),
+    );
+    assert!(is_acked(&events(&mut s)));
     let z = one_sotw(drain(&mut s, T0, &store));
     assert_eq!(
         sotw_names(&z),
         ["bar"],
         "the stale request's new name is honoured"
     );
-    // The ACK of Y is now stale as well (Z is the latest): no ACK event.
-    s.handle_request(
-        T0,
-        req(sotw(EDS, &y.version_info, &["foo", "bar"], &y.nonce)),
-    );
-    assert!(is_stale(&events(&mut s)));
     s.handle_request(
         T0,
         req(sotw(EDS, &z.version_info, &["foo", "bar"], &z.nonce)),
@@ -240,6 +244,7 @@ fn newly_requested_names_are_resent() {
 #[test]
 fn wildcard_cds() {
     let mut store = ResourceStore::new();
+    store.publish(CDS).unwrap();
     let mut config = ServerConfig::new(Variant::Sotw, Transport::Aggregated);
     config.sticky_legacy_wildcard = true;
     let mut s = ServerStream::new(config);
@@ -288,10 +293,9 @@ fn legacy_wildcard_ends_when_names_come_without_star() {
     assert_eq!(sotw_names(&r), ["a", "b"]);
     s.handle_request(T0, req(sotw(CDS, &r.version_info, &["*", "a"], &r.nonce)));
     assert!(s.is_wildcard(CDS), "`*` with names keeps the wildcard");
-    // `a` is newly requested: resent, "even if it previously sent those resources without
-    // having been asked for them" (seed 000).
-    let r = one_sotw(drain(&mut s, T0, &store));
-    assert_eq!(sotw_names(&r), ["a", "b"]);
+    // `a` joins the wildcard that already brought it: the full state is unchanged, and a
+    // response equal to the last one is not sent again.
+    assert!(drain(&mut s, T0, &store).is_empty(), "no identical resend");
     s.handle_request(T0, req(sotw(CDS, &r.version_info, &["a"], &r.nonce)));
     assert!(!s.is_wildcard(CDS), "names without `*` end it");
     let r = one_sotw(drain(&mut s, T0, &store));
@@ -628,12 +632,15 @@ fn poll_timeout_is_now_while_a_request_waits() {
     assert_eq!(s.poll_timeout(), None);
 }
 
-/// LDS/CDS: a newly subscribed name that does not exist is answered with the full state
-/// (its absence tells the client); EDS: nothing to say until it exists.
+/// LDS/CDS: a newly subscribed name that does not exist leaves the full state as it was, so
+/// nothing is sent (a response equal to the last one tells the client nothing; its
+/// does-not-exist timer, or `sotw_not_found_errors`, tells it); once it exists it is sent.
+/// EDS: nothing to say until it exists.
 #[test]
-fn new_full_state_names_are_answered_even_when_missing() {
+fn new_full_state_names_missing_send_nothing_new() {
     let mut store = ResourceStore::new();
     store.set(CDS, "a", body("a", "1")).unwrap();
+    store.publish(EDS).unwrap();
     let mut s = ads();
     s.handle_request(T0, req(sotw(CDS, "", &["a"], "")));
     let r = one_sotw(drain(&mut s, T0, &store));
@@ -641,8 +648,10 @@ fn new_full_state_names_are_answered_even_when_missing() {
         T0,
         req(sotw(CDS, &r.version_info, &["a", "missing"], &r.nonce)),
     );
+    assert!(drain(&mut s, T0, &store).is_empty(), "no identical resend");
+    store.set(CDS, "missing", body("missing", "1")).unwrap();
     let r2 = one_sotw(drain(&mut s, T0, &store));
-    assert_eq!(sotw_names(&r2), ["a"]);
+    assert_eq!(sotw_names(&r2), ["a", "missing"]);
     s.handle_request(T0, req(sotw(EDS, "", &["missing"], "")));
     assert!(drain(&mut s, T0, &store).is_empty());
 }
@@ -741,6 +750,7 @@ fn a_client_learns_does_not_exist_without_its_timer() {
         },
         latency: Duration::from_millis(10),
     });
+    pair.store.publish(EDS).unwrap();
     pair.client.subscribe(EDS, &["ghost"]).unwrap();
     pair.drive().unwrap();
     let events = pair.take_client_events();

@@ -1,50 +1,81 @@
 //! The conformance checker: follows a recorded conversation and reports every message of
-//! one side that breaks a protocol rule, with the line and the seed text the rule comes
-//! from (feature `check`).
+//! one side that breaks a protocol rule, with the line and the protocol passage the rule
+//! comes from (feature `check`).
 //!
 //! It judges other implementations, so it accepts every behaviour the protocol allows:
 //! any order of names, hint updates at any time, ACKs sent late or for older responses,
 //! requests in flight while responses cross them. It reports only what no correct peer
 //! does. The rules and their identifiers are in [`Rule`]; the record format is in
-//! [`record`].
+//! [`record`]. Server rules judge the order in which the server saw and sent messages, so
+//! check a server on its own recording.
 //!
-//! | id | side | broken when |
-//! |---|---|---|
-//! | `node-missing` | client | the first request of a stream has no node |
-//! | `node-changed` | client | a request's node differs from the stream's first |
-//! | `nonce-unknown` | client | a request names a nonce never sent on the stream for its type |
-//! | `nack-without-nonce` | client | `error_detail` without the rejected response's nonce |
-//! | `nack-moved-version` | client | a SotW NACK's version is not the last accepted one |
-//! | `ack-version-mismatch` | client | the first error-free answer to a response carries another version |
-//! | `version-not-accepted` | client | a later SotW request carries a version the client never accepted (empty, a reset, is allowed) |
-//! | `initial-versions-late` | client | delta `initial_resource_versions` after the first request of its type |
-//! | `delta-nonce-repeated` | client | a delta request repeats a nonce it already answered |
-//! | `duplicate-names` | server | a response holds one name twice |
-//! | `nonce-reused` | server | a response reuses an earlier nonce of the stream |
-//! | `nonce-missing` | server | a delta response has no nonce |
-//! | `removed-and-sent` | server | a delta response both updates and removes a name |
-//! | `unchanged-resend` | server | a response repeats what the client has, unasked |
-//! | `response-to-stale-request` | server | ... right after a stale request |
-//! | `resent-rejected-version` | server | ... the very content the client rejected |
-//! | `full-state-missing-resource` | server | an LDS/CDS SotW response leaves out a subscribed resource that exists |
+//! | id | side | broken when | from |
+//! |---|---|---|---|
+//! | `node-missing` | client | the first request of a stream has no node | xDS protocol, Basic Protocol Overview |
+//! | `node-changed` | client | a request's node differs from the stream's first (the detail names the fields) | xDS protocol, Basic Protocol Overview |
+//! | `nonce-unknown` | client | a request names a nonce never sent on the stream for its type | `DiscoveryRequest.response_nonce` |
+//! | `nack-without-nonce` | client | `error_detail` without the rejected response's nonce | `DiscoveryResponse.nonce` |
+//! | `nack-moved-version` | client | a SotW NACK's version is not the last accepted one | xDS protocol, NACK |
+//! | `ack-version-mismatch` | client | the first error-free answer to a response carries another version | xDS protocol, ACK |
+//! | `version-not-accepted` | client | a later SotW request carries a version the client never accepted (empty, a reset, is allowed) | xDS protocol, ACK/NACK and resource type instance version |
+//! | `initial-versions-late` | client | delta `initial_resource_versions` after the first request of its type | `DeltaDiscoveryRequest.initial_resource_versions` |
+//! | `delta-nonce-repeated` | client | a delta request repeats a nonce it already answered | `DeltaDiscoveryRequest.response_nonce` |
+//! | `duplicate-names` | server | a response holds one name twice | xDS protocol, Duplicate Resource Names |
+//! | `nonce-reused` | server | a response reuses an earlier nonce of the stream | xDS protocol, Resource updates |
+//! | `nonce-missing` | server | a delta response has no nonce | xDS protocol, Incremental xDS |
+//! | `removed-and-sent` | server | a delta response both updates and removes a name | xDS protocol, Deleting Resources |
+//! | `unchanged-resend` | server | a response repeats what the client has, unasked | xDS protocol, When to send an update |
+//! | `response-to-stale-request` | server | ... right after a stale request | xDS protocol, Resource updates |
+//! | `resent-rejected-version` | server | ... the very content the client rejected | xDS protocol, When to send an update |
+//! | `full-state-missing-resource` | server | an LDS/CDS SotW response leaves out a subscribed resource that exists (store lines) | xDS protocol, Grouping Resources into Responses |
+//! | `type-mismatch` | server | a resource's type (its `Any`, the `Any` in a `Resource` wrapper, delta `Resource.resource`) is not the response's `type_url` | `DiscoveryResponse.type_url`, `DeltaDiscoveryResponse.resources` |
+//! | `same-version-missing-resource` | server | an LDS/CDS SotW response, on any stream of the node, presents a version that held a subscribed resource and leaves it out | xDS protocol, ACK/NACK and resource type instance version |
+//!
+//! # Decisions
+//!
+//! * **A reused nonce is the server's fault, reported once.** `nonce-reused` is reported at
+//!   the response. The client cannot tell the two responses apart, so an answer carrying
+//!   that nonce may answer either: an error-free answer at the version of any of them is
+//!   an ACK, each response sent with the nonce is owed one first answer, and a rejection
+//!   of one of them is not held against the server (which one is unknown). Protocol:
+//!   "the nonce provides a way to explicitly ack a specific DiscoveryResponse"
+//!   (`DiscoveryResponse.nonce`).
+//! * **Versions outlive streams.** "the version for a resource type is not a property of an
+//!   individual xDS stream but rather a property of the resources themselves" (xDS
+//!   protocol, ACK/NACK and resource type instance version). For LDS/CDS in SotW, where
+//!   every response is the full state, the checker remembers every name each version
+//!   held, over the whole record, and reports a response at one of those versions, on any
+//!   stream, that leaves out a name it held while the name is subscribed. Two choices keep
+//!   it from reporting correct servers: versions are remembered per node id (a server
+//!   builds each node's resources, "typically based on the client's node identification",
+//!   and may number each node's snapshots on its own, as go-control-plane's snapshot cache
+//!   does), and the empty version, which says "no version", is not remembered. A response
+//!   of TTL heartbeats only (body-less `Resource` wrappers) is neither judged nor
+//!   remembered.
+//! * **Never judge a resource read as empty.** A recording is canonical JSON; an `Any`
+//!   whose message the checker has no schema for cannot be read from it, and
+//!   [`parse_jsonl`] fails naming the line and the type rather than read it as an empty
+//!   resource. [`parse_jsonl_with`] takes a [`JsonCodec`](crate::json::JsonCodec) that
+//!   knows the resource types (a `FileDescriptorSet`, e.g. the one Go's `protojson` or
+//!   Java's `JsonFormat` recordings need; the CLI's `--descriptors FILE`).
 
 pub mod record;
+mod requests;
+mod responses;
 mod rules;
 
-pub use record::{parse_jsonl, to_jsonl, Entry};
+pub use record::{parse_jsonl, parse_jsonl_with, to_jsonl, Entry};
 pub use rules::{Rule, RuleSide, ALL_RULES};
 
 use alloc::collections::{BTreeMap, BTreeSet};
-use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use prost::Message;
 
-use crate::message::{Request, Response};
 use crate::pb::discovery::{DeltaDiscoveryResponse, DiscoveryResponse, Resource};
 use crate::pb::envoy::config::core::v3::Node;
-use crate::types::{TypeInfo, RESOURCE_WRAPPER_TYPE_URL};
+use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 
 /// One broken rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,9 +110,12 @@ struct Sent {
 
 #[derive(Default)]
 struct TypeTrack {
-    responses: BTreeMap<String, Sent>,
+    /// nonce -> every response sent with it, in order (more than one only when the server
+    /// reused the nonce).
+    responses: BTreeMap<String, Vec<Sent>>,
+    /// nonce -> how many of the responses sent with it no request has answered yet.
+    owed: BTreeMap<String, usize>,
     latest_nonce: Option<String>,
-    answered: BTreeSet<String>,
     requests: u64,
     accepted: Option<String>,
     names: BTreeSet<String>,
@@ -99,6 +133,13 @@ struct TypeTrack {
     rejected_versions: BTreeMap<String, String>,
 }
 
+impl TypeTrack {
+    /// Whether `name` is subscribed now.
+    fn wants(&self, name: &str) -> bool {
+        self.wildcard || self.names.contains(name)
+    }
+}
+
 #[derive(Default)]
 struct StreamTrack {
     node: Option<Node>,
@@ -107,12 +148,23 @@ struct StreamTrack {
     types: BTreeMap<String, TypeTrack>,
 }
 
+impl StreamTrack {
+    /// The node id versions are remembered under (empty while the stream has no node).
+    fn node_id(&self) -> &str {
+        self.node.as_ref().map_or("", |n| n.id.as_str())
+    }
+}
+
+/// Where full-state versions are remembered: node id, type URL, version.
+type VersionKey = (String, String, String);
+
 /// Checks a recorded conversation; returns the violations of `side`, in line order.
 pub fn check(entries: &[Entry], side: CheckSide) -> Vec<Violation> {
     let mut checker = Checker {
         side,
         streams: BTreeMap::new(),
         store: BTreeMap::new(),
+        full_states: BTreeMap::new(),
         violations: Vec::new(),
     };
     for entry in entries {
@@ -153,7 +205,17 @@ struct Checker {
     streams: BTreeMap<u64, StreamTrack>,
     /// What the server holds, per type, when the record says (store lines).
     store: BTreeMap<String, BTreeMap<String, String>>,
+    /// LDS/CDS SotW: every name each version held, with the line that first showed it.
+    full_states: BTreeMap<VersionKey, BTreeMap<String, usize>>,
     violations: Vec<Violation>,
+}
+
+impl Checker {
+    fn report(&mut self, side: CheckSide, line: usize, rule: Rule, detail: String) {
+        if side == self.side {
+            self.violations.push(Violation { line, rule, detail });
+        }
+    }
 }
 
 /// The name of a SotW resource (wrapper or body field 1) and its version and body.
@@ -170,7 +232,16 @@ fn sotw_resources(response: &DiscoveryResponse) -> Vec<(String, String, Bytes)> 
                     } else {
                         wrapper.version
                     };
-                    return (wrapper.name, version, body);
+                    // The wrapper's name, else its resource_name, else the body's.
+                    let name = if !wrapper.name.is_empty() {
+                        wrapper.name
+                    } else if let Some(named) = wrapper.resource_name.filter(|n| !n.name.is_empty())
+                    {
+                        named.name
+                    } else {
+                        crate::resource::name_of(&body).unwrap_or("").into()
+                    };
+                    return (name, version, body);
                 }
             }
             let name = crate::resource::name_of(&any.value).unwrap_or("").into();
@@ -188,362 +259,6 @@ fn delta_name(resource: &Resource) -> String {
             .unwrap_or_default()
     } else {
         resource.name.clone()
-    }
-}
-
-impl Checker {
-    fn report(&mut self, side: CheckSide, line: usize, rule: Rule, detail: String) {
-        if side == self.side {
-            self.violations.push(Violation { line, rule, detail });
-        }
-    }
-
-    fn request(&mut self, line: usize, stream: u64, request: &Request) {
-        let s = self.streams.entry(stream).or_default();
-        let node = match request {
-            Request::Sotw(r) => r.node.as_ref(),
-            Request::Delta(r) => r.node.as_ref(),
-        };
-        let mut found = Vec::new();
-        if s.requests == 0 {
-            match node {
-                None => found.push((
-                    Rule::NodeMissing,
-                    "the first request of the stream has no node".into(),
-                )),
-                Some(node) => s.node = Some(node.clone()),
-            }
-        } else if let (Some(node), Some(first)) = (node, &s.node) {
-            if node != first {
-                found.push((
-                    Rule::NodeChanged,
-                    format!("node {:?} differs from the first, {:?}", node.id, first.id),
-                ));
-            }
-        } else if let (Some(node), None) = (node, &s.node) {
-            s.node = Some(node.clone());
-        }
-        s.requests += 1;
-        let type_url = String::from(request.type_url());
-        let t = s.types.entry(type_url.clone()).or_default();
-        let first_of_type = t.requests == 0;
-        t.requests += 1;
-        let (nonce, error) = match request {
-            Request::Sotw(r) => (r.response_nonce.as_str(), r.error_detail.is_some()),
-            Request::Delta(r) => (r.response_nonce.as_str(), r.error_detail.is_some()),
-        };
-        let known = t.responses.get(nonce).cloned();
-        if !nonce.is_empty() && known.is_none() {
-            found.push((
-                Rule::NonceUnknown,
-                format!("nonce {nonce:?} was never sent on this stream for this type"),
-            ));
-        }
-        if error && nonce.is_empty() {
-            found.push((
-                Rule::NackWithoutNonce,
-                "error_detail without a response_nonce".into(),
-            ));
-        }
-        let first_answer = !nonce.is_empty() && !t.answered.contains(nonce);
-        t.last_request_stale = !nonce.is_empty() && t.latest_nonce.as_deref() != Some(nonce);
-        match request {
-            Request::Sotw(r) => {
-                if first_of_type {
-                    t.accepted = Some(r.version_info.clone());
-                }
-                let accepted = t.accepted.clone().unwrap_or_default();
-                match (&known, error, first_answer) {
-                    (Some(_), true, _) if r.version_info != accepted => found.push((
-                        Rule::NackMovedVersion,
-                        format!(
-                            "NACK carries version {:?}, the last accepted is {accepted:?}",
-                            r.version_info
-                        ),
-                    )),
-                    (Some(sent), false, true) if r.version_info != sent.version => found.push((
-                        Rule::AckVersionMismatch,
-                        format!(
-                            "the answer to {nonce:?} carries version {:?}, the response had {:?}",
-                            r.version_info, sent.version
-                        ),
-                    )),
-                    (Some(sent), false, true) => t.accepted = Some(sent.version.clone()),
-                    // An empty version is a client that dropped its state (Envoy does
-                    // on TTL expiry, envoy#15667): allowed, and now its accepted version.
-                    (_, false, false) if !first_of_type && r.version_info.is_empty() => {
-                        t.accepted = Some(String::new());
-                    }
-                    (_, false, false) if !first_of_type && r.version_info != accepted => found
-                        .push((
-                            Rule::VersionNotAccepted,
-                            format!(
-                                "version {:?} was never accepted (last accepted {accepted:?})",
-                                r.version_info
-                            ),
-                        )),
-                    _ => {}
-                }
-                // Only a rejection of the latest response holds the server: if it has sent
-                // something else since, the rejected state is no longer what it holds.
-                if let (Some(sent), true, true) = (&known, error, first_answer) {
-                    if t.latest_nonce.as_deref() == Some(nonce) {
-                        t.rejected = Some(sent.clone());
-                    }
-                }
-                let names: BTreeSet<String> = r.resource_names.iter().cloned().collect();
-                // Legacy wildcard lasts while the names stay empty; `*` is explicit. Where the
-                // seeds disagree (legacy wildcard kept after names appear), the checker
-                // assumes less, so it never reports what either text allows.
-                // An empty list keeps only a legacy wildcard that never saw a name; after an
-                // explicit `*` or names it means "nothing" (newest text).
-                let legacy = names.is_empty()
-                    && TypeInfo::of(&type_url).legacy_wildcard()
-                    && (first_of_type || t.legacy);
-                t.legacy = legacy;
-                let wildcard = legacy || names.contains("*");
-                if names != t.names || wildcard != t.wildcard {
-                    t.generation += 1;
-                }
-                t.names = names;
-                t.wildcard = wildcard;
-            }
-            Request::Delta(r) => {
-                if !first_of_type && !r.initial_resource_versions.is_empty() {
-                    found.push((
-                        Rule::InitialVersionsLate,
-                        "initial_resource_versions on a request that is not the first of its type"
-                            .into(),
-                    ));
-                }
-                if !nonce.is_empty() && known.is_some() && !first_answer {
-                    found.push((
-                        Rule::DeltaNonceRepeated,
-                        format!("nonce {nonce:?} was already answered"),
-                    ));
-                }
-                if first_of_type {
-                    for (name, version) in &r.initial_resource_versions {
-                        t.held.insert(name.clone(), version.clone());
-                    }
-                }
-                if let (Some(sent), true, true) = (&known, error, first_answer) {
-                    for (name, (version, _)) in &sent.resources {
-                        // Only while that version is the last one sent of the name.
-                        if t.held.get(name) == Some(version) {
-                            t.rejected_versions.insert(name.clone(), version.clone());
-                            t.held.remove(name);
-                        }
-                    }
-                }
-                let legacy = first_of_type
-                    && r.resource_names_subscribe.is_empty()
-                    && r.resource_names_unsubscribe.is_empty()
-                    && TypeInfo::of(&type_url).legacy_wildcard();
-                let mut changed = legacy;
-                for name in &r.resource_names_subscribe {
-                    // A name subscribed again must be sent again, unless the first request
-                    // says the client holds it (initial_resource_versions).
-                    if !(first_of_type && r.initial_resource_versions.contains_key(name)) {
-                        t.held.remove(name);
-                    }
-                    t.rejected_versions.remove(name);
-                    if name == "*" {
-                        t.wildcard = true;
-                        t.held.clear();
-                    }
-                    t.names.insert(name.clone());
-                    changed = true;
-                }
-                for name in &r.resource_names_unsubscribe {
-                    // The client may drop what it unsubscribes from; under a wildcard the
-                    // server answers with the resource again (or its removal).
-                    t.held.remove(name);
-                    if name == "*" {
-                        t.wildcard = false;
-                    }
-                    t.names.remove(name);
-                    changed = true;
-                }
-                if legacy {
-                    t.wildcard = true;
-                }
-                if changed {
-                    t.generation += 1;
-                }
-            }
-        }
-        if !nonce.is_empty() {
-            t.answered.insert(nonce.into());
-        }
-        for (rule, detail) in found {
-            self.report(CheckSide::Client, line, rule, detail);
-        }
-    }
-
-    fn response(&mut self, line: usize, stream: u64, response: &Response) {
-        let store = self.store.clone();
-        let s = self.streams.entry(stream).or_default();
-        let nonce = String::from(response.nonce());
-        let type_url = String::from(response.type_url());
-        let mut found = Vec::new();
-        if !nonce.is_empty() && !s.nonces.insert(nonce.clone()) {
-            found.push((
-                Rule::NonceReused,
-                format!("nonce {nonce:?} was already used on this stream"),
-            ));
-        }
-        let t = s.types.entry(type_url.clone()).or_default();
-        let sent = match response {
-            Response::Sotw(r) => sotw_sent(r, t.generation),
-            Response::Delta(r) => delta_sent(r, t.generation),
-        };
-        let names: Vec<String> = match response {
-            Response::Sotw(r) => sotw_resources(r).into_iter().map(|(n, _, _)| n).collect(),
-            Response::Delta(r) => r.resources.iter().map(delta_name).collect(),
-        };
-        let mut seen = BTreeSet::new();
-        for name in &names {
-            if !seen.insert(name) {
-                found.push((Rule::DuplicateNames, format!("{name:?} appears twice")));
-            }
-        }
-        match response {
-            Response::Sotw(r) => {
-                // A response of body-less wrappers only is a TTL heartbeat, never a resend.
-                let heartbeat = !r.resources.is_empty()
-                    && r.resources.iter().all(|any| {
-                        any.type_url == RESOURCE_WRAPPER_TYPE_URL
-                            && Resource::decode(any.value.clone())
-                                .is_ok_and(|w| w.resource.is_none())
-                    });
-                let unchanged = |other: &Option<Sent>| {
-                    !heartbeat
-                        && other.as_ref().is_some_and(|o| {
-                            o.version == sent.version
-                                && o.resources == sent.resources
-                                && o.generation == t.generation
-                        })
-                };
-                if unchanged(&t.rejected) {
-                    found.push((
-                        Rule::ResentRejectedVersion,
-                        format!(
-                            "version {:?} was rejected and nothing asked for it again",
-                            sent.version
-                        ),
-                    ));
-                } else if unchanged(&t.last_response) {
-                    let rule = if t.last_request_stale {
-                        Rule::ResponseToStaleRequest
-                    } else {
-                        Rule::UnchangedResend
-                    };
-                    found.push((
-                        rule,
-                        format!(
-                            "version {:?} repeats the previous response unchanged",
-                            sent.version
-                        ),
-                    ));
-                }
-                if TypeInfo::of(&type_url).full_state_in_sotw() {
-                    if let Some(held) = store.get(&type_url) {
-                        for name in held.keys() {
-                            let wanted = t.wildcard || t.names.contains(name.as_str());
-                            if wanted && !sent.resources.contains_key(name) {
-                                found.push((Rule::FullStateMissingResource, format!("{name:?} exists and is subscribed but is not in the response")));
-                            }
-                        }
-                    } else if let Some(previous) = &t.last_response {
-                        if previous.version == sent.version {
-                            for name in previous.resources.keys() {
-                                if !sent.resources.contains_key(name) {
-                                    found.push((
-                                        Rule::FullStateMissingResource,
-                                        format!(
-                                            "{name:?} is missing at the same version {:?}",
-                                            sent.version
-                                        ),
-                                    ));
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            Response::Delta(r) => {
-                if nonce.is_empty() {
-                    found.push((
-                        Rule::NonceMissing,
-                        "a delta response without a nonce".into(),
-                    ));
-                }
-                for name in &r.removed_resources {
-                    if sent.resources.contains_key(name) {
-                        found.push((
-                            Rule::RemovedAndSent,
-                            format!("{name:?} is both sent and removed"),
-                        ));
-                    }
-                }
-                // A body-less resource is a TTL heartbeat or a does-not-exist marker, never
-                // a resend.
-                let bodyless: BTreeSet<String> = r
-                    .resources
-                    .iter()
-                    .filter(|res| res.resource.is_none())
-                    .map(delta_name)
-                    .collect();
-                for (name, (version, _)) in &sent.resources {
-                    if bodyless.contains(name) {
-                        continue;
-                    }
-                    if t.rejected_versions.get(name) == Some(version) {
-                        found.push((
-                            Rule::ResentRejectedVersion,
-                            format!("{name:?} at {version:?} was rejected"),
-                        ));
-                    } else if t.held.get(name) == Some(version) {
-                        let rule = if t.last_request_stale {
-                            Rule::ResponseToStaleRequest
-                        } else {
-                            Rule::UnchangedResend
-                        };
-                        found.push((
-                            rule,
-                            format!("the client already has {name:?} at {version:?}"),
-                        ));
-                    }
-                }
-                for (name, (version, _)) in &sent.resources {
-                    if t.rejected_versions.get(name).is_some_and(|v| v != version) {
-                        t.rejected_versions.remove(name);
-                    }
-                    t.held.insert(name.clone(), version.clone());
-                }
-                for name in &sent.removed {
-                    t.held.remove(name);
-                }
-            }
-        }
-        if !nonce.is_empty() {
-            t.responses.insert(nonce.clone(), sent.clone());
-            t.latest_nonce = Some(nonce);
-        }
-        // A response with other content moves the client on from what it rejected: sending
-        // the rejected state again later (the store went back to it) is a change then.
-        if t.rejected
-            .as_ref()
-            .is_some_and(|r| r.resources != sent.resources || r.version != sent.version)
-        {
-            t.rejected = None;
-        }
-        t.last_response = Some(sent);
-        t.last_request_stale = false;
-        for (rule, detail) in found {
-            self.report(CheckSide::Server, line, rule, detail);
-        }
     }
 }
 

@@ -11,9 +11,12 @@
 //! `dir` is `C->S` (a `DiscoveryRequest` or `DeltaDiscoveryRequest`) or `S->C`. `variant`
 //! (`sotw` or `delta`) defaults to the checker's; `stream` (default 0) tells streams apart:
 //! a new id is a new stream; `time` is informational. A message is canonical proto3 JSON
-//! (an `Any` of an unknown type may use `{"@type", "value": base64}`), or base64 of its
-//! binary encoding in `binary`. Store lines are optional knowledge of what the server
-//! holds; with them, full-state omissions are checked exactly.
+//! (an `Any` of a type without schema may use `{"@type", "value": base64}`), or base64 of
+//! its binary encoding in `binary`. An `Any` written canonically (its message's fields)
+//! needs that message's schema: [`parse_jsonl_with`] takes a codec that has it, and
+//! without it the line is an error naming the type, never a resource read as empty.
+//! Store lines are optional knowledge of what the server holds; with them, full-state
+//! omissions are checked exactly.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -72,8 +75,23 @@ fn text_field(
 }
 
 /// Parses a recorded conversation. `variant` applies to lines that do not say theirs.
+/// Resources must be binary, `{"@type", "value": base64}`, or of the discovery types the
+/// crate knows; see [`parse_jsonl_with`] for recordings that write resources canonically.
 pub fn parse_jsonl(text: &str, variant: Variant) -> Result<Vec<Entry>, ScriptError> {
-    let codec = JsonCodec::new().ignore_unknown_fields(true);
+    parse_jsonl_with(text, variant, &JsonCodec::new())
+}
+
+/// Parses a recorded conversation, reading the messages inside `Any`s with the schemas
+/// `codec` knows (e.g. after [`JsonCodec::add_file_descriptor_set`] with the Envoy resource
+/// types, as recordings of Go's `protojson` or Java's `JsonFormat` need). Fields no schema
+/// knows are skipped (newer peers), whatever `codec` says; an `Any` of a type `codec` has
+/// no schema for, written canonically, is an error naming the line and the type.
+pub fn parse_jsonl_with(
+    text: &str,
+    variant: Variant,
+    codec: &JsonCodec,
+) -> Result<Vec<Entry>, ScriptError> {
+    let codec = codec.clone().ignore_unknown_fields(true);
     let mut entries = Vec::new();
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;

@@ -1,5 +1,6 @@
-//! The rules the checker enforces: stable identifiers, the side they bind, and the seed
-//! text each one comes from.
+//! The rules the checker enforces: stable identifiers, the side they bind, and the protocol
+//! passage each one comes from (the xDS protocol text by section title, `discovery.proto` by
+//! field).
 
 /// A protocol rule a recorded message can break.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -42,10 +43,17 @@ pub enum Rule {
     ResentRejectedVersion,
     /// A full-state (LDS/CDS) SotW response leaves out a subscribed resource that exists.
     FullStateMissingResource,
+    /// A resource's type (its `Any`, or the `Any` inside a `Resource` wrapper) is not the
+    /// response's `type_url`.
+    TypeMismatch,
+    /// A full-state (LDS/CDS) SotW response presents a version that an earlier response of
+    /// the type held a resource at, on any stream of the same node, and leaves that
+    /// resource out although it is subscribed.
+    SameVersionMissingResource,
 }
 
 /// Every rule, in the documented order.
-pub const ALL_RULES: [Rule; 17] = [
+pub const ALL_RULES: [Rule; 19] = [
     Rule::NodeMissing,
     Rule::NodeChanged,
     Rule::NonceUnknown,
@@ -63,6 +71,8 @@ pub const ALL_RULES: [Rule; 17] = [
     Rule::ResponseToStaleRequest,
     Rule::ResentRejectedVersion,
     Rule::FullStateMissingResource,
+    Rule::TypeMismatch,
+    Rule::SameVersionMissingResource,
 ];
 
 /// Which side a rule binds.
@@ -95,6 +105,8 @@ impl Rule {
             Rule::ResponseToStaleRequest => "response-to-stale-request",
             Rule::ResentRejectedVersion => "resent-rejected-version",
             Rule::FullStateMissingResource => "full-state-missing-resource",
+            Rule::TypeMismatch => "type-mismatch",
+            Rule::SameVersionMissingResource => "same-version-missing-resource",
         }
     }
 
@@ -114,59 +126,67 @@ impl Rule {
         }
     }
 
-    /// The seed passage the rule comes from (`../shared/seeds/`), quoted.
-    pub fn seed(self) -> &'static str {
+    /// The protocol passage the rule comes from, quoted, and where to read it: the xDS
+    /// protocol text ("xDS REST and gRPC protocol") by section title, or `discovery.proto`
+    /// by message and field.
+    pub fn passage(self) -> &'static str {
         match self {
             Rule::NodeMissing => {
-                "\"Only the first request on a stream is guaranteed to carry the node identifier.\" (000, Basic Protocol Overview)"
+                "\"Only the first request on a stream is guaranteed to carry the node identifier.\" (xDS protocol, Basic Protocol Overview)"
             }
             Rule::NodeChanged => {
-                "\"The node identifier should always be identical if present more than once on the stream.\" (000)"
+                "\"The node identifier should always be identical if present more than once on the stream.\" (xDS protocol, Basic Protocol Overview)"
             }
             Rule::NonceUnknown => {
-                "\"response_nonce: nonce corresponding to DiscoveryResponse being ACK/NACKed.\" (004, DiscoveryRequest.response_nonce)"
+                "\"response_nonce: nonce corresponding to DiscoveryResponse being ACK/NACKed.\" (discovery.proto, DiscoveryRequest.response_nonce)"
             }
             Rule::NackWithoutNonce => {
-                "\"the nonce provides a way to explicitly ack a specific DiscoveryResponse in a following DiscoveryRequest\" (004, DiscoveryResponse.nonce)"
+                "\"the nonce provides a way to explicitly ack a specific DiscoveryResponse in a following DiscoveryRequest\" (discovery.proto, DiscoveryResponse.nonce)"
             }
             Rule::NackMovedVersion => {
-                "\"If Envoy had instead rejected configuration update X, it would reply with error_detail populated and its previous version\" (000, NACK)"
+                "\"If Envoy had instead rejected configuration update X, it would reply with error_detail populated and its previous version\" (xDS protocol, NACK)"
             }
             Rule::AckVersionMismatch => {
-                "\"If the update was successfully applied, the version_info will be X\" (000, ACK)"
+                "\"If the update was successfully applied, the version_info will be X\" (xDS protocol, ACK)"
             }
             Rule::VersionNotAccepted => {
-                "\"the version_info field indicating the most recent valid version seen by the client\" (000, ACK/NACK and resource type instance version)"
+                "\"the version_info field indicating the most recent valid version seen by the client\" (xDS protocol, ACK/NACK and resource type instance version)"
             }
             Rule::InitialVersionsLate => {
-                "\"It will not be populated: ... [2] in any message after the first in a stream (for a given type_url)\" (004, initial_resource_versions)"
+                "\"It will not be populated: ... [2] in any message after the first in a stream (for a given type_url)\" (discovery.proto, DeltaDiscoveryRequest.initial_resource_versions)"
             }
             Rule::DeltaNonceRepeated => {
-                "\"When the DeltaDiscoveryRequest is a ACK or NACK ... the response_nonce must be the nonce in the DeltaDiscoveryResponse. Otherwise ... response_nonce must be omitted.\" (004)"
+                "\"When the DeltaDiscoveryRequest is a ACK or NACK ... the response_nonce must be the nonce in the DeltaDiscoveryResponse. Otherwise ... response_nonce must be omitted.\" (discovery.proto, DeltaDiscoveryRequest.response_nonce)"
             }
             Rule::DuplicateNames => {
-                "\"It is an error for a server to send a single response that contains the same resource name twice.\" (000, Duplicate Resource Names)"
+                "\"It is an error for a server to send a single response that contains the same resource name twice.\" (xDS protocol, Duplicate Resource Names)"
             }
             Rule::NonceReused => {
-                "\"A nonce becomes stale following a newer nonce being presented to Envoy in a DiscoveryResponse.\" (000): nonces tell responses apart"
+                "\"A nonce becomes stale following a newer nonce being presented to Envoy in a DiscoveryResponse.\" (xDS protocol, Resource updates): nonces tell responses apart"
             }
             Rule::NonceMissing => {
-                "\"In the delta xDS wire protocol, the nonce field is required\" (000, Incremental xDS)"
+                "\"In the delta xDS wire protocol, the nonce field is required\" (xDS protocol, Incremental xDS)"
             }
             Rule::RemovedAndSent => {
-                "\"the server signals the client that a resource should be deleted via the removed_resources field\" (000, Deleting Resources): a resource cannot be both"
+                "\"the server signals the client that a resource should be deleted via the removed_resources field\" (xDS protocol, Deleting Resources): a resource cannot be both"
             }
             Rule::UnchangedResend => {
-                "\"The management server should only send updates to the Envoy client when the resources in the DiscoveryResponse have changed.\" (000, When to send an update)"
+                "\"The management server should only send updates to the Envoy client when the resources in the DiscoveryResponse have changed.\" (xDS protocol, When to send an update)"
             }
             Rule::ResponseToStaleRequest => {
-                "\"The management server should not send a DiscoveryResponse for any DiscoveryRequest that has a stale nonce.\" (000)"
+                "\"The management server should not send a DiscoveryResponse for any DiscoveryRequest that has a stale nonce.\" (xDS protocol, Resource updates)"
             }
             Rule::ResentRejectedVersion => {
-                "\"If the management server provides the same set of resources rather than waiting for a change to occur, it will cause needless work\" (000, When to send an update)"
+                "\"If the management server provides the same set of resources rather than waiting for a change to occur, it will cause needless work\" (xDS protocol, When to send an update)"
             }
             Rule::FullStateMissingResource => {
-                "\"Listener and Cluster resource types ... the server must include the complete state of the world\" (000, Grouping Resources into Responses)"
+                "\"Listener and Cluster resource types ... the server must include the complete state of the world\" (xDS protocol, Grouping Resources into Responses)"
+            }
+            Rule::TypeMismatch => {
+                "\"Must be consistent with the type_url in the 'resources' repeated Any (if non-empty).\" (discovery.proto, DiscoveryResponse.type_url; DeltaDiscoveryResponse.resources: \"typed resources, whose types must match the type_url field\")"
+            }
+            Rule::SameVersionMissingResource => {
+                "\"the version for a resource type is not a property of an individual xDS stream but rather a property of the resources themselves\" (xDS protocol, ACK/NACK and resource type instance version); full state: \"the server must include the complete state of the world\" (Grouping Resources into Responses)"
             }
         }
     }

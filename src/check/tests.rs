@@ -1,11 +1,11 @@
 use super::*;
 use crate::json::JsonCodec;
-use crate::message::Variant;
+use crate::message::{Request, Response, Variant};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DiscoveryRequest};
 use crate::pb::google::protobuf::Any;
 use crate::pb::google::rpc::Status;
 use crate::transcript::notation::body;
-use crate::types::{CLUSTER, ENDPOINT};
+use crate::types::{CLUSTER, ENDPOINT, RESOURCE_WRAPPER_TYPE_URL};
 use alloc::string::ToString;
 use alloc::vec;
 
@@ -63,7 +63,7 @@ fn ids(violations: &[Violation]) -> Vec<(usize, &'static str)> {
     violations.iter().map(|v| (v.line, v.rule.id())).collect()
 }
 
-/// The seed's "requests become stale" diagram, as a server that behaves would record it.
+/// The protocol's "requests become stale" diagram, as a server that behaves would record it.
 fn stale_story() -> Vec<Entry> {
     vec![
         req(1, "", &["foo"], "", EDS, false),
@@ -209,7 +209,234 @@ fn full_state_rules() {
     ];
     assert_eq!(
         ids(&check(&story, CheckSide::Server)),
-        [(4, "full-state-missing-resource")]
+        [(4, "same-version-missing-resource")]
+    );
+    // ...and only for a name still subscribed: after dropping b, "1" without b is fine.
+    let story = vec![
+        req(1, "", &["a", "b"], "", CDS, false),
+        resp(2, "1", &[("a", "1"), ("b", "1")], "A", CDS),
+        req(3, "1", &["a"], "A", CDS, false),
+        resp(4, "1", &[("a", "1")], "B", CDS),
+    ];
+    assert_eq!(ids(&check(&story, CheckSide::Server)), []);
+}
+
+/// `entry` moved to `stream`; a request gets the node `node_id`, if given.
+fn on_stream(entry: Entry, stream: u64, node_id: Option<&str>) -> Entry {
+    match entry {
+        Entry::Request {
+            line, mut request, ..
+        } => {
+            if let (Request::Sotw(r), Some(id)) = (&mut request, node_id) {
+                r.node = Some(Node {
+                    id: id.into(),
+                    ..Default::default()
+                });
+            }
+            Entry::Request {
+                line,
+                stream,
+                request,
+            }
+        }
+        Entry::Response { line, response, .. } => Entry::Response {
+            line,
+            stream,
+            response,
+        },
+        store => store,
+    }
+}
+
+#[test]
+fn full_state_versions_are_remembered_across_streams_of_a_node() {
+    let first = vec![
+        req(1, "", &[], "", CDS, false),
+        resp(2, "1", &[("a", "1"), ("b", "1")], "A", CDS),
+        req(3, "1", &[], "A", CDS, false),
+    ];
+    // The client reconnects; the new stream is answered at "1" without b.
+    let second = |node_id: &str| {
+        vec![
+            on_stream(req(4, "1", &[], "", CDS, false), 2, Some(node_id)),
+            on_stream(resp(5, "1", &[("a", "1")], "A", CDS), 2, None),
+        ]
+    };
+    let story: Vec<Entry> = first.iter().cloned().chain(second("n")).collect();
+    let found = check(&story, CheckSide::Server);
+    assert_eq!(ids(&found), [(5, "same-version-missing-resource")]);
+    assert!(found[0].detail.contains("\"b\"") && found[0].detail.contains("line 2"));
+    // Another node may number its own snapshots: "1" means something else there.
+    let other: Vec<Entry> = first.into_iter().chain(second("other")).collect();
+    assert_eq!(ids(&check(&other, CheckSide::Server)), []);
+    // The empty version is no version; a server that never sets one is not judged by it.
+    let unversioned = vec![
+        req(1, "", &[], "", CDS, false),
+        resp(2, "", &[("a", "1"), ("b", "1")], "A", CDS),
+        req(3, "", &[], "A", CDS, false),
+        resp(4, "", &[("a", "1")], "B", CDS),
+    ];
+    assert_eq!(ids(&check(&unversioned, CheckSide::Server)), []);
+    // EDS is not full state: a response carries what changed.
+    let eds = vec![
+        req(1, "", &["a", "b"], "", EDS, false),
+        resp(2, "1", &[("a", "1"), ("b", "1")], "A", EDS),
+        req(3, "1", &["a", "b"], "A", EDS, false),
+        resp(4, "1", &[("a", "2")], "B", EDS),
+    ];
+    assert_eq!(ids(&check(&eds, CheckSide::Server)), []);
+}
+
+#[test]
+fn a_resource_of_another_type_is_reported() {
+    let mut story = stale_story();
+    if let Entry::Response {
+        response: Response::Sotw(r),
+        ..
+    } = &mut story[4]
+    {
+        r.resources[1].type_url = CDS.into();
+    }
+    let found = check(&story, CheckSide::Server);
+    assert_eq!(ids(&found), [(5, "type-mismatch")]);
+    assert!(
+        found[0].detail.contains("resource 1"),
+        "{}",
+        found[0].detail
+    );
+    // Inside a Resource wrapper.
+    let wrapper = Resource {
+        name: "foo".into(),
+        version: "1".into(),
+        resource: Some(Any {
+            type_url: CDS.into(),
+            value: body("foo", "x"),
+        }),
+        ..Default::default()
+    };
+    let mut story = stale_story();
+    if let Entry::Response {
+        response: Response::Sotw(r),
+        ..
+    } = &mut story[1]
+    {
+        r.resources[0] = Any {
+            type_url: RESOURCE_WRAPPER_TYPE_URL.into(),
+            value: wrapper.encode_to_vec().into(),
+        };
+    }
+    assert_eq!(
+        ids(&check(&story, CheckSide::Server)),
+        [(2, "type-mismatch")]
+    );
+    // A heartbeat wrapper has no type to judge; the client side is not concerned.
+    assert_eq!(ids(&check(&story, CheckSide::Client)), []);
+}
+
+#[test]
+fn a_reused_nonce_is_the_servers_fault_only() {
+    // The server answers the hint on line 4 with nonce A again.
+    let mut story = stale_story();
+    story[4] = resp(5, "Y", &[("foo", "y"), ("bar", "y")], "A", EDS);
+    story[5] = req(6, "Y", &["foo", "bar"], "A", EDS, false);
+    story[6] = req(7, "Y", &["foo", "bar"], "A", EDS, false);
+    assert_eq!(
+        ids(&check(&story, CheckSide::Server)),
+        [(5, "nonce-reused")]
+    );
+    assert_eq!(ids(&check(&story, CheckSide::Client)), []);
+    // Responses crossing: both sent before either is answered; each answer is fine, and a
+    // NACK of one of them carries the version accepted before.
+    let crossing = vec![
+        req(1, "", &["foo"], "", EDS, false),
+        resp(2, "X", &[("foo", "x")], "A", EDS),
+        resp(3, "Y", &[("foo", "y")], "A", EDS),
+        req(4, "X", &["foo"], "A", EDS, false),
+        req(5, "X", &["foo"], "A", EDS, true),
+    ];
+    assert_eq!(
+        ids(&check(&crossing, CheckSide::Server)),
+        [(3, "nonce-reused")]
+    );
+    assert_eq!(ids(&check(&crossing, CheckSide::Client)), []);
+    // Delta: the ACK of the second response is not a repeat.
+    let dreq = |line: usize, n: &str| Entry::Request {
+        line,
+        stream: 1,
+        request: Request::Delta(DeltaDiscoveryRequest {
+            node: (line == 1).then(|| node().unwrap()),
+            type_url: CDS.into(),
+            resource_names_subscribe: if n.is_empty() {
+                vec!["a".into()]
+            } else {
+                vec![]
+            },
+            response_nonce: n.into(),
+            ..Default::default()
+        }),
+    };
+    let dresp = |line: usize, v: &str| Entry::Response {
+        line,
+        stream: 1,
+        response: Response::Delta(DeltaDiscoveryResponse {
+            resources: vec![Resource {
+                name: "a".into(),
+                version: v.into(),
+                resource: Some(Any {
+                    type_url: CDS.into(),
+                    value: body("a", v),
+                }),
+                ..Default::default()
+            }],
+            type_url: CDS.into(),
+            nonce: "A".into(),
+            ..Default::default()
+        }),
+    };
+    let delta = vec![
+        dreq(1, ""),
+        dresp(2, "1"),
+        dreq(3, "A"),
+        dresp(4, "2"),
+        dreq(5, "A"),
+    ];
+    assert_eq!(
+        ids(&check(&delta, CheckSide::Server)),
+        [(4, "nonce-reused")]
+    );
+    assert_eq!(ids(&check(&delta, CheckSide::Client)), []);
+    // A third answer to two responses is a repeat.
+    let mut repeated = delta;
+    repeated.push(dreq(6, "A"));
+    assert_eq!(
+        ids(&check(&repeated, CheckSide::Client)),
+        [(6, "delta-nonce-repeated")]
+    );
+}
+
+#[test]
+fn node_changed_names_the_field() {
+    let mut story = stale_story();
+    if let Entry::Request {
+        request: Request::Sotw(r),
+        ..
+    } = &mut story[2]
+    {
+        r.node = Some(Node {
+            id: "n".into(),
+            cluster: "other".into(),
+            locality: Some(Default::default()),
+            ..Default::default()
+        });
+    }
+    let found = check(&story, CheckSide::Client);
+    assert_eq!(ids(&found), [(3, "node-changed")]);
+    assert!(
+        found[0].detail.contains("cluster (\"other\", first \"\")")
+            && found[0].detail.contains("locality")
+            && !found[0].detail.contains("id ("),
+        "{}",
+        found[0].detail
     );
 }
 
@@ -304,10 +531,10 @@ fn records_round_trip_through_json_lines() {
 }
 
 #[test]
-fn every_rule_has_an_id_and_a_seed() {
+fn every_rule_has_an_id_and_a_passage() {
     let mut seen = BTreeSet::new();
     for rule in ALL_RULES {
         assert!(seen.insert(rule.id()));
-        assert!(rule.seed().contains('"'));
+        assert!(rule.passage().contains('"'));
     }
 }

@@ -1,4 +1,4 @@
-//! The four file formats of a `DiscoveryResponse` (seed 000, "Filesystem subscriptions":
+//! The four file formats of a `DiscoveryResponse` (xDS protocol, "Filesystem subscriptions":
 //! "Binary protobufs, JSON, YAML and proto text are supported formats"), with errors that
 //! name the position of the first problem.
 
@@ -9,8 +9,10 @@ use bytes::Bytes;
 use core::fmt;
 use prost::{Message, Name};
 
+#[cfg(any(feature = "yaml", feature = "textproto"))]
+use crate::json::utf8;
 #[cfg(feature = "json")]
-use crate::json::{JsonCodec, JsonError};
+use crate::json::JsonCodec;
 
 /// How the bytes of a file are encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -162,10 +164,21 @@ fn malformed(
     position: Option<Position>,
     message: impl Into<String>,
 ) -> FormatError {
-    FormatError::Malformed {
-        format,
-        position,
-        message: message.into(),
+    FormatError::malformed(format, position, message)
+}
+
+impl FormatError {
+    /// [`FormatError::Malformed`], for every reader of the crate (the JSON one too).
+    pub(crate) fn malformed(
+        format: Format,
+        position: Option<Position>,
+        message: impl Into<String>,
+    ) -> FormatError {
+        FormatError::Malformed {
+            format,
+            position,
+            message: message.into(),
+        }
     }
 }
 
@@ -176,8 +189,6 @@ fn malformed(
 pub struct FileCodec {
     #[cfg(feature = "json")]
     codec: JsonCodec,
-    #[cfg(feature = "json")]
-    ignore_unknown_fields: bool,
 }
 
 impl FileCodec {
@@ -193,7 +204,6 @@ impl FileCodec {
     pub fn with_json_codec(codec: JsonCodec, ignore_unknown_fields: bool) -> FileCodec {
         FileCodec {
             codec: codec.ignore_unknown_fields(ignore_unknown_fields),
-            ignore_unknown_fields,
         }
     }
 
@@ -279,7 +289,7 @@ impl FileCodec {
             })
     }
 
-    #[cfg(feature = "json")]
+    #[cfg(feature = "textproto")]
     fn descriptor<M: Name>(
         &self,
         format: Format,
@@ -293,25 +303,11 @@ impl FileCodec {
 
     #[cfg(feature = "json")]
     fn decode_json<M: Message + Name + Default>(&self, bytes: &[u8]) -> Result<M, FormatError> {
-        let text = utf8(Format::Json, bytes)?;
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-            let (message, position) = split_json_error(&e);
-            malformed(Format::Json, position, message)
-        })?;
-        self.through_codec(Format::Json, value, || {
-            let mut de = serde_json::Deserializer::from_str(text);
-            let desc = self.descriptor::<M>(Format::Json).ok()?;
-            let err = prost_reflect::DynamicMessage::deserialize_with_options(
-                desc,
-                &mut de,
-                &self.deserialize_options(),
-            )
-            .err()?;
-            let (message, position) = split_json_error(&err);
-            Some((message, position?))
-        })
+        self.codec.parse_text(bytes)
     }
 
+    /// YAML is read into the JSON value it denotes, then goes the way of JSON; a schema
+    /// error is placed by parsing the YAML again straight into the schema.
     #[cfg(feature = "yaml")]
     fn decode_yaml<M: Message + Name + Default>(&self, bytes: &[u8]) -> Result<M, FormatError> {
         let text = utf8(Format::Yaml, bytes)?;
@@ -319,46 +315,15 @@ impl FileCodec {
             let (message, position) = split_yaml_error(&e);
             malformed(Format::Yaml, position, message)
         })?;
-        self.through_codec(Format::Yaml, value, || {
-            let de = serde_norway::Deserializer::from_str(text);
-            let desc = self.descriptor::<M>(Format::Yaml).ok()?;
-            let err = prost_reflect::DynamicMessage::deserialize_with_options(
-                desc,
-                de,
-                &self.deserialize_options(),
-            )
-            .err()?;
-            let (message, position) = split_yaml_error(&err);
-            Some((message, position?))
-        })
-    }
-
-    #[cfg(feature = "json")]
-    fn deserialize_options(&self) -> prost_reflect::DeserializeOptions {
-        prost_reflect::DeserializeOptions::new().deny_unknown_fields(!self.ignore_unknown_fields)
-    }
-
-    /// The JSON value through the canonical JSON layer. A schema error has no position in a
-    /// value, so `locate` parses the text again straight into the schema, whose parser
-    /// knows where it stopped; its position is used only when it stopped for the same
-    /// reason (an `Any` of an unknown type is handled by the codec but not by that parser).
-    #[cfg(feature = "json")]
-    fn through_codec<M: Message + Name + Default>(
-        &self,
-        format: Format,
-        value: serde_json::Value,
-        locate: impl FnOnce() -> Option<(String, Position)>,
-    ) -> Result<M, FormatError> {
-        match self.codec.from_value::<M>(value) {
-            Ok(m) => Ok(m),
-            Err(JsonError::Json(message)) => {
-                let position = locate()
-                    .filter(|(located, _)| located.contains(message.as_str()))
-                    .map(|(_, p)| p);
-                Err(malformed(format, position, message))
-            }
-            Err(other) => Err(malformed(format, None, other.to_string())),
-        }
+        self.codec
+            .read_located_value(Format::Yaml, value, |desc, options| {
+                let de = serde_norway::Deserializer::from_str(text);
+                let err =
+                    prost_reflect::DynamicMessage::deserialize_with_options(desc, de, options)
+                        .err()?;
+                let (message, position) = split_yaml_error(&err);
+                Some((message, position?))
+            })
     }
 
     #[cfg(feature = "textproto")]
@@ -379,18 +344,6 @@ impl FileCodec {
     }
 }
 
-/// The text of a text format, or the byte offset of the first invalid UTF-8 sequence.
-#[cfg(feature = "json")]
-fn utf8(format: Format, bytes: &[u8]) -> Result<&str, FormatError> {
-    core::str::from_utf8(bytes).map_err(|e| {
-        malformed(
-            format,
-            Some(Position::Byte(e.valid_up_to())),
-            "invalid UTF-8",
-        )
-    })
-}
-
 /// 1-based line and column (in characters) of a byte offset of `text`.
 #[cfg(feature = "textproto")]
 fn line_column(text: &str, offset: usize) -> Position {
@@ -402,24 +355,6 @@ fn line_column(text: &str, offset: usize) -> Position {
         .map_or(0, |s| s.chars().count())
         .saturating_add(1);
     Position::LineColumn { line, column }
-}
-
-/// serde_json's message without its " at line L column C" suffix, and that position.
-#[cfg(feature = "json")]
-fn split_json_error(e: &serde_json::Error) -> (String, Option<Position>) {
-    let full = e.to_string();
-    if e.line() == 0 {
-        return (full, None);
-    }
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    let message = full.strip_suffix(suffix.as_str()).unwrap_or(&full);
-    (
-        String::from(message),
-        Some(Position::LineColumn {
-            line: e.line(),
-            column: e.column().max(1),
-        }),
-    )
 }
 
 /// serde_norway's message without its position suffix, and that position.

@@ -1,7 +1,7 @@
 //! Filesystem subscriptions: a `DiscoveryResponse` read from a file, applied with the SotW
 //! rules but without ACK/NACK.
 //!
-//! Seed 000, "Filesystem subscriptions": Envoy watches a path "and parse\[s\] the
+//! xDS protocol, "Filesystem subscriptions": Envoy watches a path "and parse\[s\] the
 //! DiscoveryResponse proto in the file on update. Binary protobufs, JSON, YAML and proto
 //! text are supported formats"; "There is no mechanism available for filesystem
 //! subscriptions to ACK/NACK updates beyond stats counters and logs. The last valid
@@ -23,13 +23,19 @@
 //!
 //! # Decisions
 //!
-//! * **One home for the rules.** A [`FileSubscription`] wraps a SotW [`Client`] on a
-//!   per-type transport for its one type, kept "connected" for its lifetime. A decoded file
-//!   is handed to [`Client::handle_response`] like a response on a stream, so version
-//!   tracking, content validation (synchronous or deferred), duplicate names, `Any` type
-//!   mismatch, deletion of what a full-state (LDS/CDS) file omits, TTLs of wrapped
-//!   resources and the cache are the client's rules, not copies of them. The ACK or NACK
-//!   the client queues is drained and dropped: nothing goes on any wire.
+//! * **One home for the rules.** A [`FileSubscription`] holds a [`SingleTypeClient`]: the
+//!   SotW [`Client`](crate::Client) of its one type, connected for its lifetime, as
+//!   `rest::RestClient` (feature `json`) does. A decoded file is handed to it like a
+//!   response on a stream, so version tracking, content validation (synchronous or
+//!   deferred), duplicate names, `Any` type mismatch, deletion of what a full-state
+//!   (LDS/CDS) file omits, TTLs of wrapped resources and the cache are the client's rules,
+//!   not copies of them. The ACK or NACK the client queues is drained and dropped: nothing
+//!   goes on any wire. The reads (`resource`, `resource_names`, `version`, `status`,
+//!   `dump`, `type_url`) are the [`SingleTypeClient`]'s, through `Deref`.
+//! * **Configuration.** From the [`ClientConfig`] only the NACK policy and the limits
+//!   matter; the transport is the file's type. A configuration for incremental xDS is
+//!   refused ([`FileError::Config`]), as REST-JSON polling refuses it: a file holds a
+//!   `DiscoveryResponse`. The does-not-exist timer is off: there is no server to wait for.
 //! * **Rejection keeps the last valid configuration.** A file the client NACKs changes
 //!   nothing (Envoy's `RejectAll` policy is the default; [`NackPolicy::KeepValid`] applies
 //!   the valid resources of a partly rejected file, as the client documents) and is
@@ -39,8 +45,7 @@
 //!   ignores a response its stream does not carry; here that is the rejection of the
 //!   update). An empty `type_url` means the subscription's type, as for singleton APIs.
 //! * **What is subscribed.** Everything in the file: the wildcard (for LDS/CDS the legacy
-//!   form, otherwise `*`), as Envoy applies every resource of the file. The
-//!   does-not-exist timer is off: there is no server to wait for.
+//!   form, otherwise `*`), as Envoy applies every resource of the file.
 //! * **Formats** ([`Format`]): chosen explicitly or by extension ([`Format::from_path`]:
 //!   Envoy's `.pb`, `.pb_text`, `.json`, `.yaml`/`.yml`, plus the common `.bin`, `.binpb`,
 //!   `.textproto`, `.txtpb`, `.pbtxt`, `.pb.txt`, `.prototxt`). JSON is the canonical
@@ -71,15 +76,16 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
+use core::ops::Deref;
 
 #[cfg(doc)]
 use crate::client::NackPolicy;
 use crate::client::{
-    CachedResource, Client, ClientConfig, ClientError, ClientEvent, IgnoreReason, ResourceStatus,
-    SharedStr, StatusEntry, Validator, VerdictTicket, WILDCARD,
+    ClientConfig, ClientError, ClientEvent, IgnoreReason, SharedStr, Validator, VerdictTicket,
+    WILDCARD,
 };
-use crate::message::{Response, Transport, Variant};
 use crate::pb::discovery::DiscoveryResponse;
+use crate::single_type::{SingleTypeClient, SingleTypeError};
 use crate::time::Instant;
 use crate::types::TypeInfo;
 
@@ -110,10 +116,32 @@ pub enum FileEvent {
     Malformed(FormatError),
 }
 
-/// The subscription to one type's file. See the [module docs](self).
+/// Why a [`FileSubscription`] cannot be made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileError {
+    /// The configuration is refused, as REST-JSON polling refuses it (incremental xDS, an
+    /// empty type URL).
+    Config(SingleTypeError),
+    /// The client refused the subscription to everything in the file (its limits).
+    Subscribe(ClientError),
+}
+
+impl core::fmt::Display for FileError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            FileError::Config(e) => write!(f, "{e}"),
+            FileError::Subscribe(e) => write!(f, "cannot subscribe to the file's resources: {e}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for FileError {}
+
+/// The subscription to one type's file. See the [module docs](self); the reads are the
+/// [`SingleTypeClient`]'s.
 pub struct FileSubscription {
-    client: Client,
-    type_url: SharedStr,
+    inner: SingleTypeClient,
     codec: FileCodec,
     events: VecDeque<FileEvent>,
     now: Instant,
@@ -125,17 +153,24 @@ pub struct FileSubscription {
 impl core::fmt::Debug for FileSubscription {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("FileSubscription")
-            .field("type_url", &self.type_url)
-            .field("client", &self.client)
+            .field("inner", &self.inner)
             .finish_non_exhaustive()
+    }
+}
+
+impl Deref for FileSubscription {
+    type Target = SingleTypeClient;
+
+    fn deref(&self) -> &SingleTypeClient {
+        &self.inner
     }
 }
 
 impl FileSubscription {
     /// A subscription to every resource of `type_url` found in the file. From `config`
-    /// only the NACK policy and the limits matter: variant and transport are set to SotW
-    /// for this one type, and the does-not-exist timer is turned off.
-    pub fn new(type_url: &str, config: ClientConfig) -> Result<FileSubscription, ClientError> {
+    /// only the NACK policy and the limits matter (see the [module docs](self) for what is
+    /// refused); the does-not-exist timer is turned off.
+    pub fn new(type_url: &str, config: ClientConfig) -> Result<FileSubscription, FileError> {
         FileSubscription::with_codec(type_url, config, FileCodec::new())
     }
 
@@ -145,21 +180,17 @@ impl FileSubscription {
         type_url: &str,
         mut config: ClientConfig,
         codec: FileCodec,
-    ) -> Result<FileSubscription, ClientError> {
-        config.variant = Variant::Sotw;
-        config.transport = Transport::PerType(String::from(type_url));
+    ) -> Result<FileSubscription, FileError> {
         config.does_not_exist_timeout = None;
-        let mut client = Client::new(config);
+        let mut inner = SingleTypeClient::new(type_url, config).map_err(FileError::Config)?;
         let names: &[&str] = if TypeInfo::of(type_url).legacy_wildcard() {
             &[]
         } else {
             &[WILDCARD]
         };
-        client.subscribe(type_url, names)?;
-        client.connected(Instant::ZERO);
+        inner.subscribe(names).map_err(FileError::Subscribe)?;
         let mut sub = FileSubscription {
-            client,
-            type_url: SharedStr::from(type_url),
+            inner,
             codec,
             events: VecDeque::new(),
             now: Instant::ZERO,
@@ -167,11 +198,6 @@ impl FileSubscription {
         };
         sub.absorb(Instant::ZERO);
         Ok(sub)
-    }
-
-    /// The subscription's type URL.
-    pub fn type_url(&self) -> &str {
-        self.type_url.as_str()
     }
 
     /// Decodes the file's bytes in `format` and applies them. Never fails: the outcome is
@@ -189,30 +215,36 @@ impl FileSubscription {
     /// Applies an already decoded `DiscoveryResponse` (e.g. from another source of files).
     pub fn handle_response(&mut self, now: Instant, response: DiscoveryResponse) {
         self.version = SharedStr::from(response.version_info.as_str());
-        self.client.handle_response(now, Response::Sotw(response));
+        self.inner.handle_response(now, response);
         self.absorb(now);
     }
 
-    /// Sets the synchronous content validator (see [`Client::set_validator`]).
-    pub fn set_validator(&mut self, validator: Box<dyn Validator>) {
-        self.client.set_validator(self.type_url.as_str(), validator);
+    /// Fires the TTL timers due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.inner.handle_timeout(now);
+        self.absorb(now);
     }
 
-    /// Turns deferred validation on or off (see [`Client::set_deferred_validation`]).
-    pub fn set_deferred_validation(&mut self, on: bool) {
-        self.client
-            .set_deferred_validation(self.type_url.as_str(), on);
-    }
-
-    /// Answers a [`ClientEvent::ValidationNeeded`] (see [`Client::verdict`]).
+    /// Answers a [`ClientEvent::ValidationNeeded`]; its outcome is an event at once.
     pub fn verdict(
         &mut self,
         ticket: VerdictTicket,
         rejections: &[(&str, &str)],
     ) -> Result<(), ClientError> {
-        self.client.verdict(ticket, rejections)?;
+        self.inner.verdict(ticket, rejections)?;
         self.absorb(self.now);
         Ok(())
+    }
+
+    /// Sets the synchronous content validator (see [`SingleTypeClient::set_validator`]).
+    pub fn set_validator(&mut self, validator: Box<dyn Validator>) {
+        self.inner.set_validator(validator);
+    }
+
+    /// Turns deferred validation on or off (see
+    /// [`SingleTypeClient::set_deferred_validation`]).
+    pub fn set_deferred_validation(&mut self, on: bool) {
+        self.inner.set_deferred_validation(on);
     }
 
     /// The next event, if any.
@@ -225,45 +257,14 @@ impl FileSubscription {
         if !self.events.is_empty() {
             return Some(self.now);
         }
-        self.client.poll_timeout()
+        self.inner.poll_timeout()
     }
 
-    /// Fires the TTL timers due at `now`.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.client.handle_timeout(now);
-        self.absorb(now);
-    }
-
-    /// The accepted resource `name`, if held.
-    pub fn resource(&self, name: &str) -> Option<&CachedResource> {
-        self.client.resource(self.type_url.as_str(), name)
-    }
-
-    /// The names of the resources held, sorted.
-    pub fn resource_names(&self) -> Vec<SharedStr> {
-        self.client.resource_names(self.type_url.as_str())
-    }
-
-    /// The `version_info` of the last accepted file.
-    pub fn version(&self) -> Option<&str> {
-        self.client.version(self.type_url.as_str())
-    }
-
-    /// The status of `name` (see [`Client::status`]).
-    pub fn status(&self, name: &str) -> Option<ResourceStatus> {
-        self.client.status(self.type_url.as_str(), name)
-    }
-
-    /// Every status, sorted (see [`Client::dump`]).
-    pub fn dump(&self) -> Vec<StatusEntry> {
-        self.client.dump()
-    }
-
-    /// Moves the client's events into ours and drops the ACK/NACK it queued.
+    /// Drops the ACK/NACK the client queued and turns its events into ours.
     fn absorb(&mut self, now: Instant) {
         self.now = now;
-        while self.client.poll_request(now).is_some() {}
-        while let Some(event) = self.client.poll_event() {
+        while self.inner.poll_request(now).is_some() {}
+        while let Some(event) = self.inner.poll_event() {
             let event = match event {
                 ClientEvent::Acked { version, .. } => FileEvent::Accepted { version },
                 ClientEvent::Nacked {
@@ -282,7 +283,10 @@ impl FileSubscription {
                     version: self.version.clone(),
                     error: match reason {
                         IgnoreReason::NotCarried => {
-                            format!("the file is for type {type_url}, not {}", self.type_url)
+                            format!(
+                                "the file is for type {type_url}, not {}",
+                                self.inner.type_url()
+                            )
                         }
                         other => format!("the file was ignored: {other:?}"),
                     },

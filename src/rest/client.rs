@@ -3,21 +3,16 @@
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::string::{String, ToString};
-use alloc::vec::Vec;
 use core::time::Duration;
 
-use bytes::Bytes;
-
 use super::{rest_path, HttpRequest, RestError, CONTENT_TYPE_JSON};
-use crate::client::{
-    CachedResource, Client, ClientConfig, ClientError, ClientEvent, ResourceStatus, SharedStr,
-    StatusEntry, Validator, VerdictTicket,
-};
-use crate::file::{FileCodec, Format, FormatError};
+use crate::client::{ClientConfig, ClientError, ClientEvent, Validator, VerdictTicket};
+use crate::file::FormatError;
 use crate::json::JsonCodec;
-use crate::message::{Request, Response, Transport, Variant};
+use crate::message::{Transport, Variant};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
 use crate::pb::envoy::config::core::v3::Node;
+use crate::single_type::{SingleTypeClient, SingleTypeError};
 use crate::time::Instant;
 
 /// How a [`RestClient`] polls.
@@ -101,13 +96,13 @@ struct InFlight {
     sent_at: Instant,
 }
 
-/// The client side of REST-JSON polling for one type. See the [module docs](super).
+/// The client side of REST-JSON polling for one type. See the [module docs](super); the
+/// reads are the [`SingleTypeClient`]'s.
 pub struct RestClient {
-    client: Client,
-    type_url: SharedStr,
+    inner: SingleTypeClient,
     path: String,
+    /// Writes requests and reads answers (with the unknown-field setting of the config).
     codec: JsonCodec,
-    reader: FileCodec,
     poll_period: Duration,
     request_timeout: Option<Duration>,
     in_flight: Option<InFlight>,
@@ -125,7 +120,7 @@ pub struct RestClient {
 impl core::fmt::Debug for RestClient {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RestClient")
-            .field("type_url", &self.type_url)
+            .field("type_url", &self.inner.type_url())
             .field("path", &self.path)
             .field("in_flight", &self.in_flight)
             .field("next_poll", &self.next_poll)
@@ -133,9 +128,27 @@ impl core::fmt::Debug for RestClient {
     }
 }
 
+impl core::ops::Deref for RestClient {
+    type Target = SingleTypeClient;
+
+    fn deref(&self) -> &SingleTypeClient {
+        &self.inner
+    }
+}
+
+impl From<SingleTypeError> for RestError {
+    fn from(e: SingleTypeError) -> RestError {
+        match e {
+            SingleTypeError::DeltaNotAvailable => RestError::DeltaNotAvailable,
+            SingleTypeError::EmptyTypeUrl => RestError::EmptyTypeUrl,
+        }
+    }
+}
+
 impl RestClient {
     /// A client that polls the type of `config.client.transport`. Refuses ADS, incremental
-    /// xDS, and types without a REST path (unless [`RestConfig::path`] names one).
+    /// xDS (as [`SingleTypeClient::new`] does), and types without a REST path (unless
+    /// [`RestConfig::path`] names one).
     pub fn new(config: RestConfig, codec: JsonCodec) -> Result<RestClient, RestError> {
         let RestConfig {
             client: mut client_config,
@@ -144,29 +157,22 @@ impl RestClient {
             path,
             ignore_unknown_fields,
         } = config;
-        if client_config.variant == Variant::Delta {
-            return Err(RestError::DeltaNotAvailable);
-        }
         let type_url = match &client_config.transport {
             Transport::Aggregated => return Err(RestError::AggregatedNotAvailable),
-            Transport::PerType(url) if url.is_empty() => return Err(RestError::EmptyTypeUrl),
-            Transport::PerType(url) => SharedStr::from(url.as_str()),
+            Transport::PerType(url) => url.clone(),
         };
+        client_config.node_on_every_request = true;
+        let inner = SingleTypeClient::new(&type_url, client_config)?;
         let path = match path {
             Some(p) => p,
             None => String::from(
-                rest_path(&type_url).ok_or_else(|| RestError::NoRestPath(type_url.to_string()))?,
+                rest_path(&type_url).ok_or_else(|| RestError::NoRestPath(type_url.clone()))?,
             ),
         };
-        client_config.node_on_every_request = true;
-        let mut client = Client::new(client_config);
-        client.connected(Instant::ZERO);
         Ok(RestClient {
-            client,
-            type_url,
+            inner,
             path,
-            reader: FileCodec::with_json_codec(codec.clone(), ignore_unknown_fields),
-            codec,
+            codec: codec.ignore_unknown_fields(ignore_unknown_fields),
             poll_period,
             request_timeout,
             in_flight: None,
@@ -179,11 +185,6 @@ impl RestClient {
         })
     }
 
-    /// The type polled.
-    pub fn type_url(&self) -> &str {
-        self.type_url.as_str()
-    }
-
     /// The path requests are `POST`ed to.
     pub fn path(&self) -> &str {
         &self.path
@@ -194,35 +195,36 @@ impl RestClient {
         self.in_flight.as_ref().map(|f| f.id)
     }
 
-    /// Subscribes to `names` (see [`Client::subscribe`]; no names is the legacy wildcard of
-    /// LDS/CDS). The change leaves with the next request, at once.
+    /// Subscribes to `names` (see [`SingleTypeClient::subscribe`]; no names is the legacy
+    /// wildcard of LDS/CDS). The change leaves with the next request, at once.
     pub fn subscribe(&mut self, names: &[&str]) -> Result<(), ClientError> {
-        self.client.subscribe(self.type_url.as_str(), names)
+        self.inner.subscribe(names)
     }
 
-    /// Unsubscribes from `names` (see [`Client::unsubscribe`]).
+    /// Unsubscribes from `names` (see [`SingleTypeClient::unsubscribe`]).
     pub fn unsubscribe(&mut self, names: &[&str]) -> Result<(), ClientError> {
-        self.client.unsubscribe(self.type_url.as_str(), names)
+        self.inner.unsubscribe(names)
     }
 
-    /// Sets the synchronous content validator (see [`Client::set_validator`]).
+    /// Sets the synchronous content validator (see [`SingleTypeClient::set_validator`]).
     pub fn set_validator(&mut self, validator: Box<dyn Validator>) {
-        self.client.set_validator(self.type_url.as_str(), validator);
+        self.inner.set_validator(validator);
     }
 
-    /// Turns deferred validation on or off (see [`Client::set_deferred_validation`]).
+    /// Turns deferred validation on or off (see
+    /// [`SingleTypeClient::set_deferred_validation`]).
     pub fn set_deferred_validation(&mut self, on: bool) {
-        self.client
-            .set_deferred_validation(self.type_url.as_str(), on);
+        self.inner.set_deferred_validation(on);
     }
 
-    /// Answers a [`ClientEvent::ValidationNeeded`] (see [`Client::verdict`]).
+    /// Answers a [`ClientEvent::ValidationNeeded`]; the request it lets leave is due at
+    /// once (see [`SingleTypeClient::verdict`]).
     pub fn verdict(
         &mut self,
         ticket: VerdictTicket,
         rejections: &[(&str, &str)],
     ) -> Result<(), ClientError> {
-        self.client.verdict(ticket, rejections)
+        self.inner.verdict(ticket, rejections)
     }
 
     fn names_changed(&self) -> bool {
@@ -289,8 +291,8 @@ impl RestClient {
             return;
         }
         match status {
-            200 => match parse_body(&self.reader, body) {
-                Ok(response) => self.client.handle_response(now, Response::Sotw(response)),
+            200 => match parse_body(&self.codec, body) {
+                Ok(response) => self.inner.handle_response(now, response),
                 Err(failure) => self.events.push_back(RestEvent::Failed(failure)),
             },
             304 => self.events.push_back(RestEvent::NotModified),
@@ -345,7 +347,7 @@ impl RestClient {
             }
             None => None,
         };
-        match (ours, self.client.poll_timeout()) {
+        match (ours, self.inner.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -353,7 +355,7 @@ impl RestClient {
 
     /// Fires what is due at `now`: the client's timers and the request timeout.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.client.handle_timeout(now);
+        self.inner.handle_timeout(now);
         let timed_out = match (&self.in_flight, self.request_timeout) {
             (Some(f), Some(d)) => now >= f.sent_at.saturating_add(d),
             _ => false,
@@ -368,39 +370,11 @@ impl RestClient {
         self.absorb(now);
     }
 
-    /// The accepted resource `name`, if held.
-    pub fn resource(&self, name: &str) -> Option<&CachedResource> {
-        self.client.resource(self.type_url.as_str(), name)
-    }
-
-    /// The names of the resources held, sorted.
-    pub fn resource_names(&self) -> Vec<SharedStr> {
-        self.client.resource_names(self.type_url.as_str())
-    }
-
-    /// The last accepted `version_info`.
-    pub fn version(&self) -> Option<&str> {
-        self.client.version(self.type_url.as_str())
-    }
-
-    /// The status of `name` (see [`Client::status`]).
-    pub fn status(&self, name: &str) -> Option<ResourceStatus> {
-        self.client.status(self.type_url.as_str(), name)
-    }
-
-    /// Every status, sorted (see [`Client::dump`]).
-    pub fn dump(&self) -> Vec<StatusEntry> {
-        self.client.dump()
-    }
-
     /// Moves the SotW client's queued requests into `pending` (the last one wins; a NACK's
     /// `error_detail` survives a later request of the same nonce) and its events into ours.
     fn absorb(&mut self, now: Instant) {
         self.now = now;
-        while let Some(request) = self.client.poll_request(now) {
-            let Request::Sotw(mut request) = request else {
-                continue;
-            };
+        while let Some(mut request) = self.inner.poll_request(now) {
             if let Some(previous) = self.pending.take() {
                 if request.error_detail.is_none()
                     && previous.response_nonce == request.response_nonce
@@ -410,18 +384,16 @@ impl RestClient {
             }
             self.pending = Some(request);
         }
-        while let Some(event) = self.client.poll_event() {
+        while let Some(event) = self.inner.poll_event() {
             self.events.push_back(RestEvent::Client(event));
         }
     }
 }
 
 /// Reads a `200` body as a `DiscoveryResponse`.
-fn parse_body(reader: &FileCodec, body: &[u8]) -> Result<DiscoveryResponse, RestFailure> {
+fn parse_body(codec: &JsonCodec, body: &[u8]) -> Result<DiscoveryResponse, RestFailure> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(RestFailure::EmptyBody);
     }
-    reader
-        .decode(Format::Json, Bytes::copy_from_slice(body))
-        .map_err(RestFailure::MalformedBody)
+    codec.parse_text(body).map_err(RestFailure::MalformedBody)
 }

@@ -1,15 +1,16 @@
 //! REST-JSON polling (feature `json`): the client and server sides of xDS over plain HTTP
 //! `POST`s, as Sans-IO state machines.
 //!
-//! Seed 000, "REST-JSON polling subscriptions": "Synchronous (long) polling via REST
+//! xDS protocol, "REST-JSON polling subscriptions": "Synchronous (long) polling via REST
 //! endpoints is also available for the xDS singleton APIs. The above sequencing of messages
 //! is similar, except no persistent stream is maintained to the management server. It is
 //! expected that there is only a single outstanding request at any point in time, and as a
 //! result the response nonce is optional in REST-JSON. The JSON canonical transform of
 //! proto3 is used to encode DiscoveryRequest and DiscoveryResponse messages. ADS is not
-//! available for REST-JSON polling." Seed 003 adds: "When the poll period is set to a small
-//! value, with the intention of long polling, then there is also a requirement to avoid
-//! sending a DiscoveryResponse unless a change to the underlying resources has occurred."
+//! available for REST-JSON polling." Its older revision adds: "When the poll period is set
+//! to a small value, with the intention of long polling, then there is also a requirement
+//! to avoid sending a DiscoveryResponse unless a change to the underlying resources has
+//! occurred."
 //!
 //! # Shapes
 //!
@@ -20,13 +21,16 @@
 //!
 //! # Client decisions ([`RestClient`])
 //!
-//! * **One home for the rules.** A [`RestClient`] wraps a SotW [`crate::Client`] on a
-//!   per-type transport for its one type, kept "connected" for its lifetime (REST has no
-//!   stream to break). Versions, ACK/NACK by version (`version_info` is the last accepted
+//! * **One home for the rules.** A [`RestClient`] holds a
+//!   [`SingleTypeClient`](crate::single_type::SingleTypeClient): the SotW client of its one
+//!   type, connected for its lifetime (REST has no stream to break), as a file
+//!   subscription does. Versions, ACK/NACK by version (`version_info` is the last accepted
 //!   version, a NACK carries `error_detail`), validation, the cache, deletion for
 //!   full-state types, duplicate names, type mismatch, does-not-exist and TTL timers are
 //!   the client's rules. REST adds only the exchange: when a request may leave, how an HTTP
-//!   outcome changes state, and the JSON bodies.
+//!   outcome changes state, and the JSON bodies. The reads (`resource`, `resource_names`,
+//!   `version`, `status`, `dump`, `type_url`) are the single-type client's, through
+//!   `Deref`.
 //! * **A single outstanding request.** Each [`HttpRequest`] has an id; while one is in
 //!   flight no other is issued, and an answer is accepted only for the id in flight
 //!   (others are reported as [`RestEvent::StaleAnswer`] and change nothing). The one
@@ -55,16 +59,18 @@
 //! * **HTTP outcomes.** `200` with a body: the body is read as canonical JSON and handled by
 //!   the SotW rules. `304 Not Modified` (what Envoy's REST fetcher treats as "no change"):
 //!   nothing changes. Any other status, a `200` with an empty body, a body that is not a
-//!   JSON `DiscoveryResponse` (read by the same reader as JSON files, so the failure names
-//!   the line and column; unknown fields are refused unless
-//!   [`RestConfig::ignore_unknown_fields`]), or a transport failure: reported as
-//!   [`RestEvent::Failed`], nothing changes, and the next poll repeats the same version. A body that cannot be
-//!   read is not NACKed: there is no version or nonce to NACK, as a gRPC stream would not
-//!   NACK a message that fails to decode.
+//!   JSON `DiscoveryResponse` (read by
+//!   [`JsonCodec::parse_text`](crate::json::JsonCodec::parse_text), as JSON files are, so
+//!   the failure names the line and column; unknown fields are refused unless
+//!   [`RestConfig::ignore_unknown_fields`]), or a transport failure:
+//!   reported as [`RestEvent::Failed`], nothing changes, and the next poll repeats the same
+//!   version. A body that cannot be read is not NACKed: there is no version or nonce to
+//!   NACK, as a gRPC stream would not NACK a message that fails to decode.
 //! * **No ADS, no delta.** [`RestClient::new`] refuses a configuration for ADS
 //!   ([`RestError::AggregatedNotAvailable`]) or incremental xDS
-//!   ([`RestError::DeltaNotAvailable`]), and types without a REST path (VHDS) unless the
-//!   caller names one ([`RestConfig::path`]).
+//!   ([`RestError::DeltaNotAvailable`], the single-type client's refusal, which file
+//!   subscriptions share), and types without a REST path (VHDS) unless the caller names
+//!   one ([`RestConfig::path`]).
 //!
 //! # Server decisions ([`RestServer`])
 //!
@@ -149,7 +155,7 @@ pub struct HttpResponse {
 /// Why a REST client cannot be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RestError {
-    /// REST-JSON has no aggregated stream (seed: "ADS is not available for REST-JSON
+    /// REST-JSON has no aggregated stream (xDS protocol: "ADS is not available for REST-JSON
     /// polling").
     AggregatedNotAvailable,
     /// REST-JSON carries `DiscoveryRequest`/`DiscoveryResponse` only: no incremental xDS.

@@ -7,10 +7,7 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use bytes::Bytes;
-
 use super::{type_url_for_path, HttpResponse, CONTENT_TYPE_JSON};
-use crate::file::{FileCodec, Format};
 use crate::json::JsonCodec;
 use crate::message::{Request, Response, Transport, Variant};
 use crate::pb::discovery::DiscoveryRequest;
@@ -91,8 +88,8 @@ struct Waiting {
 #[derive(Clone, Debug)]
 pub struct RestServer {
     config: RestServerConfig,
+    /// Reads requests (with the unknown-field setting of the config) and writes responses.
     codec: JsonCodec,
-    reader: FileCodec,
     /// One stream per waiting request; the set's index wakes only the streams a store
     /// change concerns, and reads the change log once for all of them.
     streams: StreamSet,
@@ -126,9 +123,8 @@ impl RestServer {
     /// it for canonical `Any`s).
     pub fn new(config: RestServerConfig, codec: JsonCodec) -> RestServer {
         RestServer {
-            reader: FileCodec::with_json_codec(codec.clone(), config.ignore_unknown_fields),
+            codec: codec.ignore_unknown_fields(config.ignore_unknown_fields),
             config,
-            codec,
             streams: StreamSet::new(),
             by_stream: BTreeMap::new(),
             waiting: BTreeMap::new(),
@@ -188,20 +184,17 @@ impl RestServer {
             };
             return Err(text(404, format!("{path}: {why}")));
         };
-        let request: DiscoveryRequest = self
-            .reader
-            .decode(Format::Json, Bytes::copy_from_slice(body))
-            .map_err(|e| {
-                let incremental = core::str::from_utf8(body).is_ok_and(looks_incremental);
-                if incremental {
-                    text(
-                        400,
-                        String::from("incremental xDS is not available over REST-JSON polling"),
-                    )
-                } else {
-                    text(400, format!("body is not a JSON DiscoveryRequest: {e}"))
-                }
-            })?;
+        let request: DiscoveryRequest = self.codec.parse_text(body).map_err(|e| {
+            let incremental = core::str::from_utf8(body).is_ok_and(looks_incremental);
+            if incremental {
+                text(
+                    400,
+                    String::from("incremental xDS is not available over REST-JSON polling"),
+                )
+            } else {
+                text(400, format!("body is not a JSON DiscoveryRequest: {e}"))
+            }
+        })?;
         let stream = self.streams.insert(ServerConfig {
             require_node: self.config.require_node,
             heartbeat_divisor: self.config.heartbeat_divisor,

@@ -14,6 +14,7 @@ use super::sotw::Diff;
 use super::store::ResourceStore;
 use super::version::pair_hash;
 use super::NotFoundReporting;
+use crate::name::{collection_of, comparable, is_glob};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource};
 use crate::pb::google::protobuf::TypeUrl;
 use crate::types::TypeInfo;
@@ -34,8 +35,10 @@ pub(crate) struct DeltaState {
     type_url: String,
     legacy_type: bool,
     wildcard: bool,
-    /// Explicit subscriptions: resource names or aliases.
+    /// Explicit subscriptions: resource names, aliases or `xdstp://` globs.
     names: BTreeSet<String>,
+    /// Whether some name is an `xdstp://` glob collection.
+    globs: bool,
     /// Keyed by resource name (or, for a name that resolves to nothing, that name).
     known: BTreeMap<String, Known>,
     /// Names (re)subscribed: answered with the resource or a not-found, even if unchanged.
@@ -56,6 +59,9 @@ pub(crate) struct DeltaState {
     out_not_found: BTreeSet<String>,
     /// Planned: resource names the client holds that are gone.
     out_removals: BTreeSet<String>,
+    /// A new wildcard subscription: answered even when nothing is sent, so the client
+    /// learns that its wildcard set is complete.
+    answer_due: bool,
 }
 
 impl DeltaState {
@@ -65,6 +71,7 @@ impl DeltaState {
             legacy_type: TypeInfo::of(type_url).legacy_wildcard(),
             wildcard: false,
             names: BTreeSet::new(),
+            globs: false,
             known: BTreeMap::new(),
             pending: BTreeSet::new(),
             pending_unsubscribed: BTreeSet::new(),
@@ -76,6 +83,7 @@ impl DeltaState {
             out_upserts: BTreeMap::new(),
             out_not_found: BTreeSet::new(),
             out_removals: BTreeSet::new(),
+            answer_due: false,
         }
     }
 
@@ -90,9 +98,16 @@ impl DeltaState {
     /// Whether a change to resource `name` (with these aliases) concerns this stream.
     pub(crate) fn covers(&self, name: &str, aliases: &[String]) -> bool {
         self.wildcard
-            || self.names.contains(name)
+            || self.names_cover(name)
             || self.known.contains_key(name)
             || aliases.iter().any(|a| self.names.contains(a.as_str()))
+    }
+
+    /// Whether the names subscribe to resource `name`: by itself, or through its
+    /// `xdstp://` glob collection (xDS TP1).
+    fn names_cover(&self, name: &str) -> bool {
+        self.names.contains(name)
+            || (self.globs && collection_of(name).is_some_and(|g| self.names.contains(&g)))
     }
 
     pub(crate) fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
@@ -140,6 +155,7 @@ impl DeltaState {
                 if name == "*" {
                     continue;
                 }
+                let name = &comparable(name).into_owned();
                 let pair = pair_hash(name, version);
                 self.known
                     .insert(name.clone(), Known::Version(version.clone(), pair));
@@ -149,16 +165,19 @@ impl DeltaState {
             }
             if self.legacy_type && request.resource_names_subscribe.is_empty() {
                 self.wildcard = true;
+                self.answer_due = true;
                 diff.added.push(String::from("*"));
             }
         } else if !request.initial_resource_versions.is_empty() {
             late_initial = true;
         }
         for name in &request.resource_names_subscribe {
+            let name = &comparable(name).into_owned();
             if name == "*" {
                 if !self.wildcard {
                     self.wildcard = true;
                     self.resync = true;
+                    self.answer_due = true;
                     diff.added.push(name.clone());
                 }
                 continue;
@@ -169,12 +188,13 @@ impl DeltaState {
             // Subscribed again: answer even if the client seems to hold it already; but
             // not on the first request for a name whose version the client states in
             // initial_resource_versions (a reconnect: send only what changed).
-            if !(first && request.initial_resource_versions.contains_key(name)) {
+            if !(first && initial_keys_contain(request, name)) {
                 self.pending.insert(name.clone());
             }
             self.pending_unsubscribed.remove(name.as_str());
         }
         for name in &request.resource_names_unsubscribe {
+            let name = &comparable(name).into_owned();
             if name == "*" {
                 if self.wildcard {
                     self.wildcard = false;
@@ -197,6 +217,7 @@ impl DeltaState {
                 self.to_forget.insert(name.clone());
             }
         }
+        self.globs = self.names.iter().any(|n| is_glob(n));
         diff.added.sort();
         diff.added.dedup();
         diff.removed.sort();
@@ -214,11 +235,27 @@ impl DeltaState {
         if core::mem::take(&mut self.drop_uncovered) && !self.wildcard {
             // Wildcard ended: forget what only wildcard covered.
             let covered: BTreeSet<String> = self.names.iter().map(|n| resolve(n)).collect();
-            let names = &self.names;
-            self.known
-                .retain(|name, _| covered.contains(name.as_str()) || names.contains(name.as_str()));
+            let known = core::mem::take(&mut self.known);
+            self.known = known
+                .into_iter()
+                .filter(|(name, _)| covered.contains(name.as_str()) || self.names_cover(name))
+                .collect();
         }
         for name in core::mem::take(&mut self.to_forget) {
+            if is_glob(&name) {
+                // Its members leave with it, unless something else still covers them.
+                let known = core::mem::take(&mut self.known);
+                self.known = known
+                    .into_iter()
+                    .filter(|(k, _)| {
+                        collection_of(k).as_deref() != Some(name.as_str())
+                            || self.wildcard
+                            || self.names_cover(k)
+                    })
+                    .collect();
+                self.known.remove(name.as_str());
+                continue;
+            }
             let resolved = resolve(&name);
             if !self.wildcard && !self.names.contains(resolved.as_str()) {
                 self.known.remove(resolved.as_str());
@@ -256,6 +293,14 @@ impl DeltaState {
             }
             candidates.extend(self.known.keys().cloned());
             for name in &self.names {
+                if is_glob(name) {
+                    let mut members = store.members(t, name).peekable();
+                    if members.peek().is_none() && !self.known.contains_key(name.as_str()) {
+                        self.out_not_found.insert(name.clone());
+                    }
+                    candidates.extend(members.map(|r| String::from(r.name())));
+                    continue;
+                }
                 match store.resolve(t, name) {
                     Some(r) => {
                         candidates.insert(String::from(r.name()));
@@ -269,6 +314,19 @@ impl DeltaState {
             }
         }
         for name in core::mem::take(&mut self.pending) {
+            if is_glob(&name) {
+                // Every member is sent; a glob without one is answered with its own name
+                // in `removed_resources`.
+                let mut any = false;
+                for r in store.members(t, &name) {
+                    any = true;
+                    self.out_upserts.insert(String::from(r.name()), true);
+                }
+                if !any {
+                    self.out_not_found.insert(name);
+                }
+                continue;
+            }
             match store.resolve(t, &name) {
                 Some(r) => {
                     self.out_upserts.insert(String::from(r.name()), true);
@@ -312,9 +370,9 @@ impl DeltaState {
         }
     }
 
-    /// Whether upserts (or not-found reports) are planned.
+    /// Whether upserts (or not-found reports, or the answer to a new wildcard) are planned.
     pub(crate) fn has_upserts(&self) -> bool {
-        !self.out_upserts.is_empty() || !self.out_not_found.is_empty()
+        !self.out_upserts.is_empty() || !self.out_not_found.is_empty() || self.answer_due
     }
 
     /// Whether removals are planned.
@@ -360,7 +418,7 @@ impl DeltaState {
                 }
             }
             for name in core::mem::take(&mut self.out_not_found) {
-                if store.resolve(t, &name).is_some() {
+                if store.resolve(t, &name).is_some() || store.members(t, &name).next().is_some() {
                     // Sprang into existence meanwhile: it is dirty and will be sent.
                     continue;
                 }
@@ -392,7 +450,8 @@ impl DeltaState {
                 removed.insert(name);
             }
         }
-        if resources.is_empty() && removed.is_empty() {
+        let answer = with_upserts && core::mem::take(&mut self.answer_due);
+        if resources.is_empty() && removed.is_empty() && !answer {
             return None;
         }
         resources.sort_by(|a, b| a.name.cmp(&b.name));
@@ -404,4 +463,14 @@ impl DeltaState {
             ..DeltaDiscoveryResponse::default()
         })
     }
+}
+
+/// Whether `initial_resource_versions` names `name` (compared canonically).
+fn initial_keys_contain(request: &DeltaDiscoveryRequest, name: &str) -> bool {
+    request.initial_resource_versions.contains_key(name)
+        || (name.starts_with("xdstp://")
+            && request
+                .initial_resource_versions
+                .keys()
+                .any(|k| comparable(k) == name))
 }

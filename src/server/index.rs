@@ -11,6 +11,7 @@ use super::store::{ResourceStore, Revision};
 use super::stream::{IndexOp, ServerConfig, ServerStream};
 use super::wire::EncodedResponse;
 use crate::message::{Request, Response};
+use crate::name::collection_of;
 use crate::time::Instant;
 
 /// Names a stream inside a [`StreamSet`]: a slot and a generation, so an id is never
@@ -225,18 +226,35 @@ impl StreamSet {
         let before = self.ready.len();
         match store.changes_since(self.synced) {
             Ok(changes) => {
+                let StreamSet {
+                    streams,
+                    index,
+                    ready,
+                    ..
+                } = self;
                 for change in changes {
-                    let Some(entry) = self.index.get(change.type_url.as_str()) else {
+                    let Some(entry) = index.get(change.type_url.as_str()) else {
                         continue;
                     };
-                    let by_name = core::iter::once(&change.name)
-                        .chain(change.aliases.iter())
-                        .filter_map(|n| entry.by_name.get(n.as_str()))
-                        .flatten();
-                    for id in entry.wildcard.iter().chain(by_name) {
-                        if let Some(stream) = self.streams.get_mut(*id) {
+                    let mut mark = |id: &StreamId| {
+                        if let Some(stream) = streams.get_mut(*id) {
                             stream.mark_dirty(&change.type_url, &change.name, &change.aliases);
-                            self.ready.insert(*id);
+                            ready.insert(*id);
+                        }
+                    };
+                    entry.wildcard.iter().for_each(&mut mark);
+                    if change.name.is_empty() {
+                        // A type's publication concerns every stream subscribed to it.
+                        entry.by_name.values().flatten().for_each(&mut mark);
+                        continue;
+                    }
+                    let glob = collection_of(&change.name);
+                    for name in core::iter::once(&change.name)
+                        .chain(change.aliases.iter())
+                        .chain(glob.as_ref())
+                    {
+                        if let Some(ids) = entry.by_name.get(name.as_str()) {
+                            ids.iter().for_each(&mut mark);
                         }
                     }
                 }

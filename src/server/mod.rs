@@ -34,9 +34,12 @@
 //!
 //! `flow.rs`: request classification (first / ACK / NACK / stale / update) and TTL timers,
 //! for both variants. `stream.rs`: node, type URL and variant checks, nonces, ADS order.
+//! `entry.rs`: one type on one stream, the one place that dispatches between SotW and
+//! delta, and the publication hold.
 //! `sotw.rs`: SotW subscriptions (wildcard, names), full state vs changes, NACK hold.
 //! `delta.rs`: per-resource client versions, subscribe/unsubscribe, not-found, removals.
-//! `store.rs`: resources, versions, change log. `index.rs`: which streams a change concerns.
+//! `store.rs`: resources, versions, publication, change log (several changes may share a
+//! revision: [`ResourceStore::apply`] updates several types at once). `index.rs`: which streams a change concerns.
 //!
 //! # Versions
 //!
@@ -63,10 +66,25 @@
 //!   is stale"). A request whose nonce is not the latest sent for its type is reported as
 //!   [`ServerEvent::StaleRequest`] and is never an ACK or NACK, but its resource names are
 //!   applied: dropping them would lose a subscription for good, since the client will not
-//!   repeat it. What is sent after it is decided by the store and the subscription alone,
-//!   so a stale request causes a response only if it subscribed to something new. In SotW
-//!   an empty nonce after a response was sent is stale too (the request crossed the
-//!   response); in delta an empty nonce is a spontaneous request.
+//!   repeat it. In SotW a stale request is never answered by itself, even when it names
+//!   something new: what it changed is served by the response that the client's next
+//!   request that is not stale (its answer to our latest response) triggers, so that
+//!   answer is never made stale by a response to the stale request. A store change meanwhile
+//!   is still pushed (the store asks for it, not the stale request) and carries the new
+//!   names too. In SotW an empty nonce after a response was sent is stale too (the request
+//!   crossed the response); in delta an empty nonce is a spontaneous request, and a delta
+//!   request with a stale nonce is answered ("the server must honor changes to the
+//!   subscription state even if the nonce is stale": delta responses carry only what the
+//!   request changed, so answering cannot make anything stale that matters).
+//! - **Publication** (the restart hazard: a management server that has not loaded its
+//!   configuration yet would answer a reconnecting client's LDS/CDS wildcard with an empty
+//!   full state, and the client would drop every listener or cluster it holds). The store
+//!   knows which types the application has published ([`ResourceStore::publish`], or
+//!   setting any resource of the type; a type published with zero resources is published).
+//!   Until then every request for the type, wildcard or named, SotW or delta, is held
+//!   without an answer and without busy work ([`ServerStream::poll_timeout`] says nothing
+//!   for it); the publication answers them. An application that serves a fixed set of types
+//!   publishes each once at start, as go-control-plane's snapshot does for every type.
 //! - **Limits** (the crate's rule that the peer cannot make us hold unbounded state):
 //!   [`ServerLimits`] bounds the names of one request, the length of a name and the type
 //!   URLs of one stream. A request beyond them closes the stream with
@@ -95,8 +113,29 @@
 //!   request on the stream will be ignored", is the option
 //!   [`ServerConfig::sticky_legacy_wildcard`]. `*` among the names is an explicit wildcard
 //!   for any type, in SotW for as long as requests carry it, in delta until unsubscribed.
-//!   A first wildcard request is answered even when the store is empty, unless the client
-//!   already holds exactly that version (reconnect to a replica).
+//!   A first SotW wildcard request is answered even when the published type is empty,
+//!   unless the client already holds exactly that version (reconnect to a replica). A new
+//!   delta wildcard (legacy or `*`) is always answered, with an empty response when nothing
+//!   is new, also on a reconnect whose `initial_resource_versions` already match: the
+//!   client learns that its wildcard set is complete.
+//! - **No identical resend** (SotW): a response whose version equals the last one sent for
+//!   the type carries the same resources (the version is their digest), so it is not sent
+//!   again: names joining a `*` that already brought them, `*` dropped while the names
+//!   cover everything. Except when the client may lack some of it: names it unsubscribed
+//!   and took back since (it dropped them: "the server must resend any newly requested
+//!   resources"), and the stream's first request with names (the version a client states
+//!   on a new stream need not describe what it holds by name: it may have ignored
+//!   resources that crossed its unsubscription, or kept the valid part of a response it
+//!   NACKed, gRPC A46).
+//! - **`xdstp://` names** (xDS TP1; newest text, "xdstp:// resource names"): names are
+//!   compared in canonical form (context parameters sorted), in requests and in the store,
+//!   which refuses a malformed `xdstp://` name ([`StoreError::BadXdstpName`]). A
+//!   subscription to a glob collection (`xdstp://authority/TYPE/path/*`) receives every
+//!   published resource under that path with the same context parameters, SotW and delta,
+//!   later members too; a member removed is removed (delta `removed_resources`; LDS/CDS
+//!   SotW full state); a glob with no member is answered (delta: the glob name in
+//!   `removed_resources`; SotW: a response); an exact name and a glob may be subscribed
+//!   side by side. The [`StreamSet`] finds a member's subscribers through its glob.
 //! - **What SotW sends** (seed, "Grouping Resources into Responses", "When to send an
 //!   update"): LDS/CDS responses carry every subscribed (wildcard: every) resource; other
 //!   types carry only resources whose version differs from what was sent plus newly
@@ -148,14 +187,14 @@
 //!
 //! # Not done (yet)
 //!
-//! - `resource_locators` / dynamic parameters and xdstp:// globs are not interpreted:
-//!   names are matched exactly.
+//! - `resource_locators` / dynamic parameters are not interpreted.
 //! - TTLs are sent whatever the node's `client_features` say
 //!   (`xds.config.supports-resource-ttl`, `xds.config.supports-resource-in-sotw`).
 //! - The store keeps the last [`DEFAULT_LOG_CAPACITY`] changes; a stream or set that falls
 //!   further behind rescans its subscriptions (correct, slower).
 
 mod delta;
+mod entry;
 mod event;
 mod flow;
 mod index;
@@ -168,8 +207,8 @@ mod wire;
 pub use event::{Ignored, ProtocolError, ServerEvent};
 pub use index::{StreamId, StreamSet, UnknownStream};
 pub use store::{
-    Change, LogTruncated, ResourceEntry, ResourceStore, Revision, StoreError, StoredResource,
-    DEFAULT_LOG_CAPACITY,
+    Change, LogTruncated, ResourceEntry, ResourceStore, Revision, StoreError, StoreOp,
+    StoredResource, DEFAULT_LOG_CAPACITY,
 };
 pub use stream::{NotFoundReporting, ServerConfig, ServerLimits, ServerStream};
 pub use version::{body_version, entry_hash, fnv1a64, pair_hash, VersionSum};

@@ -10,6 +10,7 @@ use super::flow::Timers;
 use super::store::{to_proto_duration, ResourceStore, StoredResource};
 use super::version::VersionSum;
 use super::wire::ResourceSink;
+use crate::name::{collection_of, comparable, is_glob};
 use crate::pb::discovery::{
     DiscoveryRequest, DiscoveryResponse, Resource, ResourceError, ResourceName,
 };
@@ -43,6 +44,8 @@ pub(crate) struct SotwState {
     legacy_type: bool,
     wildcard: Wildcard,
     names: BTreeSet<String>,
+    /// Whether some name is an `xdstp://` glob collection.
+    globs: bool,
     /// Keep a legacy wildcard for the stream's life (seed 000) instead of ending it when
     /// names come without `*` (newest text).
     sticky_legacy: bool,
@@ -56,6 +59,9 @@ pub(crate) struct SotwState {
     resync: bool,
     /// A new wildcard subscription: answered even when empty.
     answer_due: bool,
+    /// LDS/CDS: the stream's first request named resources: answered whatever version the
+    /// client states.
+    answer_named_first: bool,
     /// Non-full-state types: the entry hash (name, version, TTL) of each resource sent.
     sent: BTreeMap<String, u64>,
     /// Non-full-state types: the digest of `sent`.
@@ -64,6 +70,16 @@ pub(crate) struct SotwState {
     last_version: Option<String>,
     /// TTL resources whose heartbeat is due.
     heartbeats_due: BTreeSet<String>,
+    /// The last request was stale: what it changed waits for the next request that is not
+    /// (the client's answer to our latest response), so no response answers a stale one.
+    held_by_stale: bool,
+    /// LDS/CDS: names unsubscribed since the last build with no wildcard left to cover
+    /// them: the client dropped them, so a response holding one is news to it even at the
+    /// same version.
+    maybe_missing: BTreeSet<String>,
+    /// LDS/CDS: the wildcard was dropped since the last build (the client dropped what it
+    /// alone covered).
+    wildcard_maybe_missing: bool,
 }
 
 impl SotwState {
@@ -77,20 +93,49 @@ impl SotwState {
             legacy_type: info.legacy_wildcard(),
             wildcard: Wildcard::Off,
             names: BTreeSet::new(),
+            globs: false,
             pending: BTreeSet::new(),
             dirty: BTreeSet::new(),
             resync: false,
             answer_due: false,
+            answer_named_first: false,
             sent: BTreeMap::new(),
             sum: VersionSum::EMPTY,
             last_version: None,
             heartbeats_due: BTreeSet::new(),
+            held_by_stale: false,
+            maybe_missing: BTreeSet::new(),
+            wildcard_maybe_missing: false,
         }
     }
 
     /// Whether the stream is interested in the resource `name`.
     pub(crate) fn covers(&self, name: &str) -> bool {
-        self.wildcard != Wildcard::Off || self.names.contains(name)
+        self.wildcard != Wildcard::Off || self.names_cover(name)
+    }
+
+    /// Whether the names subscribe to `name`: by itself, or through its `xdstp://` glob
+    /// collection (xDS TP1).
+    fn names_cover(&self, name: &str) -> bool {
+        self.names.contains(name)
+            || (self.globs && collection_of(name).is_some_and(|g| self.names.contains(&g)))
+    }
+
+    /// The resources the names subscribe to (globs expanded), sorted by name.
+    fn named<'s>(&self, store: &'s ResourceStore) -> Vec<&'s StoredResource> {
+        let t = self.type_url.as_str();
+        if !self.globs {
+            return self.names.iter().filter_map(|n| store.get(t, n)).collect();
+        }
+        let mut out: BTreeMap<&str, &StoredResource> = BTreeMap::new();
+        for name in &self.names {
+            if is_glob(name) {
+                out.extend(store.members(t, name).map(|r| (r.name(), r)));
+            } else if let Some(r) = store.get(t, name) {
+                out.insert(r.name(), r);
+            }
+        }
+        out.into_values().collect()
     }
 
     /// Whether the stream subscribes to every resource of the type.
@@ -118,8 +163,12 @@ impl SotwState {
         self.resync
     }
 
-    /// Whether the next build has something to consider.
+    /// Whether the next build has something to consider. While a stale request holds the
+    /// subscription's changes back, only the store's changes and heartbeats count.
     pub(crate) fn has_work(&self) -> bool {
+        if self.held_by_stale {
+            return !self.dirty.is_empty() || !self.heartbeats_due.is_empty();
+        }
         self.resync
             || self.answer_due
             || !self.pending.is_empty()
@@ -131,8 +180,12 @@ impl SotwState {
         self.heartbeats_due.insert(name);
     }
 
-    /// Applies the names of a request (stale or not: envoy#10363).
-    pub(crate) fn apply(&mut self, request: &DiscoveryRequest, first: bool) -> Diff {
+    /// Applies the names of a request, stale or not (envoy#10363). A stale request's
+    /// changes are answered only by the response that the next request that is not stale
+    /// triggers ("The management server should not send a DiscoveryResponse for any
+    /// DiscoveryRequest that has a stale nonce", xDS protocol, "Resource updates").
+    pub(crate) fn apply(&mut self, request: &DiscoveryRequest, first: bool, stale: bool) -> Diff {
+        self.held_by_stale = stale;
         let mut diff = Diff::default();
         if first {
             self.resync = true;
@@ -160,7 +213,11 @@ impl SotwState {
             // code below treats it as an explicit one that the request may keep or drop.
             self.wildcard = Wildcard::Explicit;
         }
-        let mut requested: BTreeSet<String> = request.resource_names.iter().cloned().collect();
+        let mut requested: BTreeSet<String> = request
+            .resource_names
+            .iter()
+            .map(|n| comparable(n).into_owned())
+            .collect();
         let want_wildcard = requested.remove("*");
         if want_wildcard && self.wildcard == Wildcard::Off {
             self.wildcard = Wildcard::Explicit;
@@ -192,6 +249,12 @@ impl SotwState {
         for name in &diff.removed {
             self.pending.remove(name.as_str());
         }
+        let removed_glob = diff.removed.iter().any(|n| is_glob(n));
+        if diff.added.iter().any(|n| is_glob(n)) {
+            // A glob is answered even when it has no member (the client learns it is empty).
+            self.answer_due = true;
+        }
+        self.globs = requested.iter().any(|n| is_glob(n));
         if self.wildcard == Wildcard::Off {
             for name in &diff.removed {
                 if let Some(pair) = self.sent.remove(name.as_str()) {
@@ -199,7 +262,36 @@ impl SotwState {
                 }
             }
         }
+        if self.full_state {
+            if first && !requested.is_empty() {
+                // The version a client states on a new stream need not describe what it
+                // holds by name: it may have ignored resources that crossed its
+                // unsubscription, or kept the valid ones of a response it NACKed (gRPC
+                // A46). Named subscriptions are answered.
+                self.answer_due = true;
+                self.answer_named_first = true;
+            }
+            for name in &diff.removed {
+                if name == "*" {
+                    self.wildcard_maybe_missing = true;
+                } else if self.wildcard == Wildcard::Off {
+                    self.maybe_missing.insert(name.clone());
+                }
+            }
+        }
         self.names = requested;
+        if removed_glob && self.wildcard == Wildcard::Off {
+            // The members only a dropped glob covered leave with it.
+            let gone: Vec<String> = self
+                .sent
+                .keys()
+                .filter(|n| !self.names_cover(n))
+                .cloned()
+                .collect();
+            for name in gone {
+                self.forget(&name);
+            }
+        }
         diff.added.sort();
         diff.removed.sort();
         diff
@@ -233,6 +325,9 @@ impl SotwState {
         divisor: u32,
         sink: &mut S,
     ) -> Option<DiscoveryResponse> {
+        if !self.has_work() {
+            return None;
+        }
         let response = if self.full_state {
             self.build_full(store, now, timers, divisor, sink)
         } else {
@@ -241,8 +336,11 @@ impl SotwState {
         self.pending.clear();
         self.dirty.clear();
         self.heartbeats_due.clear();
+        self.maybe_missing.clear();
+        self.wildcard_maybe_missing = false;
         self.resync = false;
         self.answer_due = false;
+        self.answer_named_first = false;
         if let Some(r) = &response {
             self.last_version = Some(r.version_info.clone());
         }
@@ -276,23 +374,47 @@ impl SotwState {
             return None;
         }
         let wildcard = self.is_wildcard();
+        let named = if wildcard {
+            Vec::new()
+        } else {
+            self.named(store)
+        };
         let version = if wildcard {
             store.type_digest(t)
         } else {
             let mut sum = VersionSum::EMPTY;
-            for r in self.names.iter().filter_map(|n| store.get(t, n)) {
+            for r in &named {
                 sum.add(r.pair_hash());
             }
             sum
         }
         .to_version();
         let heartbeat = !self.heartbeats_due.is_empty();
-        if !self.answer_due
-            && !new_name_exists
-            && !heartbeat
+        let absent = self.pending.iter().filter(|n| {
+            self.names.contains(n.as_str()) && !is_glob(n) && store.get(t, n).is_none()
+        });
+        let resource_errors = self.not_found_errors(absent);
+        // The same version is the same resource list (the version is their digest): a
+        // response equal to the last one sent tells the client nothing (names added next
+        // to `*`, `*` dropped while the names cover everything), unless the client dropped
+        // some of it meanwhile by unsubscribing ("the server must resend any newly
+        // requested resources", xDS protocol, "How the client specifies what resources to
+        // return").
+        let news = (wildcard && self.wildcard_maybe_missing)
+            || self.pending.iter().any(|n| is_glob(n))
+            || self.maybe_missing.iter().any(|n| {
+                if is_glob(n) {
+                    store.members(t, n).any(|r| self.covers(r.name()))
+                } else {
+                    self.covers(n) && store.get(t, n).is_some()
+                }
+            });
+        if !heartbeat
+            && !news
+            && !self.answer_named_first
+            && resource_errors.is_empty()
             && self.last_version.as_deref() == Some(version.as_str())
         {
-            // Nothing the client holds would change.
             return None;
         }
         timers.clear();
@@ -314,16 +436,11 @@ impl SotwState {
                 push(sink, r);
             }
         } else {
-            sink.begin(&version, self.names.len(), 0);
-            for r in self.names.iter().filter_map(|n| store.get(t, n)) {
+            sink.begin(&version, named.len(), 0);
+            for r in named {
                 push(sink, r);
             }
         }
-        let absent = self
-            .pending
-            .iter()
-            .filter(|n| self.names.contains(n.as_str()) && store.get(t, n).is_none());
-        let resource_errors = self.not_found_errors(absent);
         Some(DiscoveryResponse {
             version_info: version,
             type_url: self.type_url.clone(),
@@ -372,7 +489,13 @@ impl SotwState {
             if self.is_wildcard() {
                 candidates.extend(store.iter(t).map(|r| String::from(r.name())));
             }
-            candidates.extend(self.names.iter().cloned());
+            for name in &self.names {
+                if is_glob(name) {
+                    candidates.extend(store.members(t, name).map(|r| String::from(r.name())));
+                } else {
+                    candidates.insert(name.clone());
+                }
+            }
             candidates.extend(self.sent.keys().cloned());
         }
         // Names gone from the store (or never there) that the client should hear of.
@@ -397,7 +520,20 @@ impl SotwState {
             }
         }
         for name in &self.pending {
+            if is_glob(name) {
+                for r in store.members(t, name) {
+                    if !(self.is_wildcard() && self.sent.get(r.name()) == Some(&r.pair_hash())) {
+                        out.insert(r.name(), (r, true));
+                    }
+                }
+                continue;
+            }
             match store.get(t, name) {
+                // A name added next to `*` that the wildcard already brought: the client
+                // holds it, resending it would repeat the last response.
+                Some(r)
+                    if self.is_wildcard()
+                        && self.sent.get(name.as_str()) == Some(&r.pair_hash()) => {}
                 Some(r) => {
                     out.insert(r.name(), (r, true));
                 }

@@ -8,10 +8,12 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
+use core::ops::Bound;
 use core::time::Duration;
 use prost::Message;
 
 use super::version::{body_version, entry_hash, VersionSum};
+use crate::name::{collection_of, comparable, NameParseError, XdstpName, XDSTP_SCHEME};
 use crate::pb::discovery::Resource;
 use crate::pb::google::protobuf::{Any, TypeUrl};
 use crate::resource::{name_field_1, NameError};
@@ -200,14 +202,16 @@ pub(crate) fn to_proto_duration(d: Duration) -> prost_types::Duration {
 }
 
 /// One change in the log: the resource `name` of `type_url` was set or removed at
-/// `revision`.
+/// `revision`, or, when `name` is empty, the type was published for the first time
+/// ([`ResourceStore::publish`]). One revision may hold several changes
+/// ([`ResourceStore::apply`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
     /// When.
     pub revision: Revision,
     /// Which type.
     pub type_url: String,
-    /// Which resource.
+    /// Which resource; empty when the type itself was published.
     pub name: String,
     /// Aliases the resource had before or has after the change (subscribers by alias are
     /// affected too).
@@ -238,6 +242,13 @@ pub enum StoreError {
     Name(NameError),
     /// `replace_type` was given the same name twice.
     DuplicateName(String),
+    /// The name starts with `xdstp://` but is not a well-formed xdstp name.
+    BadXdstpName {
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        error: NameParseError,
+    },
 }
 
 impl fmt::Display for StoreError {
@@ -251,12 +262,37 @@ impl fmt::Display for StoreError {
             }
             StoreError::Name(e) => write!(f, "cannot read the resource name: {e}"),
             StoreError::DuplicateName(n) => write!(f, "resource {n:?} given twice"),
+            StoreError::BadXdstpName { name, error } => write!(f, "{name:?}: {error}"),
         }
     }
 }
 
 #[cfg(feature = "std")]
 impl std::error::Error for StoreError {}
+
+/// One operation of an update applied as a single revision ([`ResourceStore::apply`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreOp {
+    /// Set (add or replace) a resource; publishes its type.
+    Set {
+        /// The type URL.
+        type_url: String,
+        /// The resource.
+        entry: ResourceEntry,
+    },
+    /// Remove a resource (a no-op when it is not there).
+    Remove {
+        /// The type URL.
+        type_url: String,
+        /// The resource name.
+        name: String,
+    },
+    /// Publish a type, with whatever resources it holds (possibly none).
+    Publish {
+        /// The type URL.
+        type_url: String,
+    },
+}
 
 #[derive(Clone, Debug, Default)]
 struct TypeTable {
@@ -280,6 +316,8 @@ pub struct ResourceStore {
     revision: Revision,
     log: VecDeque<Change>,
     log_capacity: usize,
+    /// The newest revision with a change the log dropped: it answers for later ones only.
+    log_floor: Revision,
 }
 
 impl Default for ResourceStore {
@@ -302,6 +340,7 @@ impl ResourceStore {
             revision: Revision(0),
             log: VecDeque::new(),
             log_capacity: capacity,
+            log_floor: Revision(0),
         }
     }
 
@@ -329,45 +368,159 @@ impl ResourceStore {
         self.set_entry(type_url, ResourceEntry::new(name, body))
     }
 
-    /// Sets a resource. Setting the same version, TTL and aliases again is a no-op and
-    /// returns the current revision (nothing is sent to anyone).
+    /// Sets a resource, and publishes its type. Setting the same version, TTL and aliases
+    /// again is a no-op and returns the current revision (nothing is sent to anyone).
     pub fn set_entry(
         &mut self,
         type_url: &str,
         entry: ResourceEntry,
     ) -> Result<Revision, StoreError> {
-        check_entry(type_url, &entry)?;
-        let table = self.types.entry(String::from(type_url)).or_default();
-        for alias in &entry.aliases {
-            let owner = if table.resources.contains_key(alias.as_str()) {
-                Some(alias.clone())
-            } else {
-                table.aliases.get(alias.as_str()).cloned()
-            };
-            if let Some(owner) = owner.filter(|o| *o != entry.name) {
-                return Err(StoreError::AliasTaken {
-                    alias: alias.clone(),
-                    owner,
-                });
+        self.apply(alloc::vec![StoreOp::Set {
+            type_url: String::from(type_url),
+            entry,
+        }])
+    }
+
+    /// Removes a resource; `None` when it was not there.
+    pub fn remove(&mut self, type_url: &str, name: &str) -> Option<Revision> {
+        self.get(type_url, name)?;
+        let next = self.next_revision();
+        self.remove_at(type_url, name, next);
+        Some(next)
+    }
+
+    /// Publishes `type_url`: from now on the type exists for clients, with the resources it
+    /// holds, possibly none. Until a type is published (by this, or by setting one of its
+    /// resources), streams hold every request for it without an answer, so a management
+    /// server that has not loaded its configuration yet never tells a reconnecting client
+    /// that its listeners or clusters are gone. Publishing a published type is a no-op.
+    pub fn publish(&mut self, type_url: &str) -> Result<Revision, StoreError> {
+        self.apply(alloc::vec![StoreOp::Publish {
+            type_url: String::from(type_url),
+        }])
+    }
+
+    /// Whether `type_url` was published (a type with zero resources may be).
+    pub fn is_published(&self, type_url: &str) -> bool {
+        self.types.contains_key(type_url)
+    }
+
+    /// Applies `ops` in order as one revision: every stream sees all of them or none of
+    /// them, whatever the types. Checked before anything changes, so an error leaves the
+    /// store untouched. Returns the revision after the update (unchanged when every
+    /// operation was a no-op).
+    pub fn apply(&mut self, mut ops: Vec<StoreOp>) -> Result<Revision, StoreError> {
+        for op in &mut ops {
+            canonicalize_op(op)?;
+        }
+        self.check_ops(&ops)?;
+        let next = self.next_revision();
+        for op in ops {
+            match op {
+                StoreOp::Set { type_url, entry } => self.set_at(&type_url, entry, next),
+                StoreOp::Remove { type_url, name } => self.remove_at(&type_url, &name, next),
+                StoreOp::Publish { type_url } => {
+                    if !self.types.contains_key(type_url.as_str()) {
+                        self.publish_at(&type_url, next);
+                    }
+                }
             }
         }
-        if table.aliases.contains_key(entry.name.as_str()) {
-            return Err(StoreError::AliasTaken {
-                alias: entry.name.clone(),
-                owner: table
-                    .aliases
-                    .get(entry.name.as_str())
-                    .cloned()
-                    .unwrap_or_default(),
-            });
+        Ok(self.revision)
+    }
+
+    /// Makes `entries` the whole content of `type_url` (publishing it, even when `entries`
+    /// is empty): sets each, removes the others, as one revision. Checked before anything
+    /// changes, so an error leaves the store untouched.
+    pub fn replace_type(
+        &mut self,
+        type_url: &str,
+        entries: Vec<ResourceEntry>,
+    ) -> Result<Revision, StoreError> {
+        let mut names = BTreeMap::new();
+        for entry in &entries {
+            if names.insert(comparable(&entry.name), ()).is_some() {
+                return Err(StoreError::DuplicateName(entry.name.clone()));
+            }
         }
+        let mut ops: Vec<StoreOp> = self
+            .iter(type_url)
+            .filter(|r| !names.contains_key(r.name()))
+            .map(|r| StoreOp::Remove {
+                type_url: String::from(type_url),
+                name: String::from(r.name()),
+            })
+            .collect();
+        drop(names);
+        ops.push(StoreOp::Publish {
+            type_url: String::from(type_url),
+        });
+        ops.extend(entries.into_iter().map(|entry| StoreOp::Set {
+            type_url: String::from(type_url),
+            entry,
+        }));
+        self.apply(ops)
+    }
+
+    fn next_revision(&self) -> Revision {
+        Revision(self.revision.0.wrapping_add(1))
+    }
+
+    /// Every check `apply` makes before changing anything: the entries themselves, and the
+    /// aliases against the store as the earlier operations of the batch leave it.
+    fn check_ops(&self, ops: &[StoreOp]) -> Result<(), StoreError> {
+        let mut overlay = Overlay::default();
+        for op in ops {
+            match op {
+                StoreOp::Set { type_url, entry } => {
+                    check_entry(type_url, entry)?;
+                    let t = type_url.as_str();
+                    for alias in &entry.aliases {
+                        let owner = if overlay.exists(self, t, alias) {
+                            Some(alias.clone())
+                        } else {
+                            overlay.owner(self, t, alias)
+                        };
+                        if let Some(owner) = owner.filter(|o| *o != entry.name) {
+                            return Err(StoreError::AliasTaken {
+                                alias: alias.clone(),
+                                owner,
+                            });
+                        }
+                    }
+                    if let Some(owner) = overlay.owner(self, t, &entry.name) {
+                        return Err(StoreError::AliasTaken {
+                            alias: entry.name.clone(),
+                            owner,
+                        });
+                    }
+                    overlay.set(self, t, &entry.name, &entry.aliases);
+                }
+                StoreOp::Remove { type_url, name } => overlay.remove(self, type_url, name),
+                StoreOp::Publish { type_url } => {
+                    if type_url.is_empty() {
+                        return Err(StoreError::EmptyTypeUrl);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets a checked entry at `revision` (a no-op when nothing would change).
+    fn set_at(&mut self, type_url: &str, entry: ResourceEntry, revision: Revision) {
+        if !self.types.contains_key(type_url) {
+            self.publish_at(type_url, revision);
+        }
+        let Some(table) = self.types.get_mut(type_url) else {
+            return;
+        };
         let version = entry.version.unwrap_or_else(|| body_version(&entry.body));
         if let Some(old) = table.resources.get(entry.name.as_str()) {
             if old.version == version && old.ttl() == entry.ttl && old.aliases == entry.aliases {
-                return Ok(self.revision);
+                return;
             }
         }
-        let revision = Revision(self.revision.0.wrapping_add(1));
         let pair = entry_hash(&entry.name, &version, entry.ttl);
         let (body, frame, ttl) = match entry.ttl {
             None => {
@@ -420,71 +573,77 @@ impl ResourceStore {
         }
         table.revision = revision;
         self.push_change(revision, type_url, entry.name, changed_aliases);
-        Ok(revision)
     }
 
-    /// Removes a resource; `None` when it was not there.
-    pub fn remove(&mut self, type_url: &str, name: &str) -> Option<Revision> {
-        let table = self.types.get_mut(type_url)?;
-        let old = table.resources.remove(name)?;
+    /// Removes a resource at `revision` (a no-op when it is not there).
+    fn remove_at(&mut self, type_url: &str, name: &str, revision: Revision) {
+        let Some(table) = self.types.get_mut(type_url) else {
+            return;
+        };
+        let Some(old) = table.resources.remove(name) else {
+            return;
+        };
         table.sum.remove(old.pair);
         table.frame_bytes = table.frame_bytes.saturating_sub(old.frame.len());
         for alias in &old.aliases {
             table.aliases.remove(alias.as_str());
         }
-        let revision = Revision(self.revision.0.wrapping_add(1));
         table.revision = revision;
         self.push_change(revision, type_url, old.name, old.aliases);
-        Some(revision)
     }
 
-    /// Makes `entries` the whole content of `type_url`: sets each, removes the others.
-    /// Checked before anything changes, so an error leaves the store untouched. Returns the
-    /// revision after the last change.
-    pub fn replace_type(
-        &mut self,
-        type_url: &str,
-        entries: Vec<ResourceEntry>,
-    ) -> Result<Revision, StoreError> {
-        let mut names = BTreeMap::new();
-        for entry in &entries {
-            check_entry(type_url, entry)?;
-            if names.insert(entry.name.as_str(), ()).is_some() {
-                return Err(StoreError::DuplicateName(entry.name.clone()));
-            }
-        }
-        let stale: Vec<String> = self
-            .types
-            .get(type_url)
-            .map(|t| {
-                t.resources
-                    .keys()
-                    .filter(|n| !names.contains_key(n.as_str()))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
-        for name in stale {
-            self.remove(type_url, &name);
-        }
-        for entry in entries {
-            self.set_entry(type_url, entry)?;
-        }
-        Ok(self.revision)
+    /// Publishes a type not published yet, at `revision`.
+    fn publish_at(&mut self, type_url: &str, revision: Revision) {
+        let table = TypeTable {
+            revision,
+            ..TypeTable::default()
+        };
+        self.types.insert(String::from(type_url), table);
+        self.push_change(revision, type_url, String::new(), Vec::new());
     }
 
-    /// A resource by name.
+    /// A resource by name (an `xdstp://` name in any order of its context parameters).
     pub fn get(&self, type_url: &str, name: &str) -> Option<&StoredResource> {
-        self.types.get(type_url)?.resources.get(name)
+        let resources = &self.types.get(type_url)?.resources;
+        resources
+            .get(name)
+            .or_else(|| resources.get(comparable(name).as_ref()))
     }
 
     /// A resource by name or alias.
     pub fn resolve(&self, type_url: &str, name_or_alias: &str) -> Option<&StoredResource> {
         let table = self.types.get(type_url)?;
-        table.resources.get(name_or_alias).or_else(|| {
+        self.get(type_url, name_or_alias).or_else(|| {
             let name = table.aliases.get(name_or_alias)?;
             table.resources.get(name.as_str())
         })
+    }
+
+    /// The members of the `xdstp://` glob collection `glob` (canonical), sorted by name: a
+    /// range of the sorted names, each checked to belong to the glob.
+    pub fn members<'s>(
+        &'s self,
+        type_url: &str,
+        glob: &str,
+    ) -> impl Iterator<Item = &'s StoredResource> + 's {
+        // Every member starts with the glob up to its `*`.
+        let glob = String::from(glob);
+        let prefix = String::from(
+            glob.find('*')
+                .and_then(|at| glob.get(..at))
+                .unwrap_or(&glob),
+        );
+        let start = prefix.clone();
+        self.types
+            .get(type_url)
+            .into_iter()
+            .flat_map(move |t| {
+                t.resources
+                    .range::<str, _>((Bound::Included(start.as_str()), Bound::Unbounded))
+            })
+            .take_while(move |(name, _)| name.starts_with(prefix.as_str()))
+            .filter(move |(name, _)| collection_of(name).as_deref() == Some(glob.as_str()))
+            .map(|(_, r)| r)
     }
 
     /// Every resource of a type, sorted by name.
@@ -518,28 +677,19 @@ impl ResourceStore {
             .map_or(VersionSum::EMPTY, |t| t.sum)
     }
 
-    /// The changes after `since`, oldest first, in O(1) + O(changes); `Err` when the log no
-    /// longer reaches back that far.
+    /// The changes after `since`, oldest first, in O(log n) + O(changes); `Err` when the
+    /// log no longer reaches back that far.
     pub fn changes_since(
         &self,
         since: Revision,
     ) -> Result<impl Iterator<Item = &Change>, LogTruncated> {
-        let first = match self.log.front() {
-            Some(c) => c.revision.0,
-            None => {
-                return if since >= self.revision {
-                    Ok(self.log.range(0..0))
-                } else {
-                    Err(LogTruncated)
-                };
-            }
-        };
-        if since.0.saturating_add(1) < first {
+        if since >= self.revision {
+            return Ok(self.log.range(self.log.len()..));
+        }
+        if since < self.log_floor {
             return Err(LogTruncated);
         }
-        let skip = usize::try_from(since.0.saturating_add(1) - first)
-            .unwrap_or(usize::MAX)
-            .min(self.log.len());
+        let skip = self.log.partition_point(|c| c.revision <= since);
         Ok(self.log.range(skip..))
     }
 
@@ -552,11 +702,13 @@ impl ResourceStore {
     ) {
         self.revision = revision;
         if self.log_capacity == 0 {
-            self.log.clear();
+            self.log_floor = revision;
             return;
         }
         while self.log.len() >= self.log_capacity {
-            self.log.pop_front();
+            if let Some(dropped) = self.log.pop_front() {
+                self.log_floor = dropped.revision;
+            }
         }
         self.log.push_back(Change {
             revision,
@@ -564,6 +716,87 @@ impl ResourceStore {
             name,
             aliases,
         });
+    }
+}
+
+/// Puts the `xdstp://` names of an operation in canonical form (xDS TP1: names that differ
+/// only in the order of their context parameters are the same resource), so they match
+/// what clients subscribe to whichever way either side wrote them.
+fn canonicalize_op(op: &mut StoreOp) -> Result<(), StoreError> {
+    let name = match op {
+        StoreOp::Set { entry, .. } => &mut entry.name,
+        StoreOp::Remove { name, .. } => name,
+        StoreOp::Publish { .. } => return Ok(()),
+    };
+    if name.starts_with(XDSTP_SCHEME) {
+        let urn = XdstpName::parse(name).map_err(|error| StoreError::BadXdstpName {
+            name: name.clone(),
+            error,
+        })?;
+        *name = urn.canonical();
+    }
+    Ok(())
+}
+
+/// The names and aliases of the types a batch touches, as its operations so far leave them
+/// (what [`ResourceStore::apply`] checks each operation against before changing anything).
+#[derive(Default)]
+struct Overlay {
+    /// (type, name) -> its aliases, `None` when removed.
+    resources: BTreeMap<(String, String), Option<Vec<String>>>,
+    /// (type, alias) -> its owner, `None` when freed.
+    aliases: BTreeMap<(String, String), Option<String>>,
+}
+
+impl Overlay {
+    fn key(type_url: &str, name: &str) -> (String, String) {
+        (String::from(type_url), String::from(name))
+    }
+
+    fn exists(&self, store: &ResourceStore, type_url: &str, name: &str) -> bool {
+        match self.resources.get(&Overlay::key(type_url, name)) {
+            Some(now) => now.is_some(),
+            None => store.get(type_url, name).is_some(),
+        }
+    }
+
+    fn owner(&self, store: &ResourceStore, type_url: &str, alias: &str) -> Option<String> {
+        match self.aliases.get(&Overlay::key(type_url, alias)) {
+            Some(owner) => owner.clone(),
+            None => store
+                .types
+                .get(type_url)
+                .and_then(|table| table.aliases.get(alias).cloned()),
+        }
+    }
+
+    fn aliases_of(&self, store: &ResourceStore, type_url: &str, name: &str) -> Vec<String> {
+        match self.resources.get(&Overlay::key(type_url, name)) {
+            Some(now) => now.clone().unwrap_or_default(),
+            None => store
+                .get(type_url, name)
+                .map(|r| r.aliases.clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn set(&mut self, store: &ResourceStore, type_url: &str, name: &str, aliases: &[String]) {
+        for old in self.aliases_of(store, type_url, name) {
+            self.aliases.insert(Overlay::key(type_url, &old), None);
+        }
+        for alias in aliases {
+            self.aliases
+                .insert(Overlay::key(type_url, alias), Some(String::from(name)));
+        }
+        self.resources
+            .insert(Overlay::key(type_url, name), Some(aliases.to_vec()));
+    }
+
+    fn remove(&mut self, store: &ResourceStore, type_url: &str, name: &str) {
+        for old in self.aliases_of(store, type_url, name) {
+            self.aliases.insert(Overlay::key(type_url, &old), None);
+        }
+        self.resources.insert(Overlay::key(type_url, name), None);
     }
 }
 

@@ -7,10 +7,10 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::delta::DeltaState;
+use super::entry::TypeEntry;
 use super::event::{Ignored, ProtocolError, ServerEvent};
-use super::flow::{Flow, Kind, SendCtx, Timers};
-use super::sotw::{Diff, SotwState};
+use super::flow::{Kind, SendCtx};
+use super::sotw::Diff;
 use super::store::{ResourceStore, Revision};
 use super::wire::{EncodedResponse, ResourceSink, WireSink};
 use crate::message::{Request, Response, Transport, Variant};
@@ -123,20 +123,6 @@ impl ServerLimits {
     }
 }
 
-#[derive(Clone, Debug)]
-enum State {
-    Sotw(SotwState),
-    Delta(DeltaState),
-}
-
-#[derive(Clone, Debug)]
-struct TypeEntry {
-    type_url: String,
-    flow: Flow,
-    state: State,
-    timers: Timers,
-}
-
 /// A change of the stream's subscriptions, for the [`super::StreamSet`] index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum IndexOp {
@@ -203,21 +189,13 @@ impl ServerStream {
 
     /// Whether the client subscribes to every resource of `type_url`.
     pub fn is_wildcard(&self, type_url: &str) -> bool {
-        self.entry(type_url).is_some_and(|e| match &e.state {
-            State::Sotw(s) => s.is_wildcard(),
-            State::Delta(d) => d.is_wildcard(),
-        })
+        self.entry(type_url).is_some_and(TypeEntry::is_wildcard)
     }
 
     /// The names explicitly subscribed for `type_url`, sorted.
     pub fn subscribed_names(&self, type_url: &str) -> Vec<&str> {
-        self.entry(type_url).map_or_else(Vec::new, |e| {
-            let names = match &e.state {
-                State::Sotw(s) => s.names(),
-                State::Delta(d) => d.names(),
-            };
-            names.iter().map(String::as_str).collect()
-        })
+        self.entry(type_url)
+            .map_or_else(Vec::new, |e| e.names().collect())
     }
 
     fn entry(&self, type_url: &str) -> Option<&TypeEntry> {
@@ -291,7 +269,7 @@ impl ServerStream {
             return;
         }
         let variant = self.config.variant;
-        let (index, first) = self.entry_index(&type_url, variant);
+        let (index, first) = self.entry_index(&type_url);
         let Some(entry) = self.types.get_mut(index) else {
             return;
         };
@@ -304,11 +282,7 @@ impl ServerStream {
         } else {
             entry.flow.classify(variant, nonce, error)
         };
-        let (diff, late_initial) = match (&mut entry.state, &request) {
-            (State::Sotw(s), Request::Sotw(r)) => (s.apply(r, first), false),
-            (State::Delta(d), Request::Delta(r)) => d.apply(r, first),
-            _ => (Diff::default(), false),
-        };
+        let (diff, late_initial) = entry.apply(&request, &kind);
         match kind {
             Kind::First | Kind::Update => {}
             Kind::Ack { nonce, version } => self.events.push_back(ServerEvent::Acked {
@@ -371,7 +345,7 @@ impl ServerStream {
     }
 
     /// The index of the entry for `type_url`, created (in ADS order) if new.
-    fn entry_index(&mut self, type_url: &str, variant: Variant) -> (usize, bool) {
+    fn entry_index(&mut self, type_url: &str) -> (usize, bool) {
         if let Some(i) = self.types.iter().position(|t| t.type_url == type_url) {
             return (i, false);
         }
@@ -380,23 +354,8 @@ impl ServerStream {
             .iter()
             .position(|t| ads_order(type_url, &t.type_url).is_lt())
             .unwrap_or(self.types.len());
-        let state = match variant {
-            Variant::Sotw => State::Sotw(SotwState::new(
-                type_url,
-                self.config.sticky_legacy_wildcard,
-                self.config.sotw_not_found_errors,
-            )),
-            Variant::Delta => State::Delta(DeltaState::new(type_url)),
-        };
-        self.types.insert(
-            at,
-            TypeEntry {
-                type_url: String::from(type_url),
-                flow: Flow::default(),
-                state,
-                timers: Timers::default(),
-            },
-        );
+        self.types
+            .insert(at, TypeEntry::new(type_url, &self.config));
         (at, true)
     }
 
@@ -435,10 +394,7 @@ impl ServerStream {
 
     pub(crate) fn resync_all(&mut self) {
         for entry in &mut self.types {
-            match &mut entry.state {
-                State::Sotw(s) => s.resync(),
-                State::Delta(d) => d.resync(),
-            }
+            entry.resync();
         }
     }
 
@@ -459,16 +415,10 @@ impl ServerStream {
 
     /// Every current subscription as `(type_url, name)`, `*` for wildcard.
     pub(crate) fn subscriptions(&self) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        for entry in &self.types {
-            if self.is_wildcard(&entry.type_url) {
-                out.push((entry.type_url.clone(), String::from("*")));
-            }
-            for name in self.subscribed_names(&entry.type_url) {
-                out.push((entry.type_url.clone(), String::from(name)));
-            }
-        }
-        out
+        self.types
+            .iter()
+            .flat_map(TypeEntry::subscriptions)
+            .collect()
     }
 
     /// What must be sent now, or `None`. Call it after every `handle_request`, every store
@@ -538,7 +488,7 @@ impl ServerStream {
                 response.resources = resources;
                 Some(Response::Sotw(response))
             }
-            Variant::Delta => self.build_delta(now, store, self.divisor()),
+            Variant::Delta => self.build_delta(now, store),
         }
     }
 
@@ -556,13 +506,17 @@ impl ServerStream {
                 })
             }
             Variant::Delta => self
-                .build_delta(now, store, self.divisor())
+                .build_delta(now, store)
                 .map(|r| EncodedResponse::of(&r)),
         }
     }
 
-    fn divisor(&self) -> u32 {
-        self.config.heartbeat_divisor.max(2)
+    fn send_ctx(&self, now: Instant) -> SendCtx {
+        SendCtx {
+            now,
+            divisor: self.config.heartbeat_divisor.max(2),
+            not_found: self.config.not_found,
+        }
     }
 
     /// The next SotW response in ADS order, its resources written to `sink`, its nonce
@@ -573,25 +527,16 @@ impl ServerStream {
         store: &ResourceStore,
         sink: &mut S,
     ) -> Option<DiscoveryResponse> {
-        let divisor = self.divisor();
-        let mut built = None;
-        for entry in &mut self.types {
-            if let State::Sotw(s) = &mut entry.state {
-                if let Some(r) = s.build(store, now, &mut entry.timers, divisor, sink) {
-                    built = Some(r);
-                    break;
-                }
-            }
-        }
-        let mut response = built?;
-        let nonce = self.next_nonce();
-        response.nonce = nonce.clone();
-        if let Some(entry) = self
+        let ctx = self.send_ctx(now);
+        let (index, mut response) = self
             .types
             .iter_mut()
-            .find(|t| t.type_url == response.type_url)
-        {
-            entry.flow.sent(nonce, response.version_info.clone());
+            .enumerate()
+            .find_map(|(i, entry)| Some((i, entry.build_sotw(store, ctx, sink)?)))?;
+        let nonce = self.next_nonce();
+        response.nonce = nonce.clone();
+        if let Some(entry) = self.types.get_mut(index) {
+            entry.sent(nonce, response.version_info.clone());
         }
         Some(response)
     }
@@ -599,52 +544,34 @@ impl ServerStream {
     /// Delta on ADS: upserts go out in make-before-break order (CDS, EDS, LDS, RDS, VHDS,
     /// the rest); removals wait until no type has upserts left, then go out in the reverse
     /// order. A type's removals ride with its own upserts when no other type has any.
-    fn build_delta(
-        &mut self,
-        now: Instant,
-        store: &ResourceStore,
-        divisor: u32,
-    ) -> Option<Response> {
-        let ctx = SendCtx {
-            now,
-            divisor,
-            not_found: self.config.not_found,
-        };
+    fn build_delta(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
+        let ctx = self.send_ctx(now);
         for entry in &mut self.types {
-            if let State::Delta(d) = &mut entry.state {
-                d.plan(store);
-            }
+            entry.plan(store);
         }
         loop {
             let with_upserts: Vec<usize> = self
                 .types
                 .iter()
                 .enumerate()
-                .filter(|(_, e)| matches!(&e.state, State::Delta(d) if d.has_upserts()))
+                .filter(|(_, e)| e.has_upserts())
                 .map(|(i, _)| i)
                 .collect();
             let (index, upserts, removals) = match with_upserts.first() {
                 Some(i) => (*i, true, with_upserts.len() == 1),
                 None => {
-                    let last = self
-                        .types
-                        .iter()
-                        .rposition(|e| matches!(&e.state, State::Delta(d) if d.has_removals()))?;
+                    let last = self.types.iter().rposition(TypeEntry::has_removals)?;
                     (last, false, true)
                 }
             };
             let entry = self.types.get_mut(index)?;
-            let State::Delta(d) = &mut entry.state else {
-                return None;
-            };
-            let Some(mut response) = d.emit(store, ctx, &mut entry.timers, upserts, removals)
-            else {
+            let Some(mut response) = entry.emit(store, ctx, upserts, removals) else {
                 continue;
             };
             let nonce = self.next_nonce();
             response.nonce = nonce.clone();
             if let Some(entry) = self.types.get_mut(index) {
-                entry.flow.sent(nonce, response.system_version_info.clone());
+                entry.sent(nonce, response.system_version_info.clone());
             }
             return Some(Response::Delta(response));
         }
@@ -668,40 +595,12 @@ impl ServerStream {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.last_now = self.last_now.max(now);
         for entry in &mut self.types {
-            for name in entry.timers.pop_due(now) {
-                match &mut entry.state {
-                    State::Sotw(s) => s.heartbeat_due(name),
-                    State::Delta(d) => d.heartbeat_due(name),
-                }
-            }
+            entry.fire_timers(now);
         }
     }
 
     /// Whether a heartbeat is waiting for `poll_response` (for the `StreamSet`).
     pub(crate) fn has_due_timer(&self, now: Instant) -> bool {
         self.poll_timeout().is_some_and(|t| t <= now)
-    }
-}
-
-impl TypeEntry {
-    fn has_work(&self) -> bool {
-        match &self.state {
-            State::Sotw(s) => s.has_work(),
-            State::Delta(d) => d.has_work(),
-        }
-    }
-
-    fn resyncing(&self) -> bool {
-        match &self.state {
-            State::Sotw(s) => s.resyncing(),
-            State::Delta(d) => d.resyncing(),
-        }
-    }
-
-    fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
-        match &mut self.state {
-            State::Sotw(s) => s.mark_dirty(name),
-            State::Delta(d) => d.mark_dirty(name, aliases),
-        }
     }
 }

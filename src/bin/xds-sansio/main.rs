@@ -1,14 +1,18 @@
 //! The command-line tool: replay scenario files through the model, and check recorded
 //! conversations of other implementations.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod output;
 mod replay;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use xds_sansio::check::{self, CheckSide, ALL_RULES};
+use xds_sansio::check::{self, CheckSide, Entry, ALL_RULES};
+use xds_sansio::json::JsonCodec;
 use xds_sansio::message::Variant;
+
+use output::{complain, say};
 
 #[derive(Parser)]
 #[command(
@@ -49,8 +53,13 @@ enum Command {
         /// One JSON object per violation instead of text.
         #[arg(long)]
         json: bool,
+        /// A FileDescriptorSet (binary) with the schemas of the resource types, for
+        /// recordings that write resources as canonical JSON (Go's protojson, Java's
+        /// JsonFormat); repeatable. Without it such a resource is an error naming its line.
+        #[arg(long, value_name = "FILE")]
+        descriptors: Vec<PathBuf>,
     },
-    /// List the rules the checker enforces.
+    /// List the rules the checker enforces, with the protocol passage each comes from.
     Rules,
 }
 
@@ -78,21 +87,52 @@ fn main() -> ExitCode {
             side,
             variant,
             json,
-        } => run_check(file, side, variant, json),
+            descriptors,
+        } => run_check(&file, side, variant, json, &descriptors),
         Command::Rules => {
             for rule in ALL_RULES {
-                println!("{:<28} {:?}  {}", rule.id(), rule.side(), rule.seed());
+                say!(
+                    "{:<30} {:<6}  {}",
+                    rule.id(),
+                    format!("{:?}", rule.side()),
+                    rule.passage()
+                );
             }
             ExitCode::SUCCESS
         }
     }
 }
 
-fn run_check(file: PathBuf, side: SideArg, variant: VariantArg, json: bool) -> ExitCode {
-    let text = match std::fs::read_to_string(&file) {
+/// A codec that knows the resource schemas of `descriptors`.
+fn codec_with(descriptors: &[PathBuf]) -> Result<JsonCodec, String> {
+    let mut codec = JsonCodec::new();
+    for path in descriptors {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        codec
+            .add_file_descriptor_set(&bytes)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(codec)
+}
+
+fn run_check(
+    file: &Path,
+    side: SideArg,
+    variant: VariantArg,
+    json: bool,
+    descriptors: &[PathBuf],
+) -> ExitCode {
+    let codec = match codec_with(descriptors) {
+        Ok(codec) => codec,
+        Err(e) => {
+            complain!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match std::fs::read_to_string(file) {
         Ok(text) => text,
         Err(e) => {
-            eprintln!("{}: {e}", file.display());
+            complain!("{}: {e}", file.display());
             return ExitCode::from(2);
         }
     };
@@ -100,13 +140,25 @@ fn run_check(file: PathBuf, side: SideArg, variant: VariantArg, json: bool) -> E
         VariantArg::Sotw => Variant::Sotw,
         VariantArg::Delta => Variant::Delta,
     };
-    let entries = match check::parse_jsonl(&text, variant) {
+    let entries = match check::parse_jsonl_with(&text, variant, &codec) {
         Ok(entries) => entries,
         Err(e) => {
-            eprintln!("{}: {e}", file.display());
+            complain!("{}: {e}", file.display());
             return ExitCode::from(2);
         }
     };
+    let messages = entries
+        .iter()
+        .filter(|e| !matches!(e, Entry::Store { .. }))
+        .count();
+    if messages == 0 {
+        // Nothing was judged: "0 violations" would pass a recording that holds nothing.
+        complain!(
+            "{}: the record holds no messages (one request or response per line)",
+            file.display()
+        );
+        return ExitCode::from(2);
+    }
     let side = match side {
         SideArg::Client => CheckSide::Client,
         SideArg::Server => CheckSide::Server,
@@ -119,24 +171,23 @@ fn run_check(file: PathBuf, side: SideArg, variant: VariantArg, json: bool) -> E
                 "line": v.line,
                 "rule": v.rule.id(),
                 "detail": v.detail,
-                "seed": v.rule.seed(),
+                "passage": v.rule.passage(),
             });
-            println!("{value}");
+            say!("{value}");
         } else {
-            println!(
+            say!(
                 "{}:{}: {}: {}\n    {}",
                 file.display(),
                 v.line,
                 v.rule.id(),
                 v.detail,
-                v.rule.seed()
+                v.rule.passage()
             );
         }
     }
     if !json {
-        println!(
-            "{} messages checked, {} violations",
-            entries.len(),
+        say!(
+            "{messages} messages checked, {} violations",
             violations.len()
         );
     }

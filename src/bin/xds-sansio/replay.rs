@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use xds_sansio::script::{self, LineKind, LineReport, Report};
 
+use crate::output::{complain, say};
+
 const WIDTH: usize = 78;
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
@@ -61,15 +63,15 @@ fn draw(line: &LineReport) -> String {
 }
 
 fn print_diagram(name: &str, report: &Report) {
-    println!("\n{}  ({name})", report.title);
-    println!("     client{:>width$}", "server", width = WIDTH - 3);
+    say!("\n{}  ({name})", report.title);
+    say!("     client{:>width$}", "server", width = WIDTH - 3);
     for line in &report.lines {
-        println!("{}", draw(line));
+        say!("{}", draw(line));
     }
     if let Some(trailing) = &report.trailing {
-        println!("   ✗ {trailing}");
+        say!("   ✗ {trailing}");
     }
-    println!("  => {}", if report.passed() { "PASS" } else { "FAIL" });
+    say!("  => {}", if report.passed() { "PASS" } else { "FAIL" });
 }
 
 fn json_report(name: &str, report: Option<&Report>, error: Option<String>) -> serde_json::Value {
@@ -118,7 +120,7 @@ pub fn run(paths: &[PathBuf], json: bool, record_dir: Option<&Path>) -> ExitCode
     let mut files = Vec::new();
     for path in paths {
         if let Err(e) = collect(path, &mut files) {
-            eprintln!("{}: {e}", path.display());
+            complain!("{}: {e}", path.display());
             return ExitCode::from(2);
         }
     }
@@ -139,7 +141,7 @@ pub fn run(paths: &[PathBuf], json: bool, record_dir: Option<&Path>) -> ExitCode
                 let report = script::run(&scenario);
                 if let Some(dir) = record_dir {
                     if let Err(e) = record(dir, file, &report) {
-                        eprintln!("{}: cannot record: {e}", dir.display());
+                        complain!("{}: cannot record: {e}", dir.display());
                         return ExitCode::from(2);
                     }
                 }
@@ -149,7 +151,7 @@ pub fn run(paths: &[PathBuf], json: bool, record_dir: Option<&Path>) -> ExitCode
                     failed += 1;
                 }
                 if json {
-                    println!("{}", json_report(&name, Some(&report), None));
+                    say!("{}", json_report(&name, Some(&report), None));
                 } else {
                     print_diagram(&name, &report);
                 }
@@ -157,15 +159,15 @@ pub fn run(paths: &[PathBuf], json: bool, record_dir: Option<&Path>) -> ExitCode
             Err(e) => {
                 failed += 1;
                 if json {
-                    println!("{}", json_report(&name, None, Some(e)));
+                    say!("{}", json_report(&name, None, Some(e)));
                 } else {
-                    println!("\n{name}\n   ✗ {e}\n  => FAIL");
+                    say!("\n{name}\n   ✗ {e}\n  => FAIL");
                 }
             }
         }
     }
     if !json {
-        println!("\n{passed} passed, {failed} failed");
+        say!("\n{passed} passed, {failed} failed");
     }
     if failed == 0 {
         ExitCode::SUCCESS

@@ -1,0 +1,208 @@
+//! One type URL on one stream: its nonce bookkeeping, heartbeat timers and SotW or delta
+//! state. Every `match` between the two variants of the server lives here, one per method,
+//! so the stream only routes and orders.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::delta::DeltaState;
+use super::flow::{Flow, Kind, SendCtx, Timers};
+use super::sotw::{Diff, SotwState};
+use super::store::ResourceStore;
+use super::stream::ServerConfig;
+use super::wire::ResourceSink;
+use crate::message::{Request, Variant};
+use crate::pb::discovery::{DeltaDiscoveryResponse, DiscoveryResponse};
+use crate::time::Instant;
+
+#[derive(Clone, Debug)]
+enum State {
+    Sotw(SotwState),
+    Delta(DeltaState),
+}
+
+/// The state of one type URL on one stream.
+#[derive(Clone, Debug)]
+pub(crate) struct TypeEntry {
+    pub(crate) type_url: String,
+    pub(crate) flow: Flow,
+    state: State,
+    pub(crate) timers: Timers,
+    /// The store had not published the type at the last build: nothing is built until it
+    /// is (a server that has not loaded its configuration says nothing rather than "none").
+    unpublished: bool,
+}
+
+impl TypeEntry {
+    pub(crate) fn new(type_url: &str, config: &ServerConfig) -> TypeEntry {
+        let state = match config.variant {
+            Variant::Sotw => State::Sotw(SotwState::new(
+                type_url,
+                config.sticky_legacy_wildcard,
+                config.sotw_not_found_errors,
+            )),
+            Variant::Delta => State::Delta(DeltaState::new(type_url)),
+        };
+        TypeEntry {
+            type_url: String::from(type_url),
+            flow: Flow::default(),
+            state,
+            timers: Timers::default(),
+            unpublished: false,
+        }
+    }
+
+    /// Whether the client subscribes to every resource of the type.
+    pub(crate) fn is_wildcard(&self) -> bool {
+        match &self.state {
+            State::Sotw(s) => s.is_wildcard(),
+            State::Delta(d) => d.is_wildcard(),
+        }
+    }
+
+    /// The names explicitly subscribed, sorted.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+        let names = match &self.state {
+            State::Sotw(s) => s.names(),
+            State::Delta(d) => d.names(),
+        };
+        names.iter().map(String::as_str)
+    }
+
+    /// Applies the subscription part of a request (whatever its kind: a stale request's
+    /// interest counts too). Returns the diff and whether `initial_resource_versions` came
+    /// too late to count.
+    pub(crate) fn apply(&mut self, request: &Request, kind: &Kind) -> (Diff, bool) {
+        let first = *kind == Kind::First;
+        match (&mut self.state, request) {
+            (State::Sotw(s), Request::Sotw(r)) => {
+                let stale = matches!(kind, Kind::Stale { .. });
+                (s.apply(r, first, stale), false)
+            }
+            (State::Delta(d), Request::Delta(r)) => d.apply(r, first),
+            _ => (Diff::default(), false),
+        }
+    }
+
+    /// Whether the next build has something to consider.
+    pub(crate) fn has_work(&self) -> bool {
+        if self.unpublished {
+            return false;
+        }
+        match &self.state {
+            State::Sotw(s) => s.has_work(),
+            State::Delta(d) => d.has_work(),
+        }
+    }
+
+    /// Whether the next build compares everything anyway (the change log adds nothing).
+    pub(crate) fn resyncing(&self) -> bool {
+        match &self.state {
+            State::Sotw(s) => s.resyncing(),
+            State::Delta(d) => d.resyncing(),
+        }
+    }
+
+    /// The change log could not say what changed: compare everything at the next build.
+    pub(crate) fn resync(&mut self) {
+        match &mut self.state {
+            State::Sotw(s) => s.resync(),
+            State::Delta(d) => d.resync(),
+        }
+    }
+
+    /// A store change of resource `name` of this type; an empty name is the type's
+    /// publication.
+    pub(crate) fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
+        if name.is_empty() {
+            self.unpublished = false;
+            return;
+        }
+        match &mut self.state {
+            State::Sotw(s) => s.mark_dirty(name),
+            State::Delta(d) => d.mark_dirty(name, aliases),
+        }
+    }
+
+    /// Fires the heartbeats due at `now`.
+    pub(crate) fn fire_timers(&mut self, now: Instant) {
+        for name in self.timers.pop_due(now) {
+            match &mut self.state {
+                State::Sotw(s) => s.heartbeat_due(name),
+                State::Delta(d) => d.heartbeat_due(name),
+            }
+        }
+    }
+
+    /// Whether the store publishes the type; remembers the answer for `has_work`.
+    fn published(&mut self, store: &ResourceStore) -> bool {
+        self.unpublished = !store.is_published(&self.type_url);
+        !self.unpublished
+    }
+
+    /// SotW: the next response of this type, without its nonce, its resources written to
+    /// `sink`.
+    pub(crate) fn build_sotw<S: ResourceSink>(
+        &mut self,
+        store: &ResourceStore,
+        ctx: SendCtx,
+        sink: &mut S,
+    ) -> Option<DiscoveryResponse> {
+        if !self.published(store) {
+            return None;
+        }
+        match &mut self.state {
+            State::Sotw(s) => s.build(store, ctx.now, &mut self.timers, ctx.divisor, sink),
+            State::Delta(_) => None,
+        }
+    }
+
+    /// Delta: turns what changed into planned upserts and removals.
+    pub(crate) fn plan(&mut self, store: &ResourceStore) {
+        if !self.published(store) {
+            return;
+        }
+        if let State::Delta(d) = &mut self.state {
+            d.plan(store);
+        }
+    }
+
+    /// Delta: whether upserts (or not-found reports, or a due answer) are planned.
+    pub(crate) fn has_upserts(&self) -> bool {
+        matches!(&self.state, State::Delta(d) if !self.unpublished && d.has_upserts())
+    }
+
+    /// Delta: whether removals are planned.
+    pub(crate) fn has_removals(&self) -> bool {
+        matches!(&self.state, State::Delta(d) if !self.unpublished && d.has_removals())
+    }
+
+    /// Delta: emits what is planned, without its nonce.
+    pub(crate) fn emit(
+        &mut self,
+        store: &ResourceStore,
+        ctx: SendCtx,
+        with_upserts: bool,
+        with_removals: bool,
+    ) -> Option<DeltaDiscoveryResponse> {
+        match &mut self.state {
+            State::Delta(d) => d.emit(store, ctx, &mut self.timers, with_upserts, with_removals),
+            State::Sotw(_) => None,
+        }
+    }
+
+    /// Records the nonce and version of a response just sent for this type.
+    pub(crate) fn sent(&mut self, nonce: String, version: String) {
+        self.flow.sent(nonce, version);
+    }
+
+    /// The `(type, name)` pairs subscribed, `*` for wildcard.
+    pub(crate) fn subscriptions(&self) -> Vec<(String, String)> {
+        let wildcard = self.is_wildcard().then_some("*");
+        wildcard
+            .into_iter()
+            .chain(self.names())
+            .map(|name| (self.type_url.clone(), String::from(name)))
+            .collect()
+    }
+}
