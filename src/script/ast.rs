@@ -113,8 +113,9 @@ pub enum Action {
     /// Application commands to the client, `;`-separated on one line: they all run before
     /// the client is polled, so their interest changes merge into one request.
     ClientBatch(Vec<ClientCommand>),
-    /// Commands to the server's store, `;`-separated on one line: all applied before the
-    /// server is polled, so one poll sees every change (for ADS ordering).
+    /// Commands to the server's store, `;`-separated on one line: applied as one revision
+    /// ([`ResourceStore::apply`](crate::server::ResourceStore::apply)) before the server is
+    /// polled, so every stream sees all of them or none (and ADS can order them).
     ServerBatch(Vec<ServerCommand>),
     /// Time passes.
     Wait(Duration),
@@ -145,10 +146,13 @@ pub enum ClientCommand {
 /// A command the server application gives to its store.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ServerCommand {
-    /// Publish (or replace) resources.
+    /// Set (add or replace) resources; publishes their type.
     Set(String, Vec<Item>),
     /// Remove resources.
     Remove(String, Vec<String>),
+    /// Publish a type with whatever resources it holds, possibly none
+    /// ([`ResourceStore::publish`](crate::server::ResourceStore::publish)).
+    Publish(String),
 }
 
 /// An assertion.

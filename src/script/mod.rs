@@ -26,6 +26,8 @@
 //! client unsubscribe EDS bar                  # also: defer, accept, reject
 //! client subscribe CDS b ; unsubscribe CDS b   # one line: runs before the client is polled
 //! server set EDS foo:a bar@7:b                # also: remove EDS foo
+//! server publish CDS                          # the type exists, even with no resources
+//! server set EDS a:x ; remove EDS b ; publish LDS  # one line: one store revision
 //! wait 15s
 //! disconnect
 //! connect

@@ -656,7 +656,7 @@ fn client_command(cursor: &mut Cursor<'_>) -> Result<ClientCommand, ScriptError>
 }
 
 fn server_command(cursor: &mut Cursor<'_>) -> Result<ServerCommand, ScriptError> {
-    let verb = cursor.word("set or remove")?;
+    let verb = cursor.word("set, remove or publish")?;
     let type_url = cursor.type_url()?;
     match verb.as_str() {
         "set" => {
@@ -675,6 +675,7 @@ fn server_command(cursor: &mut Cursor<'_>) -> Result<ServerCommand, ScriptError>
             Ok(ServerCommand::Set(type_url, items))
         }
         "remove" => Ok(ServerCommand::Remove(type_url, cursor.words()?)),
+        "publish" => Ok(ServerCommand::Publish(type_url)),
         other => Err(error(
             cursor.line,
             format!("unknown server command {other:?}"),

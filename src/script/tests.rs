@@ -758,3 +758,64 @@ fn heartbeats_within_a_period_and_the_latest_nonce() {
         "did not classify this request as [ack]",
     );
 }
+
+#[test]
+fn parses_publish_and_store_lines() {
+    let scenario = parse(
+        "model: server\nserver set EDS a:x ; remove EDS b ; publish LDS\nserver publish CDS\n",
+        "t",
+    )
+    .unwrap();
+    let Action::ServerBatch(commands) = &scenario.steps[0].action else {
+        panic!()
+    };
+    assert!(
+        matches!(&commands[0], ServerCommand::Set(t, items) if t == ENDPOINT.type_url && items.len() == 1)
+    );
+    assert_eq!(
+        commands[1],
+        ServerCommand::Remove(ENDPOINT.type_url.into(), vec!["b".into()])
+    );
+    assert_eq!(
+        commands[2],
+        ServerCommand::Publish(crate::types::LISTENER.type_url.into())
+    );
+    assert_eq!(
+        scenario.steps[1].action,
+        Action::ServerBatch(vec![ServerCommand::Publish(CLUSTER.type_url.into())])
+    );
+    assert!(parse("model: server\nserver publish\n", "t")
+        .unwrap_err()
+        .message
+        .starts_with("expected a type"));
+}
+
+#[test]
+fn publish_answers_a_type_with_no_resources() {
+    let text = "model: server\nC->S (V=,R={},N=,T=CDS)\nexpect server quiet\n\
+                server PUBLISH\nS->C (V=EMPTY,R={},N=A,T=CDS)\n";
+    passes(&text.replace("PUBLISH", "publish CDS"));
+    // Publishing another type leaves CDS unanswered.
+    fails_at(
+        &text.replace("PUBLISH", "publish EDS"),
+        5,
+        "expected the server to send this, it sent nothing",
+    );
+}
+
+#[test]
+fn a_store_line_is_one_revision() {
+    // Several types changed and published on one line: one poll sees all of it.
+    passes(
+        "model: server\nserver set EDS b:y\nC->S (V=,R={},N=,T=LDS)\nC->S (V=,R={a,b},N=,T=EDS)\n\
+         S->C (V=1,R={b:y},N=A,T=EDS)\nC->S (V=1,R={a,b},N=A,T=EDS) [ack]\n\
+         server set EDS a:x ; remove EDS b ; publish LDS\n\
+         S->C (V=2,R={a:x},N=B,T=EDS)\nS->C (V=3,R={},N=C,T=LDS)\n\
+         expect server cache EDS {a}\n",
+    );
+    // All or nothing: a bad operation leaves the store as it was, and nothing is recorded.
+    let text = "model: server\nserver set EDS a:x ; set EDS \"xdstp://auth\":y\n";
+    fails_at(text, 2, "xdstp://auth");
+    let report = replay(text);
+    assert!(report.server_view.is_empty(), "{:?}", report.server_view);
+}

@@ -17,12 +17,16 @@
 
 use alloc::collections::VecDeque;
 use alloc::format;
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
 use crate::client::{Client, ClientEvent};
 use crate::message::{Request, Response};
-use crate::server::{ResourceStore, ServerConfig, ServerEvent, ServerStream};
+use crate::server::{
+    body_version, ResourceStore, Revision, ServerConfig, ServerEvent, ServerStream, StoreError,
+    StoreOp,
+};
 use crate::time::Instant;
 use crate::transcript::Entry;
 
@@ -223,6 +227,38 @@ impl<C: ClientSlot> Sim<C> {
             name: name.into(),
             version,
         });
+    }
+
+    /// Applies `ops` to the store as one revision (see [`ResourceStore::apply`]) and records
+    /// each set and removal in the server's transcript; the record has no entry for a
+    /// publication. On error nothing changes and nothing is recorded.
+    pub fn apply(&mut self, ops: Vec<StoreOp>) -> Result<Revision, StoreError> {
+        // What each operation records, read before the store takes the operations: a set
+        // records the version the store gives it (its own, or the body's hash).
+        let changes: Vec<(String, String, Option<String>)> = ops
+            .iter()
+            .filter_map(|op| match op {
+                StoreOp::Set { type_url, entry } => {
+                    let version = entry
+                        .version
+                        .clone()
+                        .unwrap_or_else(|| body_version(&entry.body));
+                    Some((type_url.clone(), entry.name.clone(), Some(version)))
+                }
+                StoreOp::Remove { type_url, name } => Some((type_url.clone(), name.clone(), None)),
+                StoreOp::Publish { .. } => None,
+            })
+            .collect();
+        let revision = self.store.apply(ops)?;
+        for (type_url, name, version) in changes {
+            record(&mut self.server_view, |line| Entry::Store {
+                line,
+                type_url,
+                name,
+                version,
+            });
+        }
+        Ok(revision)
     }
 
     /// Takes the client events so far, with their times.

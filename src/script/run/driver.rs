@@ -5,7 +5,8 @@
 //! - A message line of the side the model plays takes the oldest message that side sent and
 //!   matches it; a line of the side the scenario plays is built and delivered.
 //! - Commands of one line all run before the model is drained, so that their effects merge
-//!   into one request or one poll.
+//!   into one request or one poll; a server line is one store revision
+//!   (`ResourceStore::apply`), which every stream sees whole or not at all.
 //! - Nonces belong to one stream: a new stream's may repeat the old one's values, so the
 //!   nonce symbols start afresh on connect, and so does the latest nonce of each type
 //!   (`N=^`).
@@ -27,7 +28,7 @@ use super::{Logged, Runner};
 use crate::client::ClientEvent;
 use crate::message::Response;
 use crate::script::ast::*;
-use crate::server::{ResourceEntry, ServerEvent};
+use crate::server::{ResourceEntry, ServerEvent, StoreOp};
 use crate::transcript::notation;
 
 impl Runner {
@@ -62,7 +63,7 @@ impl Runner {
                 result
             }
             Action::ServerBatch(commands) => {
-                let result = commands.iter().try_for_each(|c| self.server_command(c));
+                let result = self.server_commands(commands);
                 self.sim.drain();
                 result
             }
@@ -303,38 +304,50 @@ impl Runner {
         }
     }
 
-    fn server_command(&mut self, command: &ServerCommand) -> Result<(), String> {
+    /// A server line: its commands as store operations, applied as one revision.
+    fn server_commands(&mut self, commands: &[ServerCommand]) -> Result<(), String> {
         if !self.sim.models_server() {
             return Err("the model does not play the server".into());
         }
-        match command {
-            ServerCommand::Set(t, items) => {
-                for item in items {
-                    let mut entry = ResourceEntry::new(item.name.clone(), body_of(item, ""));
-                    if let Some(v) = &item.version {
-                        entry = entry.with_version(self.versions_of(t).input(v));
+        let mut ops = Vec::new();
+        for command in commands {
+            match command {
+                ServerCommand::Set(type_url, items) => {
+                    for item in items {
+                        let entry = self.entry_of(type_url, item);
+                        ops.push(StoreOp::Set {
+                            type_url: type_url.clone(),
+                            entry,
+                        });
                     }
-                    if let Some(ttl) = item.ttl {
-                        entry = entry.with_ttl(ttl);
-                    }
-                    if !item.aliases.is_empty() {
-                        entry = entry.with_aliases(item.aliases.clone());
-                    }
-                    self.sim
-                        .store
-                        .set_entry(t, entry)
-                        .map_err(|e| format!("{e:?}"))?;
-                    self.sim.record_store(t, &item.name);
                 }
-            }
-            ServerCommand::Remove(t, names) => {
-                for name in names {
-                    self.sim.store.remove(t, name);
-                    self.sim.record_store(t, name);
+                ServerCommand::Remove(type_url, names) => {
+                    ops.extend(names.iter().map(|name| StoreOp::Remove {
+                        type_url: type_url.clone(),
+                        name: name.clone(),
+                    }));
                 }
+                ServerCommand::Publish(type_url) => ops.push(StoreOp::Publish {
+                    type_url: type_url.clone(),
+                }),
             }
         }
-        Ok(())
+        self.sim.apply(ops).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    /// The store entry an item of `server set` stands for.
+    fn entry_of(&mut self, type_url: &str, item: &Item) -> ResourceEntry {
+        let mut entry = ResourceEntry::new(item.name.clone(), body_of(item, ""));
+        if let Some(v) = &item.version {
+            entry = entry.with_version(self.versions_of(type_url).input(v));
+        }
+        if let Some(ttl) = item.ttl {
+            entry = entry.with_ttl(ttl);
+        }
+        if !item.aliases.is_empty() {
+            entry = entry.with_aliases(item.aliases.clone());
+        }
+        entry
     }
 
     /// Advances time by `duration`, firing every deadline at its own time.
