@@ -7,19 +7,36 @@ use alloc::vec::Vec;
 
 use super::subscription::WILDCARD;
 use super::{Client, ClientError, SharedStr, Validator, VerdictTicket};
+use crate::name::{comparable, XdstpName, XDSTP_SCHEME};
 use crate::resource::NameExtractor;
 use crate::types::TypeInfo;
+use alloc::borrow::Cow;
+
+/// `name` as the client keeps and sends it: an `xdstp://` name in canonical form (xDS TP1),
+/// any other name as given.
+fn canonical_name(name: &str) -> Result<SharedStr, ClientError> {
+    if !name.starts_with(XDSTP_SCHEME) {
+        return Ok(SharedStr::from(name));
+    }
+    XdstpName::parse(name)
+        .map(|urn| SharedStr::from(urn.canonical()))
+        .map_err(ClientError::MalformedXdstpName)
+}
 
 impl Client {
     /// Subscribes to `names` of `type_url`, adding to what is already subscribed. `"*"` is
     /// the explicit wildcard; no names at all is the legacy wildcard of LDS/CDS (an error
-    /// for other types). The change is sent with the next request of the type.
+    /// for other types). An `xdstp://` name is sent, cached and reported in canonical form
+    /// (context parameters sorted); a glob collection (`xdstp://authority/TYPE/path/*`)
+    /// subscribes to every member the server sends under it. The change is sent with the
+    /// next request of the type.
     pub fn subscribe(&mut self, type_url: &str, names: &[&str]) -> Result<(), ClientError> {
         self.check_type(type_url)?;
         if names.is_empty() && !TypeInfo::of(type_url).legacy_wildcard() {
             return Err(ClientError::EmptyName);
         }
         let limits = self.config.limits;
+        let mut list: Vec<SharedStr> = Vec::with_capacity(names.len().max(1));
         for n in names {
             if n.is_empty() {
                 return Err(ClientError::EmptyName);
@@ -27,23 +44,22 @@ impl Client {
             if n.len() > limits.max_name_len {
                 return Err(ClientError::LimitExceeded);
             }
+            list.push(canonical_name(n)?);
         }
         let held = self.index.get(type_url).and_then(|&i| self.types.get(i));
         let current = held.map_or(0, |ts| ts.sub.desired.len());
-        let new = names
+        let new = list
             .iter()
-            .filter(|n| held.is_none_or(|ts| !ts.sub.desired.contains(**n)))
+            .filter(|n| held.is_none_or(|ts| !ts.sub.desired.contains(*n)))
             .count();
         if current.saturating_add(new) > limits.max_names_per_type {
             return Err(ClientError::LimitExceeded);
         }
         let idx = self.type_index(type_url);
         let legacy = names.is_empty();
-        let list: Vec<SharedStr> = if legacy {
-            alloc::vec![SharedStr::from_static(WILDCARD)]
-        } else {
-            names.iter().map(|n| SharedStr::from(*n)).collect()
-        };
+        if legacy {
+            list.push(SharedStr::from_static(WILDCARD));
+        }
         if let Some(ts) = self.types.get_mut(idx) {
             ts.subscribe(list, legacy);
         }
@@ -60,8 +76,9 @@ impl Client {
         let Some(&idx) = self.index.get(type_url) else {
             return Ok(());
         };
+        let names: Vec<Cow<'_, str>> = names.iter().map(|n| comparable(n)).collect();
         if let Some((ts, mut cx)) = self.split(idx) {
-            ts.unsubscribe(names, &mut cx);
+            ts.unsubscribe(&names, &mut cx);
         }
         self.enqueue(idx);
         Ok(())

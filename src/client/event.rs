@@ -8,6 +8,7 @@ use core::fmt;
 
 use super::defect::ResponseDefect;
 use super::text::SharedStr;
+use crate::name::NameParseError;
 
 /// Why a resource left the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -171,6 +172,8 @@ pub enum ClientError {
     LimitExceeded,
     /// The ticket is unknown, already answered, or from a stream that has since broken.
     UnknownTicket,
+    /// A name starts with `xdstp://` but is not a well-formed xdstp name (xDS TP1).
+    MalformedXdstpName(NameParseError),
 }
 
 impl fmt::Display for ClientError {
@@ -183,6 +186,7 @@ impl fmt::Display for ClientError {
             }
             ClientError::LimitExceeded => "a configured limit would be exceeded",
             ClientError::UnknownTicket => "unknown or stale verdict ticket",
+            ClientError::MalformedXdstpName(e) => return write!(f, "malformed xdstp name: {e}"),
         })
     }
 }

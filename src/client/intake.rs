@@ -20,6 +20,9 @@ impl TypeState {
     /// its turn comes).
     pub(crate) fn receive(&mut self, response: Response, cx: &mut Ctx<'_>) {
         self.nonce = SharedStr::from(response.nonce());
+        self.control_plane = response
+            .control_plane()
+            .map(|cp| SharedStr::from(cp.identifier.as_str()));
         if self.pending.is_none() {
             self.handle_response(response, cx);
             return;

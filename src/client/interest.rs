@@ -9,6 +9,7 @@ use super::subscription::WILDCARD;
 use super::text::SharedStr;
 use super::timers::TimerKind;
 use super::type_state::{Ctx, TypeState};
+use super::update::is_collection;
 use super::variant;
 use crate::message::Request;
 use crate::pb::envoy::config::core::v3::Node;
@@ -19,7 +20,7 @@ impl TypeState {
     pub(crate) fn subscribe(&mut self, names: Vec<SharedStr>, legacy: bool) {
         for name in names {
             if self.sub.add(name.clone(), legacy) {
-                if name != WILDCARD {
+                if !is_collection(&name) {
                     self.records
                         .entry(name.clone())
                         .or_insert_with(Record::requested);
@@ -31,15 +32,18 @@ impl TypeState {
 
     /// Removes `names` from what is wanted. Resources no longer wanted leave the cache
     /// ([`RemovalReason::Unsubscribed`]); so do statuses only the wildcard kept.
-    pub(crate) fn unsubscribe(&mut self, names: &[&str], cx: &mut Ctx<'_>) {
+    pub(crate) fn unsubscribe<N: AsRef<str>>(&mut self, names: &[N], cx: &mut Ctx<'_>) {
         for name in names {
+            let name = name.as_ref();
             if !self.sub.remove(name) {
                 continue;
             }
-            let name = SharedStr::from(*name);
+            let name = SharedStr::from(name);
             self.awaiting.remove(name.as_str());
             if name == WILDCARD {
                 self.awaiting_wildcard = false;
+            }
+            if is_collection(&name) {
                 self.drop_unwanted(cx);
                 continue;
             }
@@ -48,7 +52,7 @@ impl TypeState {
         self.check_ready(cx.events);
     }
 
-    /// After the wildcard left: every resource no longer wanted leaves the cache, and the
+    /// After the wildcard or a glob left: every resource no longer wanted leaves the cache, and the
     /// statuses the wildcard alone kept (rejected, never held) go too.
     fn drop_unwanted(&mut self, cx: &mut Ctx<'_>) {
         let mut unwanted: Vec<SharedStr> = self

@@ -6,6 +6,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::text::SharedStr;
+use crate::name::{collection_of, is_glob};
 
 /// The explicit wildcard name.
 pub const WILDCARD: &str = "*";
@@ -30,6 +31,8 @@ pub(crate) struct Subscription {
     /// Names the application unsubscribed while the wildcard still covers them: never
     /// subscribed again on its behalf (TTL recovery).
     pub(crate) dropped: BTreeSet<SharedStr>,
+    /// How many of the names are `xdstp://` glob collections (xDS TP1).
+    pub(crate) globs: usize,
 }
 
 impl Subscription {
@@ -41,9 +44,14 @@ impl Subscription {
         !self.desired.is_empty()
     }
 
-    /// Whether `name` was asked for by name (not through the wildcard).
+    /// Whether `name` was asked for by name (not through the wildcard or a glob).
     pub(crate) fn names(&self, name: &str) -> bool {
         name != WILDCARD && self.desired.contains(name)
+    }
+
+    /// Whether `name` belongs to an `xdstp://` glob collection that is subscribed.
+    pub(crate) fn in_glob(&self, name: &str) -> bool {
+        self.globs > 0 && collection_of(name).is_some_and(|g| self.desired.contains(g.as_str()))
     }
 
     /// Adds a wanted name; true if it is new. Merges with unsent changes: an unsent
@@ -58,6 +66,9 @@ impl Subscription {
         if !self.desired.insert(name.clone()) {
             return false;
         }
+        if is_glob(&name) {
+            self.globs += 1;
+        }
         self.dropped.remove(&name);
         self.pending_unsub.remove(&name);
         self.pending_sub.insert(name);
@@ -70,6 +81,9 @@ impl Subscription {
         let Some(name) = self.desired.take(name) else {
             return false;
         };
+        if is_glob(&name) {
+            self.globs = self.globs.saturating_sub(1);
+        }
         if name == WILDCARD {
             self.legacy = false;
             self.dropped.clear();

@@ -15,7 +15,7 @@ use super::config::{ClientConfig, NackPolicy};
 use super::defect::ResponseDefect;
 use super::event::{ClientEvent, RemovalReason, VerdictTicket};
 use super::status::{Rejection, ResourceState, ServerError};
-use super::subscription::{Subscription, WILDCARD};
+use super::subscription::Subscription;
 use super::text::SharedStr;
 use super::timers::{TimerKind, Timers};
 use super::update::{is_collection, Incoming, ReportedError, Update};
@@ -78,6 +78,9 @@ pub(crate) struct TypeState {
     pub(crate) version: SharedStr,
     /// Incremental: last accepted `system_version_info` (status only).
     pub(crate) system_version: SharedStr,
+    /// The `control_plane.identifier` of the last response of the type (CSDS: which
+    /// management server answered).
+    pub(crate) control_plane: Option<SharedStr>,
     // --- this stream ---
     pub(crate) sent_first: bool,
     /// Latest response nonce of this type on this stream.
@@ -119,6 +122,7 @@ impl TypeState {
             aliases: HashMap::new(),
             version: SharedStr::EMPTY,
             system_version: SharedStr::EMPTY,
+            control_plane: None,
             sent_first: false,
             nonce: SharedStr::EMPTY,
             replies: VecDeque::new(),
@@ -138,7 +142,10 @@ impl TypeState {
 
     /// Whether a resource named `name` (with `aliases`) is wanted.
     pub(crate) fn wants(&self, name: &str, aliases: &[SharedStr]) -> bool {
-        self.sub.is_wildcard() || self.sub.names(name) || aliases.iter().any(|a| self.sub.names(a))
+        self.sub.is_wildcard()
+            || self.sub.names(name)
+            || aliases.iter().any(|a| self.sub.names(a))
+            || self.sub.in_glob(name)
     }
 
     /// The record of `name`, following an alias.
@@ -183,7 +190,8 @@ impl TypeState {
             return;
         }
         self.armed = true;
-        if name == WILDCARD {
+        if is_collection(name) {
+            // Answered by the first response, whatever it holds.
             self.awaiting_wildcard = true;
         } else if self
             .records
@@ -477,6 +485,11 @@ impl TypeState {
 
     /// Incremental removal of `name`: drop it if held; a name still subscribed does not exist.
     pub(crate) fn server_removed(&mut self, name: &SharedStr, cx: &mut Ctx<'_>) {
+        if is_collection(name) {
+            // A glob without members (xDS TP1): the collection is empty, which removes
+            // none of its members and is no resource's absence.
+            return;
+        }
         let aliases: Vec<SharedStr> = self
             .records
             .get(name.as_str())
@@ -603,7 +616,7 @@ impl TypeState {
         };
         let at = cx.now.saturating_add(timeout);
         for name in names {
-            if name == WILDCARD {
+            if is_collection(name) {
                 continue;
             }
             if let Some(rec) = self.records.get_mut(name.as_str()) {

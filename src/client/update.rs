@@ -59,7 +59,7 @@ const UNKNOWN: i32 = 2;
 /// Whether `name` stands for a whole subscription rather than one resource (xRFC TP3,
 /// "Wildcard Subscriptions and Glob Collections").
 pub(crate) fn is_collection(name: &str) -> bool {
-    name.is_empty() || name == "*" || (name.starts_with("xdstp://") && name.ends_with("/*"))
+    name.is_empty() || name == "*" || crate::name::is_glob(name)
 }
 
 /// Splits `resource_errors` (xRFC TP3, both variants; the caller bounds their count): NOT_FOUND for a concrete name means

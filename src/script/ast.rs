@@ -35,6 +35,8 @@ pub struct Options {
     pub nack_policy: Option<NackPolicy>,
     /// `node-on-every-request=true|false`: [`ClientConfig::node_on_every_request`](crate::client::ClientConfig::node_on_every_request).
     pub node_on_every_request: Option<bool>,
+    /// `sotw-refetch-on-ttl-expiry=true|false`: [`ClientConfig::sotw_refetch_on_ttl_expiry`](crate::client::ClientConfig::sotw_refetch_on_ttl_expiry).
+    pub sotw_refetch_on_ttl_expiry: Option<bool>,
     /// `sticky-legacy-wildcard=true|false`: [`ServerConfig::sticky_legacy_wildcard`](crate::server::ServerConfig::sticky_legacy_wildcard).
     pub sticky_legacy_wildcard: Option<bool>,
     /// `sotw-not-found-errors=true|false`: [`ServerConfig::sotw_not_found_errors`](crate::server::ServerConfig::sotw_not_found_errors).
@@ -196,6 +198,8 @@ pub enum Expectation {
     Cache(String, Vec<Item>),
     /// The per-resource status of one resource.
     Status(String, String, String),
+    /// The `control_plane.identifier` the client keeps for a type (`-`: none).
+    ControlPlane(String, String),
     /// The side has no message left to send.
     Quiet,
 }

@@ -34,6 +34,7 @@
 //! expect client event upserted EDS foo version=X
 //! expect client cache EDS {foo@X,bar@X}
 //! expect client status EDS baz does-not-exist
+//! expect client control-plane EDS cp-1         # control_plane.identifier kept (- : none)
 //! expect server quiet
 //! ```
 //!
@@ -69,7 +70,8 @@
 //! whose message is exactly the text, `E=*` any; without `E=` a request must carry none.
 //!
 //! Options: `dne-timeout=15s|off`, `nack-policy=reject-all|keep-valid`,
-//! `node-on-every-request`, `sticky-legacy-wildcard`, `sotw-not-found-errors` (booleans,
+//! `node-on-every-request`, `sotw-refetch-on-ttl-expiry`, `sticky-legacy-wildcard`,
+//! `sotw-not-found-errors` (booleans,
 //! `true` or `false`; see [`Options`]), `not-found=removed|bodyless`, and
 //! `server-encoded=true`, which drains the server with `poll_response_encoded` and decodes
 //! what it sends (the test suite runs every server scenario both ways). An unknown option or

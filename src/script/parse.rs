@@ -609,11 +609,16 @@ fn expectation(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, Scri
             let status = cursor.word("a status (requested, acked, nacked, does-not-exist, expired, received-error)")?;
             Expectation::Status(type_url, name, status)
         }
+        "control-plane" => {
+            let type_url = cursor.type_url()?;
+            let id = cursor.word("a control plane identifier, or - for none")?;
+            Expectation::ControlPlane(type_url, id)
+        }
         "quiet" => Expectation::Quiet,
         other => {
             return Err(error(
                 cursor.line,
-                format!("expected event, no-event, no-new-event, cache, status, quiet or (server) sends after expect {side:?}, found {other:?}"),
+                format!("expected event, no-event, no-new-event, cache, status, control-plane, quiet or (server) sends after expect {side:?}, found {other:?}"),
             ))
         }
     };
@@ -784,6 +789,9 @@ fn option(options: &mut Options, key: &str, value: &str) -> Result<(), String> {
         }
         "node-on-every-request" => {
             options.node_on_every_request = Some(flag(value).ok_or_else(bad)?)
+        }
+        "sotw-refetch-on-ttl-expiry" => {
+            options.sotw_refetch_on_ttl_expiry = Some(flag(value).ok_or_else(bad)?)
         }
         "sticky-legacy-wildcard" => {
             options.sticky_legacy_wildcard = Some(flag(value).ok_or_else(bad)?)

@@ -492,7 +492,7 @@ fn parses_server_event_details_no_new_event_and_sends() {
     let err = |text: &str| parse(text, "t").unwrap_err().to_string();
     assert!(
         err("model: client\nexpect client sends (T=CDS) within 1s\n").contains(
-            "expected event, no-event, no-new-event, cache, status, quiet or (server) sends"
+            "expected event, no-event, no-new-event, cache, status, control-plane, quiet or (server) sends"
         )
     );
     assert_eq!(
@@ -530,6 +530,20 @@ fn control_plane_is_sent_and_checked() {
         .as_deref()
         .unwrap()
         .ends_with(",CP=\"cp 1\")"));
+    // The client keeps it per type (a CSDS view says which server answered).
+    passes(
+        "model: client\nclient subscribe CDS a\nC->S (T=CDS)\n\
+         expect client control-plane CDS -\n\
+         S->C (V=1,R={a:x},N=A,T=CDS,CP=cp-1)\nC->S (V=1,N=A,T=CDS)\n\
+         expect client control-plane CDS cp-1\n",
+    );
+    fails_at(
+        "model: client\nclient subscribe CDS a\nC->S (T=CDS)\n\
+         S->C (V=1,R={a:x},N=A,T=CDS,CP=cp-1)\nC->S (V=1,N=A,T=CDS)\n\
+         expect client control-plane CDS cp-2\n",
+        6,
+        "control plane of CDS: expected cp-2, got cp-1",
+    );
     // Checked when the model sends it: our server names no control plane.
     let server = "model: server\nvariant: delta\nserver set CDS a@1:x\n\
                   C->S (T=CDS,S={a})\nS->C (R={a@1:x},N=A,T=CDS,CP=CPX)\n";
@@ -582,14 +596,16 @@ fn exact_errors_are_checked_whole() {
 
 #[test]
 fn xdstp_names_with_parameters_run_end_to_end() {
+    // The client sends, caches and reports the canonical name (context parameters
+    // sorted, xDS TP1); the body names the resource as it was set.
     passes(&alloc::format!(
         "model: both\nserver set CDS \"{XDSTP}\"@1:x\n\
          client subscribe CDS \"{XDSTP}\"\n\
-         C->S (V=,R={{\"{XDSTP}\"}},N=,T=CDS)\n\
+         C->S (V=,R={{\"{XDSTP_CANONICAL}\"}},N=,T=CDS)\n\
          S->C (R={{\"{XDSTP}\":x}},N=1,T=CDS)\n\
-         C->S (R={{\"{XDSTP}\"}},N=1,T=CDS)\n\
-         expect client event upserted CDS \"{XDSTP}\" version=V1\n\
-         expect client cache CDS {{\"{XDSTP}\":x}}\n\
+         C->S (R={{\"{XDSTP_CANONICAL}\"}},N=1,T=CDS)\n\
+         expect client event upserted CDS \"{XDSTP_CANONICAL}\" version=V1\n\
+         expect client cache CDS {{\"{XDSTP_CANONICAL}\"}}\n\
          expect client status CDS \"{XDSTP}\" acked\n\
          expect server cache CDS {{\"{XDSTP_CANONICAL}\"@1}}\n\
          client unsubscribe CDS \"{XDSTP}\"\n\

@@ -389,6 +389,25 @@ impl Runner {
                 }
             }
             (Side::Server, Expectation::Status(..)) => Err("status is a client expectation".into()),
+            (Side::Client, Expectation::ControlPlane(type_url, expected)) => {
+                let client = self
+                    .sim
+                    .client
+                    .as_ref()
+                    .ok_or("the model does not play the client")?;
+                let actual = client.control_plane(type_url).unwrap_or("-");
+                if actual == expected {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "control plane of {}: expected {expected}, got {actual}",
+                        notation::type_name(type_url)
+                    ))
+                }
+            }
+            (Side::Server, Expectation::ControlPlane(..)) => {
+                Err("control-plane is a client expectation".into())
+            }
         }
     }
 

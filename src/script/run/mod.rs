@@ -138,6 +138,9 @@ impl Runner {
         if let Some(policy) = options.nack_policy {
             client_config.nack_policy = policy;
         }
+        if let Some(on) = options.sotw_refetch_on_ttl_expiry {
+            client_config.sotw_refetch_on_ttl_expiry = on;
+        }
         if let Some(on) = options.node_on_every_request {
             client_config.node_on_every_request = on;
         }
