@@ -105,10 +105,11 @@ impl TypeEntry {
 
     /// The change log could not say what changed: compare everything at the next build.
     pub(crate) fn resync(&mut self) {
-        match &mut self.state {
-            State::Sotw(s) => s.resync(),
-            State::Delta(d) => d.resync(),
-        }
+        let changes = match &mut self.state {
+            State::Sotw(s) => s.changes(),
+            State::Delta(d) => d.changes(),
+        };
+        changes.resync = true;
     }
 
     /// A store change of resource `name` of this type; an empty name is the type's
@@ -152,7 +153,7 @@ impl TypeEntry {
             return None;
         }
         match &mut self.state {
-            State::Sotw(s) => s.build(store, ctx.now, &mut self.timers, ctx.divisor, sink),
+            State::Sotw(s) => s.build(store, ctx, &mut self.timers, sink),
             State::Delta(_) => None,
         }
     }

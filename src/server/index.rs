@@ -283,10 +283,7 @@ impl StreamSet {
         now: Instant,
         store: &ResourceStore,
     ) -> Option<Response> {
-        self.sync(store);
-        let response = self.streams.get_mut(id)?.poll_indexed(now, store);
-        self.refresh_timer(id);
-        response
+        self.poll_with(id, store, |stream| stream.poll_response(now, store))
     }
 
     /// [`ServerStream::poll_response_encoded`] on stream `id` (syncing with the store
@@ -297,8 +294,18 @@ impl StreamSet {
         now: Instant,
         store: &ResourceStore,
     ) -> Option<EncodedResponse> {
+        self.poll_with(id, store, |stream| stream.poll_response_encoded(now, store))
+    }
+
+    /// Syncs with the store, polls stream `id` with `poll`, and keeps its deadline current.
+    fn poll_with<R>(
+        &mut self,
+        id: StreamId,
+        store: &ResourceStore,
+        poll: impl FnOnce(&mut ServerStream) -> Option<R>,
+    ) -> Option<R> {
         self.sync(store);
-        let response = self.streams.get_mut(id)?.poll_indexed_encoded(now, store);
+        let response = poll(self.streams.get_mut(id)?);
         self.refresh_timer(id);
         response
     }

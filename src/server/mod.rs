@@ -198,6 +198,7 @@ mod entry;
 mod event;
 mod flow;
 mod index;
+mod names;
 mod sotw;
 mod store;
 mod stream;

@@ -427,7 +427,7 @@ impl ServerStream {
     /// A stream reads one store for its whole life (it follows that store's change log);
     /// pick the store when the node is identified, before the first call.
     pub fn poll_response(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
-        self.ready_to_build(now, store, false)?;
+        self.ready_to_build(now, store)?;
         self.build(now, store)
     }
 
@@ -441,35 +441,19 @@ impl ServerStream {
         now: Instant,
         store: &ResourceStore,
     ) -> Option<EncodedResponse> {
-        self.ready_to_build(now, store, false)?;
-        self.build_encoded(now, store)
-    }
-
-    /// [`ServerStream::poll_response`] for a stream whose changes a `StreamSet` has marked.
-    pub(crate) fn poll_indexed(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
-        self.ready_to_build(now, store, true)?;
-        self.build(now, store)
-    }
-
-    /// [`ServerStream::poll_response_encoded`] for a stream of a `StreamSet`.
-    pub(crate) fn poll_indexed_encoded(
-        &mut self,
-        now: Instant,
-        store: &ResourceStore,
-    ) -> Option<EncodedResponse> {
-        self.ready_to_build(now, store, true)?;
+        self.ready_to_build(now, store)?;
         self.build_encoded(now, store)
     }
 
     /// The common start of every poll: `None` when the stream is closed.
-    fn ready_to_build(&mut self, now: Instant, store: &ResourceStore, indexed: bool) -> Option<()> {
+    /// A stream in a `StreamSet` is marked by the set's index; one on its own reads the
+    /// store's change log.
+    fn ready_to_build(&mut self, now: Instant, store: &ResourceStore) -> Option<()> {
         self.last_now = self.last_now.max(now);
         if self.closed {
             return None;
         }
-        if indexed {
-            self.seen = store.revision();
-        } else if !self.indexed {
+        if !self.indexed {
             self.catch_up(store);
         }
         Some(())
