@@ -7,11 +7,11 @@ use alloc::vec::Vec;
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
-use super::text::SharedStr;
 use super::type_state::TypeState;
 use super::update::{self, Due, DueKind, Incoming, Reject, Update};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse};
 use crate::pb::envoy::config::core::v3::Node;
+use crate::text::SharedStr;
 
 /// Checks an incremental response of `type_url` and keeps the resources the client asked
 /// for (by name, by alias, or through the wildcard). Costs O(size of the response).

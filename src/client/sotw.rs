@@ -8,12 +8,12 @@ use prost::Message;
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
-use super::text::SharedStr;
 use super::type_state::TypeState;
 use super::update::{self, Due, DueKind, Incoming, Reject, Update};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use crate::pb::envoy::config::core::v3::Node;
 use crate::resource::{name_field_1, NameExtractor};
+use crate::text::SharedStr;
 use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 
 /// Checks a SotW response of `type_url` (the effective type of the stream) and keeps the

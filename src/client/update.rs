@@ -11,11 +11,11 @@ use hashbrown::HashSet;
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
-use super::text::SharedStr;
 use super::type_state::{Reply, TypeState};
 use crate::name::{XdstpName, XDSTP_SCHEME};
 use crate::pb::discovery::{ResourceError, ResourceName};
 use crate::pb::google::protobuf::Any;
+use crate::text::SharedStr;
 use crate::types::NOT_FOUND_CODE as NOT_FOUND;
 
 /// One resource of a response that the client asked for (by name, alias or wildcard).

@@ -327,19 +327,21 @@ impl StreamSet {
         }
     }
 
-    /// The earliest heartbeat deadline of any stream (O(1)).
-    pub fn next_timeout(&self) -> Option<Instant> {
+    /// When to call [`StreamSet::handle_timeout`]: the earliest deadline of any stream
+    /// (O(1)); one stream's is [`ServerStream::poll_timeout`] through
+    /// [`StreamSet::stream`].
+    pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.first().map(|(due, _)| *due)
     }
 
     /// Fires every stream's heartbeats due at `now` (O(streams due · log n)); those
-    /// streams become ready.
-    pub fn handle_timeouts(&mut self, now: Instant) {
+    /// streams become ready ([`StreamSet::poll_ready`]). Extra calls are harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
         while let Some(&(due, id)) = self.timers.first() {
             if due > now {
                 break;
             }
-            self.handle_timeout(id, now);
+            self.fire(id, now);
             if self.deadlines.get(&id) == Some(&due) {
                 // Nothing fired (already handled): drop the entry so the loop ends.
                 self.timers.remove(&(due, id));
@@ -353,14 +355,9 @@ impl StreamSet {
         self.streams.get_mut(id)?.poll_event()
     }
 
-    /// [`ServerStream::poll_timeout`] of stream `id`.
-    pub fn poll_timeout(&self, id: StreamId) -> Option<Instant> {
-        self.streams.get(id)?.poll_timeout()
-    }
-
     /// [`ServerStream::handle_timeout`] on stream `id`; the stream becomes ready if a
     /// heartbeat is due.
-    pub fn handle_timeout(&mut self, id: StreamId, now: Instant) {
+    fn fire(&mut self, id: StreamId, now: Instant) {
         if let Some(stream) = self.streams.get_mut(id) {
             if stream.has_due_timer(now) {
                 stream.handle_timeout(now);

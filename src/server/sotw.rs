@@ -57,7 +57,7 @@ pub(crate) struct SotwState {
     legacy_type: bool,
     wildcard: Wildcard,
     names: Names,
-    /// Keep a legacy wildcard for the stream's life (seed 000) instead of ending it when
+    /// Keep a legacy wildcard for the stream's life (the older protocol text) instead of ending it when
     /// names come without `*` (newest text).
     sticky_legacy: bool,
     /// Report subscribed names that do not exist in `resource_errors` (xRFC TP3).
@@ -187,7 +187,7 @@ impl SotwState {
         }
         if self.wildcard == Wildcard::Legacy {
             if self.sticky_legacy || request.resource_names.is_empty() {
-                // Seed 000: "once a stream has entered wildcard mode for a given resource
+                // The older protocol text: "once a stream has entered wildcard mode for a given resource
                 // type, there is no way to change the stream out of wildcard mode;
                 // resource names specified in any subsequent request on the stream will
                 // be ignored." (an empty list keeps the legacy wildcard either way)

@@ -13,6 +13,7 @@ use super::stream::ServerConfig;
 use super::wire::ResourceSink;
 use crate::message::{Request, Variant};
 use crate::pb::discovery::{DeltaDiscoveryResponse, DiscoveryResponse};
+use crate::text::SharedStr;
 use crate::time::Instant;
 
 #[derive(Clone, Debug)]
@@ -23,8 +24,8 @@ enum State {
 
 /// The state of one type URL on one stream.
 #[derive(Clone, Debug)]
-pub(crate) struct TypeEntry {
-    pub(crate) type_url: String,
+pub(crate) struct TypeState {
+    pub(crate) type_url: SharedStr,
     pub(crate) flow: Flow,
     state: State,
     pub(crate) timers: Timers,
@@ -33,8 +34,8 @@ pub(crate) struct TypeEntry {
     unpublished: bool,
 }
 
-impl TypeEntry {
-    pub(crate) fn new(type_url: &str, config: &ServerConfig) -> TypeEntry {
+impl TypeState {
+    pub(crate) fn new(type_url: &str, config: &ServerConfig) -> TypeState {
         let state = match config.variant {
             Variant::Sotw => State::Sotw(SotwState::new(
                 type_url,
@@ -43,8 +44,8 @@ impl TypeEntry {
             )),
             Variant::Delta => State::Delta(DeltaState::new(type_url)),
         };
-        TypeEntry {
-            type_url: String::from(type_url),
+        TypeState {
+            type_url: SharedStr::from(type_url),
             flow: Flow::default(),
             state,
             timers: Timers::default(),
@@ -203,7 +204,7 @@ impl TypeEntry {
         wildcard
             .into_iter()
             .chain(self.names())
-            .map(|name| (self.type_url.clone(), String::from(name)))
+            .map(|name| (String::from(self.type_url.as_str()), String::from(name)))
             .collect()
     }
 }
