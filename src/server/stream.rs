@@ -376,7 +376,11 @@ impl ServerStream {
 
     /// The next event for the application.
     pub fn poll_event(&mut self) -> Option<ServerEvent> {
-        self.events.pop_front()
+        let event = self.events.pop_front();
+        if event.is_none() {
+            crate::queue::shrink_after_burst(&mut self.events);
+        }
+        event
     }
 
     /// Reads the store's change log since the last call and marks what concerns this
