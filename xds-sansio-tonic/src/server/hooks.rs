@@ -39,15 +39,28 @@ impl Peer {
         }
     }
 
-    /// The DNS names of the leaf certificate's subject alternative names (mutual TLS), empty
-    /// without a client certificate or when it cannot be read.
+    /// The DNS names among the client certificate's subject alternative names (mutual
+    /// TLS; the leaf certificate, which the TLS handshake verified), empty without a client
+    /// certificate or when it cannot be read.
     #[cfg(feature = "tls")]
     pub fn dns_names(&self) -> Vec<String> {
+        self.leaf(|cert| cert.valid_dns_names().map(String::from).collect())
+    }
+
+    /// The URIs among the client certificate's subject alternative names (a SPIFFE ID:
+    /// `spiffe://trust-domain/path`), empty without one.
+    #[cfg(feature = "tls")]
+    pub fn uri_names(&self) -> Vec<String> {
+        self.leaf(|cert| cert.valid_uri_names().map(String::from).collect())
+    }
+
+    #[cfg(feature = "tls")]
+    fn leaf(&self, read: impl FnOnce(&webpki::EndEntityCert<'_>) -> Vec<String>) -> Vec<String> {
         let Some(leaf) = self.certificates.as_ref().and_then(|c| c.first()) else {
             return Vec::new();
         };
         match webpki::EndEntityCert::try_from(leaf) {
-            Ok(cert) => cert.valid_dns_names().map(String::from).collect(),
+            Ok(cert) => read(&cert),
             Err(_) => Vec::new(),
         }
     }

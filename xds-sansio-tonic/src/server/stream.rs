@@ -161,8 +161,9 @@ impl Driver {
                     .map(|t| shared.clock.to_std(t))
             };
             let waiting_for_node = self.group.is_none();
+            // No `biased`: a peer that floods requests must not starve its responses, nor
+            // a busy store its requests.
             tokio::select! {
-                biased;
                 _ = shutdown.changed() => return Ending::Shutdown,
                 _ = generation.changed() => return Ending::Ended,
                 message = inbound.message() => match message {
