@@ -176,7 +176,13 @@ impl Default for Builder {
     fn default() -> Self {
         Builder {
             options: Options {
-                stream: ServerConfig::new(Variant::Sotw, Transport::Aggregated),
+                // One response per type in flight: HTTP/2 buffers what is written (up to
+                // hundreds of KiB per stream), so without it a slow reader would be sent a
+                // queue of stale states.
+                stream: ServerConfig {
+                    await_ack: true,
+                    ..ServerConfig::new(Variant::Sotw, Transport::Aggregated)
+                },
                 max_streams: Some(100_000),
                 first_request_timeout: Some(Duration::from_secs(60)),
                 max_decoding_message_size: None,
