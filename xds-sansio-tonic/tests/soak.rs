@@ -167,7 +167,7 @@ struct Peer {
 
 impl Peer {
     fn new(index: usize, size: &Size, rng: &mut Rng) -> Peer {
-        let variant = if index % 2 == 0 {
+        let variant = if index.is_multiple_of(2) {
             Variant::Sotw
         } else {
             Variant::Delta
@@ -469,7 +469,7 @@ async fn soak(size: Size) {
     for i in 0..size.streams {
         let peer = Peer::new(i, &size, &mut rng);
         let report = Arc::new(Report::default());
-        let recorder = (i % size.sample_every == 0).then(|| Arc::new(Recorder::new(None)));
+        let recorder = i.is_multiple_of(size.sample_every).then(|| Arc::new(Recorder::new(None)));
         if let Some(r) = &recorder {
             recorders.push((i, r.clone()));
         }
@@ -512,7 +512,7 @@ async fn soak(size: Size) {
         }
         server.publish(&format!("g{g}"), ops).unwrap();
         revisions += 1;
-        if revisions % 500 == 0 {
+        if revisions.is_multiple_of(500) {
             // Now and then, the server ends every stream.
             server.end_streams();
         }
