@@ -14,6 +14,23 @@ use core::ops::Deref;
 ///
 /// It hashes, compares and orders exactly like the `str` it holds, so maps keyed by
 /// `SharedStr` can be looked up with a `&str`.
+///
+/// Where it appears and where `String` does: the client's events and reads carry
+/// `SharedStr`, since a client hands out the same names and versions many times (every
+/// event, every cache read) and a SotW name is a slice of the body it was read from. The
+/// server's events and the store take and give `String`: names there come from the
+/// application or from a request once, and are kept. Either derefs to `&str`, which is what
+/// to write functions against:
+///
+/// ```
+/// # use xds_sansio::client::SharedStr;
+/// fn short(type_url: &str) -> &str {
+///     type_url.rsplit('.').next().unwrap_or(type_url)
+/// }
+/// let shared = SharedStr::from("type.googleapis.com/envoy.config.cluster.v3.Cluster");
+/// let owned = String::from("type.googleapis.com/envoy.config.cluster.v3.Cluster");
+/// assert_eq!(short(&shared), short(&owned));
+/// ```
 #[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SharedStr(Bytes);
 

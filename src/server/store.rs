@@ -334,6 +334,28 @@ pub const DEFAULT_LOG_CAPACITY: usize = 65_536;
 
 /// What the server publishes. Different nodes may see different stores: the application
 /// decides which store a stream reads.
+///
+/// # Sharing it between tasks
+///
+/// The store is plain data: an async server shares it behind a lock (the adapter,
+/// `xds-sansio-tonic`, does this for you). Hold the lock only for the synchronous call
+/// (`apply`, `poll_response_encoded`), never across an `.await`: a stream waiting to write
+/// to a slow peer would then hold up every publish and every other stream. Take the
+/// response out, drop the guard, then send:
+///
+/// ```
+/// # use std::sync::RwLock;
+/// # use xds_sansio::{ResourceStore, ServerConfig, ServerStream, Transport, Variant, Instant};
+/// # async fn send(_: bytes::Bytes) {}
+/// # async fn example(store: &RwLock<ResourceStore>, stream: &mut ServerStream) {
+/// loop {
+///     // The guard lives for this statement only.
+///     let next = stream.poll_response_encoded(Instant::ZERO, &store.read().unwrap());
+///     let Some(response) = next else { break };
+///     send(response.bytes).await; // no lock held here
+/// }
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct ResourceStore {
     types: BTreeMap<String, TypeTable>,

@@ -62,9 +62,7 @@ struct Loopback {
 
 impl Loopback {
     async fn start(streams: usize) -> Loopback {
-        let server = XdsServer::builder()
-            .max_streams(Some(streams + 16))
-            .build();
+        let server = XdsServer::builder().max_streams(Some(streams + 16)).build();
         server
             .publish(DEFAULT_GROUP, (0..CLUSTERS).map(|i| set(i, "v0")).collect())
             .unwrap();
@@ -113,8 +111,7 @@ impl Loopback {
                         response_nonce: response.nonce,
                         ..Default::default()
                     });
-                    if acks.fetch_add(1, Ordering::AcqRel) + 1 == target.load(Ordering::Acquire)
-                    {
+                    if acks.fetch_add(1, Ordering::AcqRel) + 1 == target.load(Ordering::Acquire) {
                         done.notify_one();
                     }
                 }

@@ -469,7 +469,9 @@ async fn soak(size: Size) {
     for i in 0..size.streams {
         let peer = Peer::new(i, &size, &mut rng);
         let report = Arc::new(Report::default());
-        let recorder = i.is_multiple_of(size.sample_every).then(|| Arc::new(Recorder::new(None)));
+        let recorder = i
+            .is_multiple_of(size.sample_every)
+            .then(|| Arc::new(Recorder::new(None)));
         if let Some(r) = &recorder {
             recorders.push((i, r.clone()));
         }
