@@ -133,7 +133,7 @@ fn pick<const N: usize>(items: &[&'static str; N], i: u8) -> &'static str {
 }
 
 fn body(name: &str, tag: u8) -> bytes::Bytes {
-    crate::script::render::body(name, &alloc::format!("t{tag}"))
+    crate::transcript::notation::body(name, &alloc::format!("t{tag}"))
 }
 
 /// The session's variant (bit 0) and transport (bit 1: per type, the type in the high

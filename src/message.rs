@@ -95,4 +95,12 @@ impl Response {
             Response::Delta(r) => &r.nonce,
         }
     }
+
+    /// The management server that says it sent this response (`control_plane`), if any.
+    pub fn control_plane(&self) -> Option<&crate::pb::envoy::config::core::v3::ControlPlane> {
+        match self {
+            Response::Sotw(r) => r.control_plane.as_ref(),
+            Response::Delta(r) => r.control_plane.as_ref(),
+        }
+    }
 }

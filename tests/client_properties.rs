@@ -367,8 +367,13 @@ fn run_delta(ops: &[DeltaOp]) -> Result<Vec<String>, String> {
                     .collect();
                 let removed_names: Vec<&str> = removed.iter().map(|n| NAMES[*n]).collect();
                 c.handle_response(t(now), delta_raw(EDS, &nonce, rs, &removed_names));
-                let names: Vec<usize> = resources.iter().map(|r| r.0).collect();
-                let dup = names.iter().collect::<BTreeSet<_>>().len() != names.len();
+                // A name twice, in the resources, the removals or both: NACKed whole.
+                let mut seen = BTreeSet::new();
+                let dup = resources
+                    .iter()
+                    .map(|r| r.0)
+                    .chain(removed.iter().copied())
+                    .any(|n| !seen.insert(n));
                 let wanted: Vec<_> = resources
                     .iter()
                     .filter(|r| m.desired.contains(&r.0))

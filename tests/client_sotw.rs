@@ -7,8 +7,8 @@ use client_support::*;
 use prost::Message;
 use std::time::Duration;
 use xds_sansio::client::{
-    Client, ClientError, ClientEvent, IgnoreReason, NackPolicy, ResourceState, MAX_ERROR_MESSAGE,
-    NACK_CODE, TRUNCATION_MARKER,
+    Client, ClientConfig, ClientError, ClientEvent, IgnoreReason, NackPolicy, ResourceState,
+    MAX_ERROR_MESSAGE, NACK_CODE, TRUNCATION_MARKER,
 };
 use xds_sansio::pb::discovery::DiscoveryResponse;
 use xds_sansio::{Response, Transport, Variant};
@@ -520,8 +520,25 @@ fn wrapped_resources_are_unwrapped_with_their_version_and_ttl() {
 }
 
 #[test]
-fn heartbeat_refreshes_ttl_and_expiry_removes_then_asks_again() {
-    let mut c = eds_foo_bar();
+fn heartbeat_refreshes_ttl_and_expiry_removes_and_sends_nothing() {
+    ttl_story(false);
+}
+
+/// `sotw_refetch_on_ttl_expiry` (non-standard, envoy#15667): forget the version so the
+/// server re-delivers.
+#[test]
+fn expiry_refetches_by_option() {
+    ttl_story(true);
+}
+
+fn ttl_story(refetch: bool) {
+    let mut c = Client::new(ClientConfig {
+        sotw_refetch_on_ttl_expiry: refetch,
+        ..config(Variant::Sotw, Transport::Aggregated)
+    });
+    c.subscribe(EDS, &["foo", "bar"]).unwrap();
+    c.connected(t(0));
+    one(&mut c, t(0));
     c.handle_response(
         t(1),
         sotw_raw(
@@ -557,9 +574,14 @@ fn heartbeat_refreshes_ttl_and_expiry_removes_then_asks_again() {
     c.handle_timeout(t(18));
     assert_eq!(names_of(&events(&mut c)), ["-foo:Expired"]);
     assert_eq!(c.status(EDS, "foo").unwrap().state, ResourceState::Expired);
-    // envoy#15667: forget the version so the server re-delivers.
-    check(&one(&mut c, t(18)), "", &["bar", "foo"], "B", false);
-    assert_eq!(c.version(EDS), Some(""));
+    if refetch {
+        check(&one(&mut c, t(18)), "", &["bar", "foo"], "B", false);
+        assert_eq!(c.version(EDS), Some(""));
+    } else {
+        // "the version_info received with the most recent successfully processed response"
+        assert!(c.poll_request(t(18)).is_none(), "nothing to say");
+        assert_eq!(c.version(EDS), Some("X2"));
+    }
 }
 
 #[test]

@@ -110,9 +110,7 @@ fn every_server_scenario_passes_through_the_encoded_path() {
         if scenario.model == Model::Client {
             continue;
         }
-        scenario
-            .options
-            .push(("server-encoded".into(), "true".into(), 0));
+        scenario.options.server_encoded = true;
         ran += 1;
         let report = xds_sansio::script::run(&scenario);
         if !report.passed() {

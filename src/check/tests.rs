@@ -4,7 +4,7 @@ use crate::message::{Request, Response, Variant};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DiscoveryRequest};
 use crate::pb::google::protobuf::Any;
 use crate::pb::google::rpc::Status;
-use crate::script::render::body;
+use crate::transcript::notation::body;
 use crate::types::{CLUSTER, ENDPOINT, RESOURCE_WRAPPER_TYPE_URL};
 use alloc::string::ToString;
 use alloc::vec;

@@ -1,26 +1,36 @@
-//! What the application asks of the client: subscriptions, validators, verdicts.
+//! The commands: what the application asks of the client (subscriptions, validators,
+//! verdicts). Each returns a typed error on misuse and then changes nothing.
 
 use alloc::boxed::Box;
-use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use hashbrown::HashMap;
 
-use super::cache::Record;
 use super::subscription::WILDCARD;
-use super::timers::TimerKind;
-use super::type_state::Held;
-use super::{Client, ClientError, RemovalReason, SharedStr, Validator, VerdictTicket};
+use super::{Client, ClientError, SharedStr, Validator, VerdictTicket};
+use crate::name::{comparable, XdstpName, XDSTP_SCHEME};
 use crate::resource::NameExtractor;
 use crate::types::TypeInfo;
+use alloc::borrow::Cow;
+
+/// `name` as the client keeps and sends it: an `xdstp://` name in canonical form (xDS TP1),
+/// any other name as given.
+fn canonical_name(name: &str) -> Result<SharedStr, ClientError> {
+    if !name.starts_with(XDSTP_SCHEME) {
+        return Ok(SharedStr::from(name));
+    }
+    XdstpName::parse(name)
+        .map(|urn| SharedStr::from(urn.canonical()))
+        .map_err(ClientError::MalformedXdstpName)
+}
 
 impl Client {
-    // ------------------------------------------------------------------ commands
-
     /// Subscribes to `names` of `type_url`, adding to what is already subscribed. `"*"` is
     /// the explicit wildcard; no names at all is the legacy wildcard of LDS/CDS (an error
-    /// for other types). The change is sent with the next request of the type. To make a
-    /// list the whole subscription, see [`Client::set_subscription`].
+    /// for other types). An `xdstp://` name is sent, cached and reported in canonical form
+    /// (context parameters sorted); a glob collection (`xdstp://authority/TYPE/path/*`)
+    /// subscribes to every member the server sends under it. The change is sent with the
+    /// next request of the type. To make a list the whole subscription, see
+    /// [`Client::set_subscription`].
     ///
     /// ```
     /// # use xds_sansio::{Client, ClientConfig, ClientError, Transport, Variant};
@@ -40,6 +50,7 @@ impl Client {
             return Err(ClientError::EmptyName);
         }
         let limits = self.config.limits;
+        let mut list: Vec<SharedStr> = Vec::with_capacity(names.len().max(1));
         for n in names {
             if n.is_empty() {
                 return Err(ClientError::EmptyName);
@@ -47,34 +58,24 @@ impl Client {
             if n.len() > limits.max_name_len {
                 return Err(ClientError::LimitExceeded);
             }
+            list.push(canonical_name(n)?);
         }
         let held = self.index.get(type_url).and_then(|&i| self.types.get(i));
         let current = held.map_or(0, |ts| ts.sub.desired.len());
-        let new = names
+        let new = list
             .iter()
-            .filter(|n| held.is_none_or(|ts| !ts.sub.desired.contains(**n)))
+            .filter(|n| held.is_none_or(|ts| !ts.sub.desired.contains(*n)))
             .count();
         if current.saturating_add(new) > limits.max_names_per_type {
             return Err(ClientError::LimitExceeded);
         }
         let idx = self.type_index(type_url);
         let legacy = names.is_empty();
-        let list: Vec<SharedStr> = if legacy {
-            alloc::vec![SharedStr::from_static(WILDCARD)]
-        } else {
-            names.iter().map(|n| SharedStr::from(*n)).collect()
-        };
+        if legacy {
+            list.push(SharedStr::from_static(WILDCARD));
+        }
         if let Some(ts) = self.types.get_mut(idx) {
-            for name in list {
-                if ts.sub.add(name.clone(), legacy) {
-                    if name != WILDCARD {
-                        ts.records
-                            .entry(name.clone())
-                            .or_insert_with(Record::requested);
-                    }
-                    ts.arm_ready(&name);
-                }
-            }
+            ts.subscribe(list, legacy);
         }
         self.enqueue(idx);
         Ok(())
@@ -98,88 +99,40 @@ impl Client {
     /// # Ok::<(), ClientError>(())
     /// ```
     pub fn set_subscription(&mut self, type_url: &str, names: &[&str]) -> Result<(), ClientError> {
-        let current = self.subscribed_names(type_url);
-        let added: Vec<&str> = names
+        let wanted = names
             .iter()
-            .copied()
-            .filter(|n| !current.iter().any(|c| &**c == *n))
+            .map(|n| canonical_name(n))
+            .collect::<Result<Vec<SharedStr>, ClientError>>()?;
+        let current = self.subscribed_names(type_url);
+        let added: Vec<&str> = wanted
+            .iter()
+            .filter(|n| !current.contains(n))
+            .map(|n| &**n)
             .collect();
         if !added.is_empty() {
             self.subscribe(type_url, &added)?;
         }
         let removed: Vec<&str> = current
             .iter()
+            .filter(|c| !wanted.contains(c))
             .map(|c| &**c)
-            .filter(|c| !names.contains(c))
             .collect();
         self.unsubscribe(type_url, &removed)
     }
 
     /// Unsubscribes from `names` of `type_url` (`"*"` leaves the wildcard). Resources no
-    /// longer wanted leave the cache ([`RemovalReason::Unsubscribed`]); the change is sent
-    /// with the next request of the type. Names not subscribed are ignored.
+    /// longer wanted leave the cache ([`RemovalReason::Unsubscribed`](super::RemovalReason));
+    /// the change is sent with the next request of the type. Names not subscribed are
+    /// ignored.
     pub fn unsubscribe(&mut self, type_url: &str, names: &[&str]) -> Result<(), ClientError> {
         self.check_type(type_url)?;
         let Some(&idx) = self.index.get(type_url) else {
             return Ok(());
         };
-        self.with_type(idx, |ts, cx| {
-            for name in names {
-                if !ts.sub.remove(name) {
-                    continue;
-                }
-                let name = SharedStr::from(*name);
-                ts.awaiting.remove(name.as_str());
-                if name == WILDCARD {
-                    ts.awaiting_wildcard = false;
-                    let mut unwanted: Vec<SharedStr> = ts
-                        .records
-                        .iter()
-                        .filter(|(n, r)| {
-                            r.cached.as_ref().is_some_and(|c| !ts.wants(n, &c.aliases))
-                        })
-                        .map(|(n, _)| n.clone())
-                        .collect();
-                    unwanted.sort_unstable();
-                    for n in unwanted {
-                        ts.remove_cached(&n, RemovalReason::Unsubscribed, cx);
-                    }
-                    // Statuses the wildcard alone kept (rejected, never held) go too.
-                    let sub = &ts.sub;
-                    ts.records
-                        .retain(|n, r| r.cached.is_some() || sub.names(n) || r.dne_at.is_some());
-                    continue;
-                }
-                let target = if ts.records.contains_key(name.as_str()) {
-                    Some(name.clone())
-                } else {
-                    ts.aliases.get(name.as_str()).cloned()
-                };
-                let Some(target) = target else { continue };
-                let (cached, aliases) = match ts.records.get(target.as_str()) {
-                    Some(r) => (
-                        r.cached.is_some(),
-                        r.cached
-                            .as_ref()
-                            .map(|c| c.aliases.clone())
-                            .unwrap_or_default(),
-                    ),
-                    None => continue,
-                };
-                if cached {
-                    if !ts.wants(&target, &aliases) {
-                        ts.remove_cached(&target, RemovalReason::Unsubscribed, cx);
-                    }
-                } else if !ts.sub.names(&target) {
-                    if let Some(rec) = ts.records.remove(target.as_str()) {
-                        if let Some(at) = rec.dne_at {
-                            cx.timers.disarm(at, TimerKind::DoesNotExist, idx, &target);
-                        }
-                    }
-                }
-            }
-            ts.check_ready(cx.events);
-        });
+        let names: Vec<Cow<'_, str>> = names.iter().map(|n| comparable(n)).collect();
+        if let Some((ts, mut cx)) = self.split(idx) {
+            ts.unsubscribe(&names, &mut cx);
+        }
         self.enqueue(idx);
         Ok(())
     }
@@ -187,35 +140,40 @@ impl Client {
     /// Sets the synchronous content validator of `type_url`: called for every resource with
     /// a body that the client would apply.
     pub fn set_validator(&mut self, type_url: &str, validator: Box<dyn Validator>) {
-        self.validators
+        self.judges
+            .validators
             .insert(SharedStr::from(type_url), Arc::from(validator));
     }
 
     /// Removes the validator of `type_url`.
     pub fn clear_validator(&mut self, type_url: &str) {
-        self.validators.remove(type_url);
+        self.judges.validators.remove(type_url);
     }
 
     /// Sets how SotW names of `type_url` are read from bodies (default: field 1, which fits
     /// every type of the catalog).
     pub fn set_name_extractor(&mut self, type_url: &str, extractor: NameExtractor) {
-        self.extractors.insert(SharedStr::from(type_url), extractor);
+        self.judges
+            .extractors
+            .insert(SharedStr::from(type_url), extractor);
     }
 
     /// Turns deferred validation of `type_url` on or off: when on, each response with
-    /// bodies yields [`ClientEvent::ValidationNeeded`](crate::client::ClientEvent::ValidationNeeded) and waits for [`Client::verdict`].
-    /// A synchronous validator of the type is then not consulted.
+    /// bodies yields [`ClientEvent::ValidationNeeded`](crate::client::ClientEvent::ValidationNeeded)
+    /// and waits for [`Client::verdict`]. A synchronous validator of the type is then not
+    /// consulted.
     pub fn set_deferred_validation(&mut self, type_url: &str, on: bool) {
         if on {
-            self.deferred.insert(SharedStr::from(type_url));
+            self.judges.deferred.insert(SharedStr::from(type_url));
         } else {
-            self.deferred.remove(type_url);
+            self.judges.deferred.remove(type_url);
         }
     }
 
-    /// Answers a [`ClientEvent::ValidationNeeded`](crate::client::ClientEvent::ValidationNeeded): `rejections` lists `(name, reason)` of
-    /// the rejected resources; every other resource is accepted. Then the response is
-    /// applied and answered, and responses held behind it are handled.
+    /// Answers a [`ClientEvent::ValidationNeeded`](crate::client::ClientEvent::ValidationNeeded):
+    /// `rejections` lists `(name, reason)` of the rejected resources; every other resource
+    /// is accepted. Then the response is applied and answered, and responses held behind it
+    /// are handled.
     pub fn verdict(
         &mut self,
         ticket: VerdictTicket,
@@ -226,41 +184,8 @@ impl Client {
             .iter()
             .position(|t| t.pending.as_ref().is_some_and(|(t, _)| *t == ticket))
             .ok_or(ClientError::UnknownTicket)?;
-        let ts = self.types.get_mut(idx).ok_or(ClientError::UnknownTicket)?;
-        let (_, mut update) = ts.pending.take().ok_or(ClientError::UnknownTicket)?;
-        // Interest may have changed while the verdict was pending.
-        update.resources.retain(|r| ts.wants(&r.name, &r.aliases));
-        let by_name: HashMap<&str, &str> = rejections.iter().copied().collect();
-        let rejected: Vec<(SharedStr, String)> = update
-            .resources
-            .iter()
-            .filter(|r| r.body.is_some())
-            .filter_map(|r| {
-                by_name
-                    .get(r.name.as_str())
-                    .map(|e| (r.name.clone(), String::from(*e)))
-            })
-            .collect();
-        self.with_type(idx, |ts, cx| ts.apply(update, rejected, cx));
-        loop {
-            let next = match self.types.get_mut(idx) {
-                Some(ts) if ts.pending.is_none() => ts.held.pop_front(),
-                _ => None,
-            };
-            match next {
-                None => break,
-                Some(Held::Response(r)) => self.process(idx, r),
-                Some(Held::Overflow { nonce, version }) => {
-                    self.with_type(idx, |ts, cx| {
-                        ts.reject(
-                            nonce,
-                            version,
-                            "too many responses held while a verdict was pending",
-                            cx,
-                        )
-                    });
-                }
-            }
+        if let Some((ts, mut cx)) = self.split(idx) {
+            ts.verdict(rejections, &mut cx);
         }
         self.enqueue(idx);
         Ok(())

@@ -64,6 +64,13 @@ pub struct ClientConfig {
     pub nack_policy: NackPolicy,
     /// Bounds on peer-controlled state.
     pub limits: Limits,
+    /// SotW, non-standard: when a resource's TTL runs out, forget the type's accepted
+    /// version and send a request with an empty `version_info`, so that the server sees a
+    /// client without the current version and delivers it again (Envoy's behaviour since
+    /// envoy#15667). Off by default: the protocol says `version_info` is "the version_info
+    /// received with the most recent successfully processed response" (discovery.proto),
+    /// and an expired resource changes nothing the server sent.
+    pub sotw_refetch_on_ttl_expiry: bool,
 }
 
 impl ClientConfig {
@@ -78,6 +85,7 @@ impl ClientConfig {
             does_not_exist_timeout: Some(Duration::from_secs(15)),
             nack_policy: NackPolicy::RejectAll,
             limits: Limits::default(),
+            sotw_refetch_on_ttl_expiry: false,
         }
     }
 }

@@ -1,15 +1,18 @@
 //! Incremental: the protocol checks of a `DeltaDiscoveryResponse` and the shape of a
-//! `DeltaDiscoveryRequest`. Everything else is shared (see `type_state`).
+//! `DeltaDiscoveryRequest`. Everything else is shared (see `type_state` and `update`).
 
 use alloc::collections::BTreeMap;
-use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::config::Limits;
+use super::defect::{At, ResponseDefect};
 use super::text::SharedStr;
-use super::type_state::{Reply, TypeState};
-use super::update::{check_duplicates, split_resource_errors, ttl_of, Incoming, Reject, Update};
+use super::type_state::TypeState;
+use super::update::{
+    check_capacity, check_count, check_duplicates, check_name_len, finish, received_name,
+    split_resource_errors, ttl_of, wrapper_name, Due, DueKind, Incoming, Reject, Update,
+};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse};
 use crate::pb::envoy::config::core::v3::Node;
 
@@ -30,94 +33,66 @@ pub(crate) fn parse(
         resource_errors,
         ..
     } = resp;
-    let version = SharedStr::from(system_version_info);
-    let nonce = SharedStr::from(nonce);
     let total = resources
         .len()
         .saturating_add(removed_resources.len())
         .saturating_add(removed_resource_names.len())
         .saturating_add(resource_errors.len());
-    let checked = if total > limits.max_resources_per_response {
-        Err(format!(
-            "response carries {total} resources and removals, over the limit of {}",
-            limits.max_resources_per_response
-        ))
-    } else {
-        check(resources, type_url, ts, limits).and_then(|resources| {
-            let mut removed: Vec<SharedStr> =
-                removed_resources.into_iter().map(SharedStr::from).collect();
-            removed.extend(
-                removed_resource_names
-                    .into_iter()
-                    .map(|r| SharedStr::from(r.name)),
-            );
-            if let Some(long) = removed.iter().find(|n| n.len() > limits.max_name_len) {
-                return Err(format!(
-                    "removed name of {} bytes, over the limit of {}",
-                    long.len(),
-                    limits.max_name_len
-                ));
-            }
-            let (not_found, errors) = split_resource_errors(resource_errors, limits.max_name_len)?;
-            removed.extend(not_found);
-            Ok((resources, removed, errors))
-        })
-    };
-    match checked {
-        Ok((resources, removed, errors)) => Ok(Update {
-            nonce,
-            version,
-            resources,
-            removed,
-            full_state: false,
-            errors,
-        }),
-        Err(message) => Err(Reject {
-            nonce,
-            version,
-            message,
-        }),
-    }
+    let checked = check_count("resources and removals", total, limits).and_then(|()| {
+        let mut removed = Vec::with_capacity(
+            removed_resources
+                .len()
+                .saturating_add(removed_resource_names.len()),
+        );
+        let removed_names = removed_resource_names.into_iter().map(|r| r.name);
+        for name in removed_resources.into_iter().chain(removed_names) {
+            check_name_len("removed name", None, &name, limits)?;
+            removed.push(received_name(SharedStr::from(name))?);
+        }
+        let resources = check(resources, type_url, &removed, ts, limits)?;
+        let (not_found, errors) = split_resource_errors(resource_errors, limits)?;
+        removed.extend(not_found);
+        Ok((resources, removed, errors))
+    });
+    finish(
+        SharedStr::from(nonce),
+        SharedStr::from(system_version_info),
+        false,
+        checked,
+    )
 }
 
 fn check(
     resources: Vec<crate::pb::discovery::Resource>,
     type_url: &str,
+    removed: &[SharedStr],
     ts: &TypeState,
     limits: &Limits,
-) -> Result<Vec<Incoming>, String> {
+) -> Result<Vec<Incoming>, ResponseDefect> {
     let mut out = Vec::with_capacity(resources.len());
     for (i, r) in resources.into_iter().enumerate() {
-        let name = if !r.name.is_empty() {
-            SharedStr::from(r.name)
-        } else if let Some(rn) = r.resource_name.filter(|rn| !rn.name.is_empty()) {
-            SharedStr::from(rn.name)
-        } else {
-            return Err(format!("resource {i} has no name"));
-        };
-        let aliases: Vec<SharedStr> = r.aliases.into_iter().map(SharedStr::from).collect();
-        if let Some(long) = core::iter::once(&name)
-            .chain(aliases.iter())
-            .find(|n| n.len() > limits.max_name_len)
-        {
-            return Err(format!(
-                "resource {i}: name or alias of {} bytes, over the limit of {}",
-                long.len(),
-                limits.max_name_len
-            ));
+        let name =
+            wrapper_name(r.name, r.resource_name).ok_or(ResponseDefect::Nameless { at: i })?;
+        check_name_len("name or alias", Some(At::Index(i)), &name, limits)?;
+        let name = received_name(SharedStr::from(name))?;
+        let mut aliases: Vec<SharedStr> = Vec::with_capacity(r.aliases.len());
+        for alias in r.aliases {
+            check_name_len("name or alias", Some(At::Index(i)), &alias, limits)?;
+            aliases.push(SharedStr::from(alias));
         }
         let body = match r.resource {
             Some(any) if any.type_url != type_url => {
-                return Err(format!(
-                    "resource {:?} has type {}, but the response is of type {type_url}",
-                    name.as_str(),
-                    any.type_url
-                ))
+                return Err(ResponseDefect::TypeMismatch {
+                    at: At::Name(name),
+                    found: String::from(any.type_url.as_str()),
+                    expected: String::from(type_url),
+                    wrapped: false,
+                })
             }
             Some(any) => Some(any.value),
             None => None,
         };
-        let ttl = ttl_of(r.ttl).map_err(|e| format!("resource {:?}: {e}", name.as_str()))?;
+        let ttl = ttl_of(r.ttl, || At::Name(name.clone()))?;
         out.push(Incoming {
             name,
             version: Some(SharedStr::from(r.version)),
@@ -126,56 +101,27 @@ fn check(
             ttl,
         });
     }
-    check_duplicates(&out)?;
+    check_duplicates(&out, removed)?;
     out.retain(|inc| ts.wants(&inc.name, &inc.aliases));
-    let new_names = out
-        .iter()
-        .filter(|inc| inc.body.is_some() && !ts.records.contains_key(inc.name.as_str()))
-        .count();
-    let after = ts.records.len().saturating_add(new_names);
-    if after > limits.max_names_per_type {
-        return Err(format!(
-            "would hold {after} resources of this type, over the limit of {}",
-            limits.max_names_per_type
-        ));
-    }
+    check_capacity(ts, &out, false, limits)?;
     Ok(out)
 }
 
-/// The kind of incremental request due for a type, if any.
-pub(crate) enum Due {
-    /// First request of the type on this stream.
-    Initial,
-    /// The answer to one response (may carry unsent interest changes).
-    Reply(Reply),
-    /// Spontaneous interest change (no nonce).
-    Change,
-}
-
-pub(crate) fn due(ts: &mut TypeState) -> Option<Due> {
+/// The kind of incremental request due for a type, if any: the first request of the
+/// stream first, then the answers to responses in order (each may carry unsent interest
+/// changes), then a spontaneous interest change. While a verdict is pending, only the
+/// answers owed to responses before it may leave.
+pub(crate) fn due(ts: &TypeState) -> Option<DueKind> {
     if ts.pending.is_some() {
-        // Only the answers owed to responses before the pending one may leave.
-        return ts.replies.pop_front().map(Due::Reply);
+        return (!ts.replies.is_empty()).then_some(DueKind::Reply);
     }
     if !ts.sent_first && ts.sub.has_interest() {
-        return Some(Due::Initial);
+        return Some(DueKind::Initial);
     }
-    if let Some(reply) = ts.replies.pop_front() {
-        return Some(Due::Reply(reply));
+    if !ts.replies.is_empty() {
+        return Some(DueKind::Reply);
     }
-    if ts.sent_first && ts.sub.delta_has_diff() {
-        return Some(Due::Change);
-    }
-    None
-}
-
-pub(crate) fn has_due(ts: &TypeState) -> bool {
-    if ts.pending.is_some() {
-        return !ts.replies.is_empty();
-    }
-    (!ts.sent_first && ts.sub.has_interest())
-        || !ts.replies.is_empty()
-        || (ts.sent_first && ts.sub.delta_has_diff())
+    (ts.sent_first && ts.sub.delta_has_diff()).then_some(DueKind::Change)
 }
 
 /// Builds the request and records what the server is now told. Returns it with the names

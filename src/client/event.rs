@@ -6,7 +6,9 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
 
+use super::defect::ResponseDefect;
 use super::text::SharedStr;
+use crate::name::NameParseError;
 
 /// Why a resource left the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -125,6 +127,9 @@ pub enum ClientEvent {
         /// The names whose content was rejected; empty when the response as a whole broke a
         /// protocol rule.
         rejected: Vec<SharedStr>,
+        /// The protocol rule the response broke, when it was rejected whole for one (its
+        /// `Display` is `error`); `None` when the application rejected content.
+        defect: Option<ResponseDefect>,
     },
     /// Every name subscribed before the type's first answer has arrived, been rejected or is
     /// known not to exist (for a wildcard: the first response was handled). Once per type.
@@ -170,6 +175,8 @@ pub enum ClientError {
     LimitExceeded,
     /// The ticket is unknown, already answered, or from a stream that has since broken.
     UnknownTicket,
+    /// A name starts with `xdstp://` but is not a well-formed xdstp name (xDS TP1).
+    MalformedXdstpName(NameParseError),
 }
 
 impl fmt::Display for ClientError {
@@ -182,6 +189,7 @@ impl fmt::Display for ClientError {
             }
             ClientError::LimitExceeded => "a configured limit would be exceeded",
             ClientError::UnknownTicket => "unknown or stale verdict ticket",
+            ClientError::MalformedXdstpName(e) => return write!(f, "malformed xdstp name: {e}"),
         })
     }
 }

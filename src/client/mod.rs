@@ -41,20 +41,33 @@
 //! * `type_state`: everything the two variants share: cache mutations, removal reasons,
 //!   does-not-exist, TTL, per-resource status, readiness, ACK/NACK replies.
 //! * `validation`: the application's validators and the NACK message.
-//! * `commands`, `stream`, `output`, `reads`: the public methods of [`Client`], grouped by
-//!   who calls them; they only route to the modules above and order what leaves.
+//! * `intake`, `interest`: the per-type steps of a response (hold, check, judge, apply,
+//!   verdict) and of interest (subscribe, unsubscribe, the next request).
+//! * `variant`: the one place that dispatches between SotW and incremental.
+//! * `update`: what both variants share before the apply step (checks, limits, what a
+//!   type owes).
+//! * `inputs`, `commands`, `outputs`, `reads`: the public methods of [`Client`], by kind
+//!   (see [`Client`]); they only route to the per-type state and order what leaves.
 //!
 //! # Decisions
 //!
 //! * **Legacy wildcard vs explicit `*`.** `subscribe(LDS or CDS, &[])` asks for everything
-//!   the legacy way: the first request of the stream for that type carries no names (seed
-//!   000, "How the client specifies what resources to return"). Once a request with names
-//!   was sent on the stream an empty list would mean "nothing", so a wildcard that lives
-//!   next to names is sent as an explicit `*` (as Envoy does when names join a legacy
-//!   wildcard). `subscribe(t, &["*"])` is the explicit wildcard for any type; unsubscribing
-//!   `*` leaves it. In SotW, leaving a *legacy* wildcard that was never joined by a name
-//!   cannot be said on the wire (an empty list is still the wildcard), so the client stops
-//!   caching that type and ACKs what keeps arriving; a reconnect ends it.
+//!   the legacy way: the first request of the stream for that type carries no names (xDS
+//!   protocol, "How the client specifies what resources to return"). `subscribe(t, &["*"])`
+//!   is the explicit wildcard for any type; unsubscribing `*` leaves it. In SotW every
+//!   request carries the full list, and once a request with names was sent on the stream an
+//!   empty list would mean "nothing", so a wildcard that lives next to names is sent as an
+//!   explicit `*` (as Envoy does when names join a legacy wildcard). In SotW, leaving a
+//!   *legacy* wildcard that was never joined by a name cannot be said on the wire (an empty
+//!   list is still the wildcard), so the client stops caching that type and ACKs what keeps
+//!   arriving; a reconnect ends it. Incremental requests carry changes, and the server
+//!   keeps the wildcard it recorded from the first request, so names added next to a
+//!   legacy wildcard go alone (`resource_names_subscribe: [foo]`) and `*` is never sent
+//!   again: subscribing `*` would ask the server to resend every wildcard resource
+//!   (`resource_names_subscribe`: the server must respond with every resource listed there;
+//!   Envoy's `NewDeltaSubscriptionState` only adds the new names). `*` is listed explicitly
+//!   only on the first request of a stream when names are also wanted; `*` alone still
+//!   goes out in legacy form.
 //! * **Protocol checks vs content validation.** Duplicate names (seed 000, "Duplicate
 //!   Resource Names"), an `Any` whose type differs from the response's, an undecodable
 //!   `Resource` wrapper, an unreadable name, an invalid TTL and exceeded [`Limits`] NACK the
@@ -76,19 +89,24 @@
 //!   exist. In SotW, absence from a response never proves non-existence (seed 000, "Knowing
 //!   When a Requested Resource Does Not Exist"), except the deletion of a held resource by
 //!   a full-state LDS/CDS response.
-//! * **TTL (seed 004, `Resource.ttl`).** Set or reset by a resource carrying a TTL, cleared by
-//!   one without; a heartbeat (a `Resource` without body at the version held) only moves
-//!   the timer. On expiry the resource is removed ([`RemovalReason::Expired`], status
-//!   `Expired`) and, following envoy#15667 ("reset type version upon TTL expiry and
-//!   schedule new request for SotW"), the client asks again: in SotW it forgets the type's
-//!   accepted version and sends a request with an empty `version_info`, so the server sees
-//!   a client that lacks the current version and re-delivers; incremental re-sends the name
-//!   in `resource_names_subscribe` (the server must answer every name listed there), and an
-//!   expired resource is left out of the next `initial_resource_versions`. A resource that
-//!   only the wildcard brought in is asked for by name as well (the newest text lets a
+//! * **TTL (discovery.proto, `Resource.ttl`).** Set or reset by a resource carrying a TTL,
+//!   cleared by one without; a heartbeat (a `Resource` without body at the version held)
+//!   only moves the timer, and a body-less `Resource` at any other version is neither a
+//!   heartbeat nor a resource: the response is NACKed (`Resource.resource` may be omitted
+//!   only for "a response that doesn't change the resource version"). On expiry the
+//!   resource is removed ([`RemovalReason::Expired`], status `Expired`). In SotW nothing is
+//!   sent and `version_info` stays the last accepted version ("the version_info received
+//!   with the most recent successfully processed response", discovery.proto);
+//!   [`ClientConfig::sotw_refetch_on_ttl_expiry`] turns on Envoy's non-standard refetch
+//!   (envoy#15667: forget the accepted version and send a request with an empty one, so
+//!   the server re-delivers). Incremental re-sends the name in `resource_names_subscribe`
+//!   (the server must answer every name listed there; discovery.proto's note on TTL), and
+//!   an expired resource is left out of the next `initial_resource_versions`. A resource
+//!   that only the wildcard brought in is asked for by name as well (the newest text lets a
 //!   wildcard subscriber name resources too); that name stays subscribed on the stream
 //!   until the wildcard is dropped, when it is unsubscribed with it, so the application's
-//!   interest is unchanged.
+//!   interest is unchanged. A name the application unsubscribed is never subscribed again
+//!   on its behalf.
 //! * **Incremental does-not-exist.** A `Resource` with a subscribed name and no body, when the
 //!   client does not hold that name at that version, means the resource does not exist
 //!   (seed 000, "Knowing When a Requested Resource Does Not Exist"); so does a name in
@@ -141,28 +159,32 @@
 mod cache;
 mod commands;
 mod config;
+mod defect;
 mod delta;
 mod event;
-mod output;
+mod inputs;
+mod intake;
+mod interest;
+mod outputs;
 mod reads;
 mod sotw;
 mod status;
-mod stream;
 mod subscription;
 mod text;
 mod timers;
 mod type_state;
 mod update;
 mod validation;
+mod variant;
 
 use alloc::collections::VecDeque;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashMap;
 
 pub use cache::CachedResource;
 pub use config::{ClientConfig, Limits, NackPolicy};
+pub use defect::{At, ResponseDefect};
 pub use event::{
     ClientError, ClientEvent, IgnoreReason, PendingResource, RemovalReason, VerdictTicket,
 };
@@ -172,12 +194,23 @@ pub use text::SharedStr;
 pub use validation::{cap_message, Validator, MAX_ERROR_MESSAGE, NACK_CODE, TRUNCATION_MARKER};
 
 use type_state::{Ctx, TypeState};
+use validation::Judges;
 
-use crate::message::Variant;
-use crate::resource::NameExtractor;
 use crate::time::Instant;
 
 /// The protocol state of one xDS stream (and its successors) to one management server.
+///
+/// # Method kinds
+///
+/// As every machine of the crate, a `Client` has four kinds of method:
+/// - **inputs** ([`Client::connected`], [`Client::disconnected`],
+///   [`Client::handle_response`], [`Client::handle_timeout`]) take `now` and never fail:
+///   whatever the server sent becomes state, events and queued requests;
+/// - **commands** from the application ([`Client::subscribe`], [`Client::unsubscribe`],
+///   [`Client::verdict`], validators) may return a [`ClientError`] and then change nothing;
+/// - **outputs** (`poll_*`): after every input or command, drain [`Client::poll_request`],
+///   then [`Client::poll_event`], then read [`Client::poll_timeout`];
+/// - **reads** (`&self`): the cache and the per-resource status.
 ///
 /// ```
 /// use xds_sansio::client::{Client, ClientConfig, ClientEvent};
@@ -211,17 +244,13 @@ pub struct Client {
     config: ClientConfig,
     types: Vec<TypeState>,
     index: HashMap<SharedStr, usize>,
-    /// Shared so that a `Client` can be cloned (model checking explores from copies).
-    validators: HashMap<SharedStr, Arc<dyn Validator>>,
-    deferred: HashSet<SharedStr>,
-    extractors: HashMap<SharedStr, NameExtractor>,
+    judges: Judges,
     timers: timers::Timers,
     events: VecDeque<ClientEvent>,
     send_queue: VecDeque<usize>,
     connected: bool,
     first_on_stream: bool,
     last_now: Instant,
-    next_ticket: u64,
 }
 
 impl fmt::Debug for Client {
@@ -243,21 +272,18 @@ impl Client {
     /// merges two different ones).
     #[doc(hidden)]
     pub fn debug_state(&self) -> alloc::string::String {
-        let validators: Vec<&SharedStr> = self.validators.keys().collect();
         alloc::format!(
-            "{:?}|{:?}|{:?}|{validators:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{:?}|{}",
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{:?}",
             self.config,
             self.types,
             self.index,
-            self.deferred,
-            self.extractors.keys().collect::<Vec<_>>(),
+            self.judges,
             self.timers,
             self.events,
             self.send_queue,
             self.connected,
             self.first_on_stream,
             self.last_now,
-            self.next_ticket
         )
     }
 }
@@ -269,16 +295,13 @@ impl Client {
             config,
             types: Vec::new(),
             index: HashMap::new(),
-            validators: HashMap::new(),
-            deferred: HashSet::new(),
-            extractors: HashMap::new(),
+            judges: Judges::default(),
             timers: timers::Timers::default(),
             events: VecDeque::new(),
             send_queue: VecDeque::new(),
             connected: false,
             first_on_stream: false,
             last_now: Instant::ZERO,
-            next_ticket: 0,
         }
     }
 
@@ -313,44 +336,42 @@ impl Client {
         idx
     }
 
-    fn has_due(&self, ts: &TypeState) -> bool {
-        match self.config.variant {
-            Variant::Sotw => sotw::has_due(ts),
-            Variant::Delta => delta::has_due(ts),
-        }
+    /// The type at `idx` and the context its per-type step needs: the only place a
+    /// [`Ctx`] is built.
+    fn split(&mut self, idx: usize) -> Option<(&mut TypeState, Ctx<'_>)> {
+        let Client {
+            config,
+            types,
+            judges,
+            timers,
+            events,
+            last_now,
+            ..
+        } = self;
+        let ts = types.get_mut(idx)?;
+        let cx = Ctx {
+            idx,
+            now: *last_now,
+            config,
+            judges,
+            timers,
+            events,
+        };
+        Some((ts, cx))
     }
 
-    /// Puts the type in the send queue if it has something to send.
+    /// Puts the type in the send queue if it owes a request.
     fn enqueue(&mut self, idx: usize) {
         if !self.connected {
             return;
         }
-        let Some(ts) = self.types.get(idx) else {
+        let Some((ts, cx)) = self.split(idx) else {
             return;
         };
-        if ts.queued || !self.has_due(ts) {
+        if ts.queued || !ts.has_due(&cx) {
             return;
         }
-        if let Some(ts) = self.types.get_mut(idx) {
-            ts.queued = true;
-            self.send_queue.push_back(idx);
-        }
-    }
-
-    fn with_type<R>(
-        &mut self,
-        idx: usize,
-        f: impl FnOnce(&mut TypeState, &mut Ctx<'_>) -> R,
-    ) -> Option<R> {
-        let ts = self.types.get_mut(idx)?;
-        let mut cx = Ctx {
-            idx,
-            now: self.last_now,
-            variant: self.config.variant,
-            policy: self.config.nack_policy,
-            timers: &mut self.timers,
-            events: &mut self.events,
-        };
-        Some(f(ts, &mut cx))
+        ts.queued = true;
+        self.send_queue.push_back(idx);
     }
 }

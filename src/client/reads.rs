@@ -5,6 +5,7 @@ use alloc::vec::Vec;
 use super::cache::Record;
 use super::{CachedResource, Client, ResourceStatus, SharedStr, StatusEntry};
 use crate::message::Variant;
+use crate::name::comparable;
 
 impl Client {
     // ------------------------------------------------------------------ reads
@@ -12,7 +13,7 @@ impl Client {
     /// The accepted resource `name` (or alias) of `type_url`, if held.
     pub fn resource(&self, type_url: &str, name: &str) -> Option<&CachedResource> {
         let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
-        ts.record(name).and_then(|r| r.cached.as_ref())
+        ts.record(&comparable(name)).and_then(|r| r.cached.as_ref())
     }
 
     /// The names subscribed for `type_url`, sorted (`*` for the wildcard, legacy or
@@ -58,7 +59,14 @@ impl Client {
     /// resources have one.
     pub fn status(&self, type_url: &str, name: &str) -> Option<ResourceStatus> {
         let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
-        ts.record(name).map(Record::status)
+        ts.record(&comparable(name)).map(Record::status)
+    }
+
+    /// The `control_plane.identifier` of the last response of `type_url`: which management
+    /// server answered (a CSDS view shows it).
+    pub fn control_plane(&self, type_url: &str) -> Option<&str> {
+        let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
+        ts.control_plane.as_deref()
     }
 
     /// Every status, sorted by type URL then name: the material of a CSDS dump.
@@ -71,6 +79,7 @@ impl Client {
                     type_url: ts.url.clone(),
                     name: n.clone(),
                     status: r.status(),
+                    control_plane: ts.control_plane.clone(),
                 })
             })
             .collect();

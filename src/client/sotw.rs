@@ -1,16 +1,19 @@
 //! State of the World: the protocol checks of a `DiscoveryResponse` and the shape of a
-//! `DiscoveryRequest`. Everything else is shared (see `type_state`).
+//! `DiscoveryRequest`. Everything else is shared (see `type_state` and `update`).
 
-use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use prost::Message;
 
 use super::config::Limits;
+use super::defect::{At, ResponseDefect};
 use super::text::SharedStr;
-use super::type_state::{Reply, TypeState};
-use super::update::{check_duplicates, split_resource_errors, ttl_of, Incoming, Reject, Update};
+use super::type_state::TypeState;
+use super::update::{
+    check_capacity, check_count, check_duplicates, check_name_len, finish, received_name,
+    split_resource_errors, ttl_of, wrapper_name, Due, DueKind, Incoming, Reject, Update,
+};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use crate::pb::envoy::config::core::v3::Node;
 use crate::resource::{name_field_1, NameExtractor};
@@ -33,170 +36,131 @@ pub(crate) fn parse(
         ..
     } = resp;
     let version = SharedStr::from(version_info);
-    let nonce = SharedStr::from(nonce);
-    let checked = if resource_errors.len() > limits.max_resources_per_response {
-        Err(format!(
-            "response carries {} resource errors, over the limit of {}",
-            resource_errors.len(),
-            limits.max_resources_per_response
-        ))
-    } else {
-        check(resources, type_url, ts, limits, extractor).and_then(|resources| {
-            split_resource_errors(resource_errors, limits.max_name_len)
-                .map(|(removed, errors)| (resources, removed, errors))
-        })
-    };
-    match checked {
-        Ok((resources, removed, errors)) => Ok(Update {
-            nonce,
-            version,
-            resources,
-            removed,
-            full_state: ts.info.full_state_in_sotw(),
-            errors,
-        }),
-        Err(message) => Err(Reject {
-            nonce,
-            version,
-            message,
-        }),
-    }
+    let full_state = ts.info.full_state_in_sotw();
+    let checked = check_count("resource errors", resource_errors.len(), limits)
+        .and_then(|()| check(resources, type_url, &version, ts, limits, extractor))
+        .and_then(|resources| {
+            let (removed, errors) = split_resource_errors(resource_errors, limits)?;
+            Ok((resources, removed, errors))
+        });
+    finish(SharedStr::from(nonce), version, full_state, checked)
 }
 
-fn name_of(body: &Bytes, extractor: Option<NameExtractor>, i: usize) -> Result<SharedStr, String> {
+fn name_of(
+    body: &Bytes,
+    extractor: Option<NameExtractor>,
+    at: usize,
+) -> Result<SharedStr, ResponseDefect> {
     let name = extractor.unwrap_or(name_field_1)(body)
-        .map_err(|e| format!("resource {i}: cannot read its name: {e}"))?;
+        .map_err(|error| ResponseDefect::UnreadableName { at, error })?;
     // Checked again whatever the extractor: `SharedStr` relies on it for soundness.
-    SharedStr::from_utf8(name).map_err(|_| format!("resource {i}: name is not UTF-8"))
+    let name = SharedStr::from_utf8(name).map_err(|_| ResponseDefect::NameNotUtf8 { at })?;
+    received_name(name)
+}
+
+/// One entry of `resources`: an `Any` of the response's type, or a `Resource` wrapper.
+fn incoming(
+    any: crate::pb::google::protobuf::Any,
+    type_url: &str,
+    at: usize,
+    extractor: Option<NameExtractor>,
+) -> Result<Incoming, ResponseDefect> {
+    if any.type_url != RESOURCE_WRAPPER_TYPE_URL {
+        if any.type_url != type_url {
+            return Err(ResponseDefect::TypeMismatch {
+                at: At::Index(at),
+                found: String::from(any.type_url.as_str()),
+                expected: String::from(type_url),
+                wrapped: false,
+            });
+        }
+        return Ok(Incoming {
+            name: name_of(&any.value, extractor, at)?,
+            version: None,
+            body: Some(any.value),
+            aliases: Vec::new(),
+            ttl: None,
+        });
+    }
+    let wrapper = Resource::decode(any.value).map_err(|e| ResponseDefect::UndecodableWrapper {
+        at,
+        error: alloc::format!("{e}"),
+    })?;
+    let ttl = ttl_of(wrapper.ttl, || At::Index(at))?;
+    let body = match wrapper.resource {
+        Some(inner) if inner.type_url != type_url => {
+            return Err(ResponseDefect::TypeMismatch {
+                at: At::Index(at),
+                found: String::from(inner.type_url.as_str()),
+                expected: String::from(type_url),
+                wrapped: true,
+            })
+        }
+        Some(inner) => Some(inner.value),
+        None => None,
+    };
+    let name = match (wrapper_name(wrapper.name, wrapper.resource_name), &body) {
+        (Some(name), _) => received_name(SharedStr::from(name))?,
+        (None, Some(body)) => name_of(body, extractor, at)?,
+        (None, None) => return Err(ResponseDefect::NamelessHeartbeat { at }),
+    };
+    Ok(Incoming {
+        name,
+        version: (!wrapper.version.is_empty()).then(|| SharedStr::from(wrapper.version)),
+        body,
+        aliases: wrapper.aliases.into_iter().map(SharedStr::from).collect(),
+        ttl,
+    })
 }
 
 fn check(
     resources: Vec<crate::pb::google::protobuf::Any>,
     type_url: &str,
+    response_version: &SharedStr,
     ts: &TypeState,
     limits: &Limits,
     extractor: Option<NameExtractor>,
-) -> Result<Vec<Incoming>, String> {
-    if resources.len() > limits.max_resources_per_response {
-        return Err(format!(
-            "response carries {} resources, over the limit of {}",
-            resources.len(),
-            limits.max_resources_per_response
-        ));
-    }
+) -> Result<Vec<Incoming>, ResponseDefect> {
+    check_count("resources", resources.len(), limits)?;
     let mut out = Vec::with_capacity(resources.len());
     for (i, any) in resources.into_iter().enumerate() {
-        let inc = if any.type_url == RESOURCE_WRAPPER_TYPE_URL {
-            let wrapper = Resource::decode(any.value)
-                .map_err(|e| format!("resource {i}: undecodable Resource wrapper: {e}"))?;
-            let ttl = ttl_of(wrapper.ttl).map_err(|e| format!("resource {i}: {e}"))?;
-            let body = match wrapper.resource {
-                Some(inner) if inner.type_url != type_url => {
-                    return Err(format!(
-                        "resource {i} has type {} inside its wrapper, but the response is of type {type_url}",
-                        inner.type_url
-                    ))
-                }
-                Some(inner) => Some(inner.value),
-                None => None,
-            };
-            let name = if !wrapper.name.is_empty() {
-                SharedStr::from(wrapper.name)
-            } else if let Some(rn) = wrapper.resource_name.filter(|rn| !rn.name.is_empty()) {
-                SharedStr::from(rn.name)
-            } else if let Some(body) = &body {
-                name_of(body, extractor, i)?
-            } else {
-                return Err(format!("resource {i}: heartbeat wrapper without a name"));
-            };
-            Incoming {
-                name,
-                version: (!wrapper.version.is_empty()).then(|| SharedStr::from(wrapper.version)),
-                body,
-                aliases: wrapper.aliases.into_iter().map(SharedStr::from).collect(),
-                ttl,
-            }
-        } else if any.type_url != type_url {
-            return Err(format!(
-                "resource {i} has type {}, but the response is of type {type_url}",
-                any.type_url
-            ));
-        } else {
-            Incoming {
-                name: name_of(&any.value, extractor, i)?,
-                version: None,
-                body: Some(any.value),
-                aliases: Vec::new(),
-                ttl: None,
-            }
-        };
-        if inc.name.len() > limits.max_name_len {
-            return Err(format!(
-                "resource {i}: name of {} bytes, over the limit of {}",
-                inc.name.len(),
-                limits.max_name_len
-            ));
-        }
+        let inc = incoming(any, type_url, i, extractor)?;
+        check_name_len("name", Some(At::Index(i)), &inc.name, limits)?;
         out.push(inc);
     }
-    check_duplicates(&out)?;
-    if !ts.sub.is_wildcard() {
-        out.retain(|inc| ts.sub.names(&inc.name));
+    check_duplicates(&out, &[])?;
+    out.retain(|inc| ts.wants(&inc.name, &[]));
+    // A body-less wrapper is a heartbeat only at the version held ("a response that
+    // doesn't change the resource version", discovery.proto, `Resource.resource`).
+    for inc in out.iter().filter(|inc| inc.body.is_none()) {
+        let version = inc.version.as_ref().unwrap_or(response_version);
+        let held = ts.record(&inc.name).and_then(|r| r.cached.as_ref());
+        if held.is_none_or(|c| c.version != *version) {
+            return Err(ResponseDefect::BodylessAtOtherVersion {
+                name: inc.name.clone(),
+                version: version.clone(),
+            });
+        }
     }
-    let after = if ts.info.full_state_in_sotw() {
-        out.len()
-    } else {
-        let new_names = out
-            .iter()
-            .filter(|inc| inc.body.is_some() && !ts.records.contains_key(inc.name.as_str()))
-            .count();
-        ts.records.len().saturating_add(new_names)
-    };
-    if after > limits.max_names_per_type {
-        return Err(format!(
-            "would hold {after} resources of this type, over the limit of {}",
-            limits.max_names_per_type
-        ));
-    }
+    check_capacity(ts, &out, ts.info.full_state_in_sotw(), limits)?;
     Ok(out)
 }
 
-/// The kind of SotW request due for a type, if any.
-pub(crate) enum Due {
-    /// First request of the type on this stream.
-    Initial,
-    /// The answer to a response.
-    Reply(Reply),
-    /// Interest changed (or the version was reset) between responses.
-    Change,
-}
-
-pub(crate) fn due(ts: &mut TypeState) -> Option<Due> {
-    let legacy = ts.info.legacy_wildcard();
+/// The kind of SotW request due for a type, if any: the answer to the latest response
+/// first (a response that beat our first request is answered by it), then the first
+/// request, then an interest change (or a version reset). While a verdict is pending, only
+/// the answers owed to responses before it may leave.
+pub(crate) fn due(ts: &TypeState) -> Option<DueKind> {
+    if !ts.replies.is_empty() {
+        return Some(DueKind::Reply);
+    }
     if ts.pending.is_some() {
-        // Only the answers owed to responses before the pending one may leave.
-        return ts.replies.pop_front().map(Due::Reply);
+        return None;
     }
-    if let Some(reply) = ts.replies.pop_front() {
-        // A response that beat our first request is answered by it.
-        return Some(Due::Reply(reply));
+    if !ts.sent_first {
+        return ts.sub.has_interest().then_some(DueKind::Initial);
     }
-    if !ts.sent_first && ts.sub.has_interest() {
-        return Some(Due::Initial);
-    }
-    if ts.sent_first && (ts.resend || ts.sub.sotw_changed(legacy)) {
-        return Some(Due::Change);
-    }
-    None
-}
-
-pub(crate) fn has_due(ts: &TypeState) -> bool {
-    if ts.pending.is_some() {
-        return !ts.replies.is_empty();
-    }
-    (!ts.sent_first && ts.sub.has_interest())
-        || !ts.replies.is_empty()
-        || (ts.sent_first && (ts.resend || ts.sub.sotw_changed(ts.info.legacy_wildcard())))
+    (ts.resend || ts.sub.sotw_changed(ts.info.legacy_wildcard())).then_some(DueKind::Change)
 }
 
 /// Builds the request and records what was sent. Returns it with the names it carries.

@@ -67,4 +67,7 @@ pub struct StatusEntry {
     pub name: SharedStr,
     /// Its status.
     pub status: ResourceStatus,
+    /// The management server that sent the last response of the type
+    /// (`control_plane.identifier`), if it said.
+    pub control_plane: Option<SharedStr>,
 }

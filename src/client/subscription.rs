@@ -6,6 +6,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::text::SharedStr;
+use crate::name::{collection_of, is_glob};
 
 /// The explicit wildcard name.
 pub const WILDCARD: &str = "*";
@@ -23,12 +24,15 @@ pub(crate) struct Subscription {
     pub(crate) named_on_stream: bool,
     /// Incremental: the names this stream's server tracks for us.
     pub(crate) told: BTreeSet<SharedStr>,
-    /// Incremental: the server holds a legacy (implicit) wildcard for us.
-    pub(crate) told_legacy: bool,
     /// Incremental: subscriptions not sent yet.
     pub(crate) pending_sub: BTreeSet<SharedStr>,
     /// Incremental: unsubscriptions not sent yet.
     pub(crate) pending_unsub: BTreeSet<SharedStr>,
+    /// Names the application unsubscribed while the wildcard still covers them: never
+    /// subscribed again on its behalf (TTL recovery).
+    pub(crate) dropped: BTreeSet<SharedStr>,
+    /// How many of the names are `xdstp://` glob collections (xDS TP1).
+    pub(crate) globs: usize,
 }
 
 impl Subscription {
@@ -40,9 +44,14 @@ impl Subscription {
         !self.desired.is_empty()
     }
 
-    /// Whether `name` was asked for by name (not through the wildcard).
+    /// Whether `name` was asked for by name (not through the wildcard or a glob).
     pub(crate) fn names(&self, name: &str) -> bool {
         name != WILDCARD && self.desired.contains(name)
+    }
+
+    /// Whether `name` belongs to an `xdstp://` glob collection that is subscribed.
+    pub(crate) fn in_glob(&self, name: &str) -> bool {
+        self.globs > 0 && collection_of(name).is_some_and(|g| self.desired.contains(g.as_str()))
     }
 
     /// Adds a wanted name; true if it is new. Merges with unsent changes: an unsent
@@ -57,6 +66,10 @@ impl Subscription {
         if !self.desired.insert(name.clone()) {
             return false;
         }
+        if is_glob(&name) {
+            self.globs += 1;
+        }
+        self.dropped.remove(&name);
         self.pending_unsub.remove(&name);
         self.pending_sub.insert(name);
         true
@@ -68,8 +81,12 @@ impl Subscription {
         let Some(name) = self.desired.take(name) else {
             return false;
         };
+        if is_glob(&name) {
+            self.globs = self.globs.saturating_sub(1);
+        }
         if name == WILDCARD {
             self.legacy = false;
+            self.dropped.clear();
             // Names subscribed only to recover an expired resource (`resubscribe`) were
             // interest of the wildcard: they go with it.
             let recovered: Vec<SharedStr> = self
@@ -87,6 +104,9 @@ impl Subscription {
             }
         }
         self.pending_sub.remove(&name);
+        if name != WILDCARD && self.is_wildcard() {
+            self.dropped.insert(name.clone());
+        }
         if self.told.contains(&name) {
             self.pending_unsub.insert(name);
         }
@@ -97,8 +117,9 @@ impl Subscription {
     /// expiry): the server must answer every name in `resource_names_subscribe`. A name
     /// only the wildcard brought in is subscribed by name too: it then sits in `told`
     /// without being desired, and leaves with the wildcard (see [`Subscription::remove`]).
+    /// A name the application unsubscribed is never subscribed again on its behalf.
     pub(crate) fn resubscribe(&mut self, name: &SharedStr) {
-        if self.desired.contains(name) || self.is_wildcard() {
+        if self.desired.contains(name) || (self.is_wildcard() && !self.dropped.contains(name)) {
             self.pending_sub.insert(name.clone());
         }
     }
@@ -108,7 +129,6 @@ impl Subscription {
         self.last_sent = None;
         self.named_on_stream = false;
         self.told.clear();
-        self.told_legacy = false;
         self.pending_sub.clear();
         self.pending_unsub.clear();
     }
@@ -153,30 +173,24 @@ impl Subscription {
         self.pending_unsub.clear();
         self.told = self.desired.clone();
         if legacy_capable && self.legacy && self.desired.len() == 1 {
-            self.told_legacy = true;
             return Vec::new();
         }
         self.desired.iter().map(String::from).collect()
     }
 
     /// Incremental: the unsent subscribe / unsubscribe diffs, sorted; marks them told.
+    /// Names added next to a legacy wildcard go alone: the server keeps the wildcard it
+    /// recorded on the first request, and subscribing `*` again would ask it to resend
+    /// every wildcard resource ("the server must respond with all resources listed" in
+    /// `resource_names_subscribe`, discovery.proto; Envoy's `NewDeltaSubscriptionState`
+    /// likewise only adds the new names).
     pub(crate) fn delta_take_diff(&mut self) -> (Vec<String>, Vec<String>) {
-        if !self.pending_sub.is_empty() && self.told_legacy {
-            // Adding names to a legacy wildcard: keep the wildcard by naming it.
-            self.told_legacy = false;
-            if self.desired.contains(WILDCARD) {
-                self.pending_sub.insert(SharedStr::from_static(WILDCARD));
-            }
-        }
         let sub: Vec<String> = self.pending_sub.iter().map(String::from).collect();
         let unsub: Vec<String> = self.pending_unsub.iter().map(String::from).collect();
         for n in core::mem::take(&mut self.pending_sub) {
             self.told.insert(n);
         }
         for n in core::mem::take(&mut self.pending_unsub) {
-            if n == WILDCARD {
-                self.told_legacy = false;
-            }
             self.told.remove(&n);
         }
         (sub, unsub)

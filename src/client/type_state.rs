@@ -11,14 +11,15 @@ use core::time::Duration;
 use hashbrown::{HashMap, HashSet};
 
 use super::cache::{CachedResource, Record};
-use super::config::NackPolicy;
+use super::config::{ClientConfig, NackPolicy};
+use super::defect::ResponseDefect;
 use super::event::{ClientEvent, RemovalReason, VerdictTicket};
 use super::status::{Rejection, ResourceState, ServerError};
-use super::subscription::{Subscription, WILDCARD};
+use super::subscription::Subscription;
 use super::text::SharedStr;
 use super::timers::{TimerKind, Timers};
 use super::update::{is_collection, Incoming, ReportedError, Update};
-use super::validation::{nack_status, rejection_message};
+use super::validation::{nack_status, rejection_message, Judges};
 use crate::message::{Response, Variant};
 use crate::pb::google::rpc::Status;
 use crate::time::Instant;
@@ -44,14 +45,25 @@ pub(crate) enum Held {
     },
 }
 
-/// What the shared step needs from the client besides the type.
+/// What the per-type step needs from the client besides the type: built in one place,
+/// `Client::split`.
 pub(crate) struct Ctx<'a> {
     pub(crate) idx: usize,
     pub(crate) now: Instant,
-    pub(crate) variant: Variant,
-    pub(crate) policy: NackPolicy,
+    pub(crate) config: &'a ClientConfig,
+    pub(crate) judges: &'a mut Judges,
     pub(crate) timers: &'a mut Timers,
     pub(crate) events: &'a mut VecDeque<ClientEvent>,
+}
+
+impl Ctx<'_> {
+    pub(crate) fn variant(&self) -> Variant {
+        self.config.variant
+    }
+
+    fn policy(&self) -> NackPolicy {
+        self.config.nack_policy
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -66,6 +78,9 @@ pub(crate) struct TypeState {
     pub(crate) version: SharedStr,
     /// Incremental: last accepted `system_version_info` (status only).
     pub(crate) system_version: SharedStr,
+    /// The `control_plane.identifier` of the last response of the type (CSDS: which
+    /// management server answered).
+    pub(crate) control_plane: Option<SharedStr>,
     // --- this stream ---
     pub(crate) sent_first: bool,
     /// Latest response nonce of this type on this stream.
@@ -107,6 +122,7 @@ impl TypeState {
             aliases: HashMap::new(),
             version: SharedStr::EMPTY,
             system_version: SharedStr::EMPTY,
+            control_plane: None,
             sent_first: false,
             nonce: SharedStr::EMPTY,
             replies: VecDeque::new(),
@@ -126,7 +142,10 @@ impl TypeState {
 
     /// Whether a resource named `name` (with `aliases`) is wanted.
     pub(crate) fn wants(&self, name: &str, aliases: &[SharedStr]) -> bool {
-        self.sub.is_wildcard() || self.sub.names(name) || aliases.iter().any(|a| self.sub.names(a))
+        self.sub.is_wildcard()
+            || self.sub.names(name)
+            || aliases.iter().any(|a| self.sub.names(a))
+            || self.sub.in_glob(name)
     }
 
     /// The record of `name`, following an alias.
@@ -171,7 +190,8 @@ impl TypeState {
             return;
         }
         self.armed = true;
-        if name == WILDCARD {
+        if is_collection(name) {
+            // Answered by the first response, whatever it holds.
             self.awaiting_wildcard = true;
         } else if self
             .records
@@ -242,7 +262,7 @@ impl TypeState {
             self.awaiting.remove(name.as_str());
         }
         drop(versions);
-        if !nack || cx.policy == NackPolicy::KeepValid {
+        if !nack || cx.policy() == NackPolicy::KeepValid {
             if self.records.is_empty() {
                 self.records.reserve(resources.len());
             }
@@ -293,15 +313,16 @@ impl TypeState {
                 nonce: nonce.clone(),
                 error: status.message.clone(),
                 rejected: rejections.into_iter().map(|(n, _)| n).collect(),
+                defect: None,
             });
             let reply = Reply {
                 nonce,
                 version: self.version.clone(),
                 error: Some(status),
             };
-            self.push_reply(reply, cx.variant);
+            self.push_reply(reply, cx.variant());
         } else {
-            match cx.variant {
+            match cx.variant() {
                 Variant::Sotw => self.version = version.clone(),
                 Variant::Delta => self.system_version = version.clone(),
             }
@@ -315,7 +336,7 @@ impl TypeState {
                 version: self.version.clone(),
                 error: None,
             };
-            self.push_reply(reply, cx.variant);
+            self.push_reply(reply, cx.variant());
         }
         self.awaiting_wildcard = false;
         self.check_ready(cx.events);
@@ -326,23 +347,24 @@ impl TypeState {
         &mut self,
         nonce: SharedStr,
         version: SharedStr,
-        message: &str,
+        defect: ResponseDefect,
         cx: &mut Ctx<'_>,
     ) {
-        let status = nack_status(message);
+        let status = nack_status(&alloc::format!("{defect}"));
         cx.events.push_back(ClientEvent::Nacked {
             type_url: self.url.clone(),
             version,
             nonce: nonce.clone(),
             error: status.message.clone(),
             rejected: Vec::new(),
+            defect: Some(defect),
         });
         let reply = Reply {
             nonce,
             version: self.version.clone(),
             error: Some(status),
         };
-        self.push_reply(reply, cx.variant);
+        self.push_reply(reply, cx.variant());
         self.awaiting_wildcard = false;
         self.check_ready(cx.events);
     }
@@ -449,7 +471,7 @@ impl TypeState {
                 return;
             }
         }
-        if cx.variant == Variant::Delta {
+        if cx.variant() == Variant::Delta {
             self.server_removed(&inc.name, cx);
             for alias in &inc.aliases {
                 if self.sub.names(alias)
@@ -463,6 +485,11 @@ impl TypeState {
 
     /// Incremental removal of `name`: drop it if held; a name still subscribed does not exist.
     pub(crate) fn server_removed(&mut self, name: &SharedStr, cx: &mut Ctx<'_>) {
+        if is_collection(name) {
+            // A glob without members (xDS TP1): the collection is empty, which removes
+            // none of its members and is no resource's absence.
+            return;
+        }
         let aliases: Vec<SharedStr> = self
             .records
             .get(name.as_str())
@@ -589,7 +616,7 @@ impl TypeState {
         };
         let at = cx.now.saturating_add(timeout);
         for name in names {
-            if name == WILDCARD {
+            if is_collection(name) {
                 continue;
             }
             if let Some(rec) = self.records.get_mut(name.as_str()) {
@@ -632,14 +659,15 @@ impl TypeState {
                 }
                 rec.ttl_at = None;
                 self.remove_cached(name, RemovalReason::Expired, cx);
-                // envoy#15667: ask again so the server re-delivers what expired.
-                match cx.variant {
-                    Variant::Sotw => {
+                match cx.variant() {
+                    // By default nothing is sent: the version stays the last accepted one.
+                    Variant::Sotw if cx.config.sotw_refetch_on_ttl_expiry => {
                         self.version = SharedStr::EMPTY;
                         if self.sent_first {
                             self.resend = true;
                         }
                     }
+                    Variant::Sotw => {}
                     Variant::Delta => {
                         if self.sent_first {
                             self.sub.resubscribe(name);

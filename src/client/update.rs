@@ -1,5 +1,7 @@
-//! A response of either variant, once the protocol checks passed: the one shape the shared
-//! apply step works on, so SotW and incremental share every cache, timer and status rule.
+//! What SotW and incremental share before the apply step: the one shape a checked response
+//! takes ([`Update`], so both variants share every cache, timer and status rule), the
+//! checks both make (duplicates, limits, TTLs, names, `resource_errors`), and the kinds of
+//! request a type may owe ([`Due`]).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -7,8 +9,12 @@ use bytes::Bytes;
 use core::time::Duration;
 use hashbrown::HashSet;
 
+use super::config::Limits;
+use super::defect::{At, ResponseDefect};
 use super::text::SharedStr;
-use crate::pb::discovery::ResourceError;
+use super::type_state::{Reply, TypeState};
+use crate::name::{XdstpName, XDSTP_SCHEME};
+use crate::pb::discovery::{ResourceError, ResourceName};
 use crate::types::NOT_FOUND_CODE as NOT_FOUND;
 
 /// One resource of a response that the client asked for (by name, alias or wildcard).
@@ -53,31 +59,33 @@ const UNKNOWN: i32 = 2;
 /// Whether `name` stands for a whole subscription rather than one resource (xRFC TP3,
 /// "Wildcard Subscriptions and Glob Collections").
 pub(crate) fn is_collection(name: &str) -> bool {
-    name.is_empty() || name == "*" || (name.starts_with("xdstp://") && name.ends_with("/*"))
+    name.is_empty() || name == "*" || crate::name::is_glob(name)
 }
 
-/// Splits `resource_errors` (xRFC TP3, both variants): NOT_FOUND for a concrete name means
+/// Splits `resource_errors` (xRFC TP3, both variants; the caller bounds their count): NOT_FOUND for a concrete name means
 /// "does not exist", handled exactly like an incremental removal, so it joins the removed
 /// names; every other entry is an error to report. An entry without a name is about the
 /// legacy wildcard (`""`); one without `error_detail` counts as UNKNOWN.
 pub(crate) fn split_resource_errors(
     errors: Vec<ResourceError>,
-    max_name_len: usize,
-) -> Result<(Vec<SharedStr>, Vec<ReportedError>), String> {
+    limits: &Limits,
+) -> Result<(Vec<SharedStr>, Vec<ReportedError>), ResponseDefect> {
     let mut not_found = Vec::new();
     let mut reported = Vec::new();
     for (i, e) in errors.into_iter().enumerate() {
         let name = e.resource_name.map(|n| n.name).unwrap_or_default();
-        if name.len() > max_name_len {
-            return Err(alloc::format!(
-                "resource error {i}: name of {} bytes, over the limit of {max_name_len}",
-                name.len()
-            ));
+        if name.len() > limits.max_name_len {
+            return Err(ResponseDefect::NameTooLong {
+                what: "resource error name",
+                at: Some(At::Index(i)),
+                len: name.len(),
+                limit: limits.max_name_len,
+            });
         }
         let (code, message) = e
             .error_detail
             .map_or((UNKNOWN, String::new()), |s| (s.code, s.message));
-        let name = SharedStr::from(name);
+        let name = received_name(SharedStr::from(name))?;
         if code == NOT_FOUND && !is_collection(&name) {
             not_found.push(name);
         } else {
@@ -96,11 +104,44 @@ pub(crate) fn split_resource_errors(
 pub(crate) struct Reject {
     pub(crate) nonce: SharedStr,
     pub(crate) version: SharedStr,
-    pub(crate) message: String,
+    /// Boxed: rare, and it keeps the `Err` of every check small.
+    pub(crate) defect: alloc::boxed::Box<ResponseDefect>,
+}
+
+/// What a variant's checks keep of a response: the resources wanted, the names removed and
+/// the errors to report.
+pub(crate) type Checked = (Vec<Incoming>, Vec<SharedStr>, Vec<ReportedError>);
+
+/// The result of a variant's checks as the shared step takes it: an [`Update`], or a
+/// [`Reject`] carrying the response's nonce and version.
+pub(crate) fn finish(
+    nonce: SharedStr,
+    version: SharedStr,
+    full_state: bool,
+    checked: Result<Checked, ResponseDefect>,
+) -> Result<Update, Reject> {
+    match checked {
+        Ok((resources, removed, errors)) => Ok(Update {
+            nonce,
+            version,
+            resources,
+            removed,
+            full_state,
+            errors,
+        }),
+        Err(defect) => Err(Reject {
+            nonce,
+            version,
+            defect: alloc::boxed::Box::new(defect),
+        }),
+    }
 }
 
 /// A `google.protobuf.Duration` TTL as a `core` duration; negative or malformed is an error.
-pub(crate) fn ttl_of(ttl: Option<prost_types::Duration>) -> Result<Option<Duration>, String> {
+pub(crate) fn ttl_of(
+    ttl: Option<prost_types::Duration>,
+    at: impl FnOnce() -> At,
+) -> Result<Option<Duration>, ResponseDefect> {
     let Some(ttl) = ttl else {
         return Ok(None);
     };
@@ -108,24 +149,149 @@ pub(crate) fn ttl_of(ttl: Option<prost_types::Duration>) -> Result<Option<Durati
     let nanos = u32::try_from(ttl.nanos);
     match (secs, nanos) {
         (Ok(s), Ok(n)) if n < 1_000_000_000 => Ok(Some(Duration::new(s, n))),
-        _ => Err(alloc::format!(
-            "invalid ttl {}s {}ns (negative or out of range)",
-            ttl.seconds,
-            ttl.nanos
-        )),
+        _ => Err(ResponseDefect::InvalidTtl {
+            at: at(),
+            seconds: ttl.seconds,
+            nanos: ttl.nanos,
+        }),
     }
 }
 
-/// Fails on the first name that appears twice (seed 000, "Duplicate Resource Names").
-pub(crate) fn check_duplicates(resources: &[Incoming]) -> Result<(), String> {
-    let mut seen: HashSet<&str> = HashSet::with_capacity(resources.len());
-    for inc in resources {
-        if !seen.insert(inc.name.as_str()) {
-            return Err(alloc::format!(
-                "duplicate resource name {:?}",
-                inc.name.as_str()
-            ));
+/// The name a `Resource` (wrapper or incremental) gives itself: `name`, else
+/// `resource_name.name`; `None` when both are empty.
+pub(crate) fn wrapper_name(name: String, resource_name: Option<ResourceName>) -> Option<String> {
+    if !name.is_empty() {
+        Some(name)
+    } else {
+        resource_name.map(|rn| rn.name).filter(|n| !n.is_empty())
+    }
+}
+
+/// A name from the wire in the form the client compares it in: an `xdstp://` name
+/// canonicalised (xDS TP1: context parameters in any order are the same resource), a
+/// malformed one refused. Any other name is kept as it is (no copy).
+pub(crate) fn received_name(name: SharedStr) -> Result<SharedStr, ResponseDefect> {
+    if !name.starts_with(XDSTP_SCHEME) {
+        return Ok(name);
+    }
+    let urn = XdstpName::parse(&name).map_err(|error| ResponseDefect::MalformedXdstpName {
+        name: String::from(name.as_str()),
+        error,
+    })?;
+    let canonical = urn.canonical();
+    Ok(if canonical == name.as_str() {
+        name
+    } else {
+        SharedStr::from(canonical)
+    })
+}
+
+/// Fails on the first name that appears twice ("Clients should NACK responses that contain
+/// multiple instances of the same resource name", xDS protocol, "Duplicate Resource
+/// Names"): among the resources, among the removed names, or in both.
+pub(crate) fn check_duplicates(
+    resources: &[Incoming],
+    removed: &[SharedStr],
+) -> Result<(), ResponseDefect> {
+    let mut seen: HashSet<&str> = HashSet::with_capacity(resources.len() + removed.len());
+    for name in resources.iter().map(|inc| &inc.name).chain(removed) {
+        if !seen.insert(name.as_str()) {
+            return Err(ResponseDefect::DuplicateName(name.clone()));
         }
     }
     Ok(())
+}
+
+/// Fails when applying `resources` would make the type hold more than
+/// [`Limits::max_names_per_type`]: a full-state response replaces what is held, any other
+/// adds its new names.
+pub(crate) fn check_capacity(
+    ts: &TypeState,
+    resources: &[Incoming],
+    full_state: bool,
+    limits: &Limits,
+) -> Result<(), ResponseDefect> {
+    let count = if full_state {
+        resources.len()
+    } else {
+        let new_names = resources
+            .iter()
+            .filter(|inc| inc.body.is_some() && !ts.records.contains_key(inc.name.as_str()))
+            .count();
+        ts.records.len().saturating_add(new_names)
+    };
+    if count > limits.max_names_per_type {
+        return Err(ResponseDefect::TooManyHeld {
+            count,
+            limit: limits.max_names_per_type,
+        });
+    }
+    Ok(())
+}
+
+/// Fails when a response carries more than [`Limits::max_resources_per_response`] of
+/// `what`.
+pub(crate) fn check_count(
+    what: &'static str,
+    count: usize,
+    limits: &Limits,
+) -> Result<(), ResponseDefect> {
+    if count > limits.max_resources_per_response {
+        return Err(ResponseDefect::TooManyResources {
+            what,
+            count,
+            limit: limits.max_resources_per_response,
+        });
+    }
+    Ok(())
+}
+
+/// Fails when `name` is longer than [`Limits::max_name_len`].
+pub(crate) fn check_name_len(
+    what: &'static str,
+    at: Option<At>,
+    name: &str,
+    limits: &Limits,
+) -> Result<(), ResponseDefect> {
+    if name.len() > limits.max_name_len {
+        return Err(ResponseDefect::NameTooLong {
+            what,
+            at,
+            len: name.len(),
+            limit: limits.max_name_len,
+        });
+    }
+    Ok(())
+}
+
+/// The kind of request a type owes, in the order its variant decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DueKind {
+    /// The first request of the type on this stream.
+    Initial,
+    /// The answer to a response (incremental: it may carry unsent interest changes).
+    Reply,
+    /// Interest changed (SotW: or the version was reset) with no response to answer.
+    Change,
+}
+
+/// A request a type owes, ready to build.
+pub(crate) enum Due {
+    /// The first request of the type on this stream.
+    Initial,
+    /// The answer to one response.
+    Reply(Reply),
+    /// An interest change.
+    Change,
+}
+
+impl TypeState {
+    /// Takes what `kind` says is due: the oldest answer owed, for a reply.
+    pub(crate) fn take_due(&mut self, kind: DueKind) -> Option<Due> {
+        match kind {
+            DueKind::Initial => Some(Due::Initial),
+            DueKind::Reply => self.replies.pop_front().map(Due::Reply),
+            DueKind::Change => Some(Due::Change),
+        }
+    }
 }

@@ -6,7 +6,14 @@
 
 use alloc::format;
 use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
 use bytes::Bytes;
+use core::fmt;
+use hashbrown::{HashMap, HashSet};
+
+use super::text::SharedStr;
+use crate::resource::NameExtractor;
 
 use crate::pb::google::rpc::Status;
 
@@ -23,6 +30,31 @@ where
 {
     fn validate(&self, name: &str, version: &str, body: &Bytes) -> Result<(), String> {
         self(name, version, body)
+    }
+}
+
+/// Who judges the resources of each type: the application's validators (synchronous, or
+/// deferred to a verdict) and the name extractors of unknown types.
+#[derive(Clone, Default)]
+pub(crate) struct Judges {
+    /// Shared so that a `Client` can be cloned (model checking explores from copies).
+    pub(crate) validators: HashMap<SharedStr, Arc<dyn Validator>>,
+    pub(crate) deferred: HashSet<SharedStr>,
+    pub(crate) extractors: HashMap<SharedStr, NameExtractor>,
+    pub(crate) next_ticket: u64,
+}
+
+impl fmt::Debug for Judges {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Validators by type only: they are code.
+        let validators: Vec<&SharedStr> = self.validators.keys().collect();
+        let extractors: Vec<&SharedStr> = self.extractors.keys().collect();
+        f.debug_struct("Judges")
+            .field("validators", &validators)
+            .field("deferred", &self.deferred)
+            .field("extractors", &extractors)
+            .field("next_ticket", &self.next_ticket)
+            .finish()
     }
 }
 
@@ -62,7 +94,7 @@ pub(crate) fn nack_status(message: &str) -> Status {
 }
 
 /// One line per rejected resource, in response order.
-pub(crate) fn rejection_message(rejections: &[(super::text::SharedStr, String)]) -> String {
+pub(crate) fn rejection_message(rejections: &[(SharedStr, String)]) -> String {
     let mut out = String::new();
     for (i, (name, error)) in rejections.iter().enumerate() {
         if i > 0 {

@@ -4,7 +4,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
+use crate::client::NackPolicy;
 use crate::message::Variant;
+use crate::server::NotFoundReporting;
 
 /// One scenario file, parsed.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,10 +19,33 @@ pub struct Scenario {
     pub variant: Variant,
     /// ADS, or one stream for one type.
     pub transport: TransportSpec,
-    /// `option: key=value` headers, with their line numbers: settings of the model.
-    pub options: Vec<(String, String, usize)>,
+    /// `option: key=value` headers: settings of the model.
+    pub options: Options,
     /// The steps, in order.
     pub steps: Vec<Step>,
+}
+
+/// The `option: key=value` headers, read at parse time. A setting left out keeps the
+/// model's default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// `dne-timeout=15s` or `off`: [`ClientConfig::does_not_exist_timeout`](crate::client::ClientConfig::does_not_exist_timeout).
+    pub does_not_exist_timeout: Option<Option<Duration>>,
+    /// `nack-policy=reject-all|keep-valid`: [`ClientConfig::nack_policy`](crate::client::ClientConfig::nack_policy).
+    pub nack_policy: Option<NackPolicy>,
+    /// `node-on-every-request=true|false`: [`ClientConfig::node_on_every_request`](crate::client::ClientConfig::node_on_every_request).
+    pub node_on_every_request: Option<bool>,
+    /// `sotw-refetch-on-ttl-expiry=true|false`: [`ClientConfig::sotw_refetch_on_ttl_expiry`](crate::client::ClientConfig::sotw_refetch_on_ttl_expiry).
+    pub sotw_refetch_on_ttl_expiry: Option<bool>,
+    /// `sticky-legacy-wildcard=true|false`: [`ServerConfig::sticky_legacy_wildcard`](crate::server::ServerConfig::sticky_legacy_wildcard).
+    pub sticky_legacy_wildcard: Option<bool>,
+    /// `sotw-not-found-errors=true|false`: [`ServerConfig::sotw_not_found_errors`](crate::server::ServerConfig::sotw_not_found_errors).
+    pub sotw_not_found_errors: Option<bool>,
+    /// `not-found=removed|bodyless`: [`ServerConfig::not_found`](crate::server::ServerConfig::not_found).
+    pub not_found: Option<NotFoundReporting>,
+    /// `server-encoded=true`: drain the server with `poll_response_encoded` and decode what
+    /// it sends, so a server scenario runs through the encoded path.
+    pub server_encoded: bool,
 }
 
 /// Which side the model plays.
@@ -84,11 +109,15 @@ pub enum Action {
         /// Classification tags the server must agree with.
         tags: Vec<String>,
     },
+    /// Several responses, `;`-separated on one line (`S->C (..) ; S->C (..)`): all are
+    /// delivered before the client is polled, so one request may answer them all.
+    Responses(Vec<MessagePattern>),
     /// Application commands to the client, `;`-separated on one line: they all run before
     /// the client is polled, so their interest changes merge into one request.
     ClientBatch(Vec<ClientCommand>),
-    /// Commands to the server's store, `;`-separated on one line: all applied before the
-    /// server is polled, so one poll sees every change (for ADS ordering).
+    /// Commands to the server's store, `;`-separated on one line: applied as one revision
+    /// ([`ResourceStore::apply`](crate::server::ResourceStore::apply)) before the server is
+    /// polled, so every stream sees all of them or none (and ADS can order them).
     ServerBatch(Vec<ServerCommand>),
     /// Time passes.
     Wait(Duration),
@@ -119,10 +148,13 @@ pub enum ClientCommand {
 /// A command the server application gives to its store.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ServerCommand {
-    /// Publish (or replace) resources.
+    /// Set (add or replace) resources; publishes their type.
     Set(String, Vec<Item>),
     /// Remove resources.
     Remove(String, Vec<String>),
+    /// Publish a type with whatever resources it holds, possibly none
+    /// ([`ResourceStore::publish`](crate::server::ResourceStore::publish)).
+    Publish(String),
 }
 
 /// An assertion.
@@ -141,22 +173,55 @@ pub enum Expectation {
         /// Other details (`version=X`, `reason=absent`, ...).
         details: Vec<(String, String)>,
     },
-    /// No event of this kind (and type, and name) was emitted.
+    /// No event of this kind (and type, and name) among those `scope` covers.
     NoEvent {
         /// The event kind.
         kind: String,
-        /// The type URL.
+        /// The type URL (empty for `protocol-error`).
         type_url: String,
         /// The resource name.
         name: Option<String>,
+        /// Which events are looked at: `no-event` or `no-new-event`.
+        scope: EventScope,
+    },
+    /// `expect server sends (..) within 10s`: time passes by the period, and every response
+    /// the server sends meanwhile (at least one) matches the message; each is delivered to
+    /// the client as it is sent. For what a server may send at any time, such as TTL
+    /// heartbeats.
+    Sends {
+        /// What every response must match.
+        message: MessagePattern,
+        /// How long to let pass.
+        within: Duration,
     },
     /// The side's cache (client) or store (server) of a type holds exactly these.
     Cache(String, Vec<Item>),
     /// The per-resource status of one resource.
     Status(String, String, String),
+    /// The `control_plane.identifier` the client keeps for a type (`-`: none).
+    ControlPlane(String, String),
     /// The side has no message left to send.
     Quiet,
 }
+
+/// Which events a `no-event` expectation looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventScope {
+    /// `no-event`: the events that no `expect ... event` line has consumed, however old.
+    Pending,
+    /// `no-new-event`: every event since the last step that gave the side input, consumed
+    /// or not. The client's inputs are responses (`S->C`, `sends`) and client commands, the
+    /// server's are requests (`C->S`) and store commands, and both sides' are `wait`,
+    /// `disconnect` and `connect`.
+    SinceLastInput,
+}
+
+/// `node=-`: a request without a node (built), or that must carry none (checked).
+pub const NO_NODE: &str = "-";
+
+/// `N=^`: the nonce of the latest response of the request's type on this stream (built),
+/// or that the request must echo (checked).
+pub const LATEST_NONCE: &str = "^";
 
 /// A resource in a message or a command: `name[@version][:tag][attr...]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -173,8 +238,12 @@ pub struct Item {
     pub aliases: Vec<String>,
     /// No body (`[nobody]`): a heartbeat or a does-not-exist marker.
     pub no_body: bool,
-    /// Wrapped in a `Resource` in SotW (`[wrapped]`; implied by a TTL).
+    /// Wrapped in a `Resource` in SotW (`[wrapped]`; implied by a TTL and by `[nobody]`
+    /// when built). Checked in a SotW response the model sends.
     pub wrapped: bool,
+    /// Not wrapped in a `Resource` (`[unwrapped]`, SotW): checked in a response the model
+    /// sends; the default when built.
+    pub unwrapped: bool,
     /// The type URL of the body's `Any`, when not the message's (`[type=CDS]`).
     pub any_type: Option<String>,
 }
@@ -188,6 +257,8 @@ pub enum ErrorPattern {
     Any,
     /// `E="text"`: an `error_detail` whose message contains this text.
     Contains(String),
+    /// `E=="text"`: an `error_detail` whose message is exactly this text.
+    Exact(String),
 }
 
 /// A message as a scenario writes it. Scalars are symbols: when the model produces a
@@ -200,13 +271,14 @@ pub enum MessagePattern {
         version: Option<String>,
         /// `R=`: resource_names, as a set.
         names: Option<Vec<String>>,
-        /// `N=`: response_nonce.
+        /// `N=`: response_nonce ([`LATEST_NONCE`]: the latest one sent of the type).
         nonce: Option<String>,
-        /// `T=`: the type URL.
+        /// `T=`: the type URL (`T=-`: empty).
         type_url: String,
         /// `E=`: error_detail.
         error: ErrorPattern,
-        /// `node=`: the node id, when the request must carry one.
+        /// `node=`: the node id, when the request must carry one; [`NO_NODE`] when it
+        /// must carry none.
         node: Option<String>,
     },
     /// `(V=..,R={..},N=..,T=..)` from the server.
@@ -217,14 +289,16 @@ pub enum MessagePattern {
         resources: Option<Vec<Item>>,
         /// `N=`: nonce.
         nonce: Option<String>,
-        /// `T=`: the type URL.
+        /// `T=`: the type URL (`T=-`: empty).
         type_url: String,
         /// `F=`: resource_errors as `name@CODE` (xRFC TP3), as a set.
         errors: Option<Vec<Item>>,
+        /// `CP=`: control_plane.identifier (`CP=-`: no control_plane).
+        control_plane: Option<String>,
     },
     /// `(T=..,S={..},U={..},I={..},N=..[,E=..])` from the client.
     DeltaRequest {
-        /// `T=`: the type URL.
+        /// `T=`: the type URL (`T=-`: empty).
         type_url: String,
         /// `S=`: resource_names_subscribe, as a set.
         subscribe: Option<Vec<String>>,
@@ -232,11 +306,11 @@ pub enum MessagePattern {
         unsubscribe: Option<Vec<String>>,
         /// `I=`: initial_resource_versions (`name@version`).
         initial: Option<Vec<Item>>,
-        /// `N=`: response_nonce.
+        /// `N=`: response_nonce ([`LATEST_NONCE`]: the latest one sent of the type).
         nonce: Option<String>,
         /// `E=`: error_detail.
         error: ErrorPattern,
-        /// `node=`: the node id.
+        /// `node=`: the node id; [`NO_NODE`] for none.
         node: Option<String>,
     },
     /// `(V=..,R={..},X={..},N=..,T=..)` from the server.
@@ -249,10 +323,12 @@ pub enum MessagePattern {
         removed: Option<Vec<String>>,
         /// `N=`: nonce.
         nonce: Option<String>,
-        /// `T=`: the type URL.
+        /// `T=`: the type URL (`T=-`: empty).
         type_url: String,
         /// `F=`: resource_errors as `name@CODE` (xRFC TP3), as a set.
         errors: Option<Vec<Item>>,
+        /// `CP=`: control_plane.identifier (`CP=-`: no control_plane).
+        control_plane: Option<String>,
     },
 }
 

@@ -8,7 +8,9 @@ use core::fmt;
 use core::time::Duration;
 
 use super::ast::*;
+use crate::client::NackPolicy;
 use crate::message::Variant;
+use crate::server::NotFoundReporting;
 use crate::types::{ApiVersion, ResourceType};
 
 /// A scenario that could not be parsed (or run): the line and what was wrong.
@@ -46,6 +48,11 @@ fn strip_comment(line: &str) -> &str {
     let mut previous = ' ';
     for (at, ch) in line.char_indices() {
         match ch {
+            // An escaped character in quotes neither ends them nor starts a comment.
+            _ if in_quotes && previous == '\\' => {
+                previous = ' ';
+                continue;
+            }
             '"' => in_quotes = !in_quotes,
             '#' if !in_quotes && previous.is_whitespace() => return line.get(..at).unwrap_or(line),
             _ => {}
@@ -143,23 +150,39 @@ impl<'a> Cursor<'a> {
 
     /// A quoted string or a bare token ending at white space or one of `stops`.
     fn token(&mut self, stops: &str) -> Result<String, ScriptError> {
+        Ok(self.quoted_token(stops)?.0)
+    }
+
+    /// A token, and whether it was quoted (a quoted `a=b` is a name, not a detail). In
+    /// quotes, a backslash takes the next character as it is (`\"`, `\\`).
+    fn quoted_token(&mut self, stops: &str) -> Result<(String, bool), ScriptError> {
         self.skip_ws();
         if self.peek() == Some('"') {
             self.at += 1;
-            let rest = self.rest();
-            let end = rest
-                .find('"')
-                .ok_or_else(|| error(self.line, "unterminated quoted string"))?;
-            let value = rest.get(..end).unwrap_or("").to_string();
-            self.at += end + 1;
-            return Ok(value);
+            let mut value = String::new();
+            let mut chars = self.rest().char_indices();
+            loop {
+                match chars.next() {
+                    Some((end, '"')) => {
+                        self.at += end + 1;
+                        return Ok((value, true));
+                    }
+                    Some((_, '\\')) => match chars.next() {
+                        Some((_, escaped)) => value.push(escaped),
+                        None => break,
+                    },
+                    Some((_, ch)) => value.push(ch),
+                    None => break,
+                }
+            }
+            return Err(error(self.line, "unterminated quoted string"));
         }
         let rest = self.rest();
         let end = rest
             .find(|c: char| c.is_whitespace() || stops.contains(c))
             .unwrap_or(rest.len());
         self.at += end;
-        Ok(rest.get(..end).unwrap_or("").to_string())
+        Ok((rest.get(..end).unwrap_or("").to_string(), false))
     }
 
     fn word(&mut self, what: &str) -> Result<String, ScriptError> {
@@ -177,19 +200,35 @@ impl<'a> Cursor<'a> {
         resolve_type(&word).ok_or_else(|| error(self.line, format!("unknown type {word:?}")))
     }
 
+    /// A type, if the next word is one; otherwise nothing is read.
+    fn optional_type_url(&mut self) -> Result<Option<String>, ScriptError> {
+        let start = self.at;
+        let word = self.token(";")?;
+        let type_url = resolve_type(&word);
+        if type_url.is_none() {
+            self.at = start;
+        }
+        Ok(type_url)
+    }
+
     /// Words up to the end of the line or a `;` that separates commands.
     fn words(&mut self) -> Result<Vec<String>, ScriptError> {
+        Ok(self
+            .quoted_words()?
+            .into_iter()
+            .map(|(word, _)| word)
+            .collect())
+    }
+
+    /// Words up to the end of the line or a `;`, each with whether it was quoted.
+    fn quoted_words(&mut self) -> Result<Vec<(String, bool)>, ScriptError> {
         let mut words = Vec::new();
         loop {
             self.skip_ws();
-            if self.peek() == Some(';') {
+            if self.peek() == Some(';') || self.rest().is_empty() {
                 return Ok(words);
             }
-            let word = self.token(";")?;
-            if word.is_empty() {
-                return Ok(words);
-            }
-            words.push(word);
+            words.push(self.quoted_token(";")?);
         }
     }
 
@@ -241,6 +280,7 @@ impl<'a> Cursor<'a> {
                 ("alias", Some(v)) => item.aliases.push(v),
                 ("nobody", None) => item.no_body = true,
                 ("wrapped", None) => item.wrapped = true,
+                ("unwrapped", None) => item.unwrapped = true,
                 ("type", Some(v)) => {
                     item.any_type = Some(
                         resolve_type(&v)
@@ -251,11 +291,20 @@ impl<'a> Cursor<'a> {
                     return Err(error(
                         self.line,
                         format!(
-                            "unknown attribute [{other}] (expected ttl=, alias=, type=, nobody, wrapped)"
+                            "unknown attribute [{other}] (expected ttl=, alias=, type=, nobody, wrapped, unwrapped)"
                         ),
                     ))
                 }
             }
+        }
+        if item.unwrapped && (item.wrapped || item.no_body) {
+            return Err(error(
+                self.line,
+                format!(
+                    "{}: [unwrapped] contradicts [wrapped], [ttl=] and [nobody] (SotW needs the wrapper for those)",
+                    item.name
+                ),
+            ));
         }
         Ok(item)
     }
@@ -280,7 +329,23 @@ impl<'a> Cursor<'a> {
 /// The raw `KEY=value` fields of a message, before they are interpreted.
 enum Field {
     Scalar(String),
+    /// `KEY=="text"`: compared exactly (only `E`).
+    Exact(String),
     Set(Vec<Item>),
+}
+
+/// Items may say `[unwrapped]` only in a SotW response the model sends.
+fn reject_unwrapped(items: &[Item], line: usize) -> Result<(), ScriptError> {
+    match items.iter().find(|i| i.unwrapped) {
+        Some(item) => Err(error(
+            line,
+            format!(
+                "{}: [unwrapped] describes a resource of a SotW response only",
+                item.name
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn parse_fields(cursor: &mut Cursor<'_>) -> Result<Vec<(String, Field, usize)>, ScriptError> {
@@ -301,6 +366,9 @@ fn parse_fields(cursor: &mut Cursor<'_>) -> Result<Vec<(String, Field, usize)>, 
         let column = cursor.at;
         let value = if cursor.peek() == Some('{') {
             Field::Set(cursor.items()?)
+        } else if cursor.peek() == Some('=') {
+            cursor.at += 1;
+            Field::Exact(cursor.token(",)")?)
         } else {
             Field::Scalar(cursor.token(",)")?)
         };
@@ -325,12 +393,13 @@ fn message(
     let fields = parse_fields(cursor)?;
     let allowed: &[&str] = match (direction, variant) {
         (Direction::ClientToServer, Variant::Sotw) => &["V", "R", "N", "T", "E", "node"],
-        (Direction::ServerToClient, Variant::Sotw) => &["V", "R", "N", "T", "F"],
+        (Direction::ServerToClient, Variant::Sotw) => &["V", "R", "N", "T", "F", "CP"],
         (Direction::ClientToServer, Variant::Delta) => &["T", "S", "U", "I", "N", "E", "node"],
-        (Direction::ServerToClient, Variant::Delta) => &["V", "R", "X", "N", "T", "F"],
+        (Direction::ServerToClient, Variant::Delta) => &["V", "R", "X", "N", "T", "F", "CP"],
     };
     let mut scalars: Vec<(String, String)> = Vec::new();
     let mut sets: Vec<(String, Vec<Item>)> = Vec::new();
+    let mut exact_error = None;
     for (key, value, _) in fields {
         if !allowed.contains(&key.as_str()) {
             return Err(error(
@@ -345,7 +414,17 @@ fn message(
             return Err(error(line, format!("field {key} appears twice")));
         }
         let wants_set = matches!(key.as_str(), "R" | "S" | "U" | "I" | "X" | "F");
+        if exact_error.is_some() && key == "E" {
+            return Err(error(line, "field E appears twice"));
+        }
         match (value, wants_set) {
+            (Field::Exact(text), false) if key == "E" => exact_error = Some(text),
+            (Field::Exact(_), _) => {
+                return Err(error(
+                    line,
+                    format!("field {key} takes one =; only E== compares exactly"),
+                ))
+            }
             (Field::Set(items), true) => sets.push((key, items)),
             (Field::Scalar(text), false) => scalars.push((key, text)),
             (Field::Scalar(_), true) => {
@@ -369,16 +448,34 @@ fn message(
             .map(|at| scalars.swap_remove(at).1)
     };
     let type_token = scalar("T").ok_or_else(|| error(line, "every message needs T=<type>"))?;
-    let type_url = resolve_type(&type_token)
-        .ok_or_else(|| error(line, format!("unknown type {type_token:?}")))?;
+    // `T=-`: an empty type_url, which a per-type stream allows (its type is the stream's).
+    let type_url = match type_token.as_str() {
+        "-" => String::new(),
+        token => {
+            resolve_type(token).ok_or_else(|| error(line, format!("unknown type {token:?}")))?
+        }
+    };
     let version = scalar("V");
     let nonce = scalar("N");
     let node = scalar("node");
-    let error_pattern = match scalar("E") {
-        None => ErrorPattern::Absent,
-        Some(text) if text == "*" => ErrorPattern::Any,
-        Some(text) => ErrorPattern::Contains(text),
+    let control_plane = scalar("CP");
+    let error_pattern = match (scalar("E"), exact_error) {
+        (None, None) => ErrorPattern::Absent,
+        (None, Some(text)) => ErrorPattern::Exact(text),
+        (Some(text), _) if text == "*" => ErrorPattern::Any,
+        (Some(text), _) => ErrorPattern::Contains(text),
     };
+    if nonce.as_deref() == Some(LATEST_NONCE) && direction == Direction::ServerToClient {
+        return Err(error(
+            line,
+            format!("N={LATEST_NONCE} (the latest nonce) is for requests"),
+        ));
+    }
+    for (key, items) in &sets {
+        if !(key == "R" && direction == Direction::ServerToClient && variant == Variant::Sotw) {
+            reject_unwrapped(items, line)?;
+        }
+    }
     let mut set = |key: &str| {
         sets.iter()
             .position(|(k, _)| k == key)
@@ -399,6 +496,7 @@ fn message(
             nonce,
             type_url,
             errors: set("F"),
+            control_plane,
         },
         (Direction::ClientToServer, Variant::Delta) => MessagePattern::DeltaRequest {
             type_url,
@@ -416,6 +514,7 @@ fn message(
             nonce,
             type_url,
             errors: set("F"),
+            control_plane,
         },
     })
 }
@@ -440,17 +539,24 @@ fn side(cursor: &mut Cursor<'_>) -> Result<Side, ScriptError> {
     }
 }
 
-fn expectation(cursor: &mut Cursor<'_>) -> Result<Action, ScriptError> {
+fn expectation(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError> {
     let side = side(cursor)?;
-    let what = cursor.word("event, no-event, cache, status or quiet")?;
+    let what = cursor.word("event, no-event, no-new-event, cache, status, quiet or sends")?;
     let expectation = match what.as_str() {
-        "event" | "no-event" => {
+        "event" | "no-event" | "no-new-event" => {
             let kind = cursor.word("an event kind")?;
-            let type_url = cursor.type_url()?;
+            // A protocol error is about the stream, not a type: the type may be left out,
+            // and the error's name takes the place of a resource name
+            // (`protocol-error node-changed`).
+            let type_url = if kind == "protocol-error" {
+                cursor.optional_type_url()?.unwrap_or_default()
+            } else {
+                cursor.type_url()?
+            };
             let mut name = None;
             let mut details = Vec::new();
-            for word in cursor.words()? {
-                match word.split_once('=') {
+            for (word, quoted) in cursor.quoted_words()? {
+                match word.split_once('=').filter(|_| !quoted) {
                     Some((k, v)) => details.push((k.to_string(), v.to_string())),
                     None if name.is_none() && details.is_empty() => name = Some(word),
                     None => return Err(error(cursor.line, format!("expected key=value, found {word:?}"))),
@@ -465,18 +571,37 @@ fn expectation(cursor: &mut Cursor<'_>) -> Result<Action, ScriptError> {
                 }
             } else {
                 if !details.is_empty() {
-                    return Err(error(cursor.line, "no-event takes a kind, a type and a name only"));
+                    return Err(error(cursor.line, format!("{what} takes a kind, a type and a name only")));
                 }
+                let scope = if what == "no-event" {
+                    EventScope::Pending
+                } else {
+                    EventScope::SinceLastInput
+                };
                 Expectation::NoEvent {
                     kind,
                     type_url,
                     name,
+                    scope,
                 }
             }
         }
+        "sends" if side == Side::Server => {
+            let message = message(cursor, Direction::ServerToClient, variant)?;
+            let within = cursor.word("within")?;
+            if within != "within" {
+                return Err(error(cursor.line, format!("expected within and a period after the message, found {within:?}")));
+            }
+            let text = cursor.word("a duration such as 10s")?;
+            let within = parse_duration(&text)
+                .ok_or_else(|| error(cursor.line, format!("bad duration {text:?}")))?;
+            Expectation::Sends { message, within }
+        }
         "cache" => {
             let type_url = cursor.type_url()?;
-            Expectation::Cache(type_url, cursor.items()?)
+            let items = cursor.items()?;
+            reject_unwrapped(&items, cursor.line)?;
+            Expectation::Cache(type_url, items)
         }
         "status" => {
             let type_url = cursor.type_url()?;
@@ -484,11 +609,16 @@ fn expectation(cursor: &mut Cursor<'_>) -> Result<Action, ScriptError> {
             let status = cursor.word("a status (requested, acked, nacked, does-not-exist, expired, received-error)")?;
             Expectation::Status(type_url, name, status)
         }
+        "control-plane" => {
+            let type_url = cursor.type_url()?;
+            let id = cursor.word("a control plane identifier, or - for none")?;
+            Expectation::ControlPlane(type_url, id)
+        }
         "quiet" => Expectation::Quiet,
         other => {
             return Err(error(
                 cursor.line,
-                format!("expected event, no-event, cache, status or quiet after expect {side:?}, found {other:?}"),
+                format!("expected event, no-event, no-new-event, cache, status, control-plane, quiet or (server) sends after expect {side:?}, found {other:?}"),
             ))
         }
     };
@@ -531,7 +661,7 @@ fn client_command(cursor: &mut Cursor<'_>) -> Result<ClientCommand, ScriptError>
 }
 
 fn server_command(cursor: &mut Cursor<'_>) -> Result<ServerCommand, ScriptError> {
-    let verb = cursor.word("set or remove")?;
+    let verb = cursor.word("set, remove or publish")?;
     let type_url = cursor.type_url()?;
     match verb.as_str() {
         "set" => {
@@ -546,9 +676,11 @@ fn server_command(cursor: &mut Cursor<'_>) -> Result<ServerCommand, ScriptError>
             if items.is_empty() {
                 return Err(error(cursor.line, "set needs at least one resource"));
             }
+            reject_unwrapped(&items, cursor.line)?;
             Ok(ServerCommand::Set(type_url, items))
         }
         "remove" => Ok(ServerCommand::Remove(type_url, cursor.words()?)),
+        "publish" => Ok(ServerCommand::Publish(type_url)),
         other => Err(error(
             cursor.line,
             format!("unknown server command {other:?}"),
@@ -567,10 +699,30 @@ fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError
             };
             let message = message(cursor, direction, variant)?;
             let tags = tags(cursor)?;
-            Action::Message {
-                direction,
-                message,
-                tags,
+            if direction == Direction::ServerToClient && cursor.eat(';') {
+                // Responses that share a line reach the client before it is polled.
+                let mut messages = vec![message];
+                loop {
+                    let next = cursor.word("S->C after ';'")?;
+                    if next != "S->C" {
+                        return Err(error(
+                            cursor.line,
+                            format!("only responses share a line: expected S->C after ';', found {next:?}"),
+                        ));
+                    }
+                    messages.push(self::message(cursor, direction, variant)?);
+                    self::tags(cursor)?;
+                    if !cursor.eat(';') {
+                        break;
+                    }
+                }
+                Action::Responses(messages)
+            } else {
+                Action::Message {
+                    direction,
+                    message,
+                    tags,
+                }
             }
         }
         "client" => {
@@ -598,7 +750,7 @@ fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError
         }
         "disconnect" => Action::Disconnect,
         "connect" => Action::Connect,
-        "expect" => expectation(cursor)?,
+        "expect" => expectation(cursor, variant)?,
         other => {
             return Err(error(
                 cursor.line,
@@ -610,6 +762,56 @@ fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError
     Ok(action)
 }
 
+fn flag(value: &str) -> Option<bool> {
+    match value {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// Reads one `option: key=value` header into `options`.
+fn option(options: &mut Options, key: &str, value: &str) -> Result<(), String> {
+    let bad = || format!("bad value {value:?} for option {key}");
+    match key {
+        "dne-timeout" => {
+            options.does_not_exist_timeout = Some(match value {
+                "off" => None,
+                v => Some(parse_duration(v).ok_or_else(bad)?),
+            })
+        }
+        "nack-policy" => {
+            options.nack_policy = Some(match value {
+                "reject-all" => NackPolicy::RejectAll,
+                "keep-valid" => NackPolicy::KeepValid,
+                _ => return Err(bad()),
+            })
+        }
+        "node-on-every-request" => {
+            options.node_on_every_request = Some(flag(value).ok_or_else(bad)?)
+        }
+        "sotw-refetch-on-ttl-expiry" => {
+            options.sotw_refetch_on_ttl_expiry = Some(flag(value).ok_or_else(bad)?)
+        }
+        "sticky-legacy-wildcard" => {
+            options.sticky_legacy_wildcard = Some(flag(value).ok_or_else(bad)?)
+        }
+        "sotw-not-found-errors" => {
+            options.sotw_not_found_errors = Some(flag(value).ok_or_else(bad)?)
+        }
+        "server-encoded" => options.server_encoded = flag(value).ok_or_else(bad)?,
+        "not-found" => {
+            options.not_found = Some(match value {
+                "removed" => NotFoundReporting::RemovedResources,
+                "bodyless" => NotFoundReporting::BodylessResource,
+                _ => return Err(bad()),
+            })
+        }
+        other => return Err(format!("unknown option {other:?}")),
+    }
+    Ok(())
+}
+
 /// Parses a scenario file. `default_title` is used when there is no `title:` header.
 pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
     let mut scenario = Scenario {
@@ -617,7 +819,7 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
         model: Model::Client,
         variant: Variant::Sotw,
         transport: TransportSpec::Ads,
-        options: Vec::new(),
+        options: Options::default(),
         steps: Vec::new(),
     };
     let mut seen_model = false;
@@ -681,9 +883,8 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
                         let (k, v) = value
                             .split_once('=')
                             .ok_or_else(|| error(line, "option takes key=value"))?;
-                        scenario
-                            .options
-                            .push((k.trim().into(), v.trim().into(), line));
+                        option(&mut scenario.options, k.trim(), v.trim())
+                            .map_err(|message| error(line, message))?;
                         true
                     }
                     "seed" | "rule" | "see" => true,

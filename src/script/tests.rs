@@ -155,7 +155,7 @@ fn errors_name_the_line_and_what_was_expected() {
     );
     assert_eq!(
         err("model: client\nS->C (V=X,E=*,T=EDS)\n"),
-        "line 2: field E is not allowed here (allowed: V, R, N, T, F)"
+        "line 2: field E is not allowed here (allowed: V, R, N, T, F, CP)"
     );
     assert_eq!(
         err("model: client\nC->S (V=X,T=QDS)\n"),
@@ -173,6 +173,43 @@ fn errors_name_the_line_and_what_was_expected() {
     assert!(err("model: client\nS->C (T=EDS,R={a[colour=red]})\n")
         .contains("unknown attribute [colour]"));
     assert!(err("model: client\nconnect now\n").starts_with("line 2: expected the end of the line"));
+}
+
+#[test]
+fn options_are_typed_at_parse_time() {
+    let scenario = parse(
+        "model: both\noption: dne-timeout=off\noption: nack-policy=keep-valid\n\
+         option: not-found=bodyless\noption: sticky-legacy-wildcard=false\n\
+         option: server-encoded=true\n",
+        "t",
+    )
+    .unwrap();
+    let options = &scenario.options;
+    assert_eq!(options.does_not_exist_timeout, Some(None));
+    assert_eq!(
+        options.nack_policy,
+        Some(crate::client::NackPolicy::KeepValid)
+    );
+    assert_eq!(
+        options.not_found,
+        Some(crate::server::NotFoundReporting::BodylessResource)
+    );
+    assert_eq!(options.sticky_legacy_wildcard, Some(false));
+    assert_eq!(options.sotw_not_found_errors, None);
+    assert!(options.server_encoded);
+    let err = |text: &str| parse(text, "t").unwrap_err().to_string();
+    assert_eq!(
+        err("model: client\n\noption: colour=red\n"),
+        "line 3: unknown option \"colour\""
+    );
+    assert_eq!(
+        err("model: client\noption: server-encoded=yes\n"),
+        "line 2: bad value \"yes\" for option server-encoded"
+    );
+    assert_eq!(
+        err("model: client\noption: dne-timeout=soon\n"),
+        "line 2: bad value \"soon\" for option dne-timeout"
+    );
 }
 
 #[test]
@@ -197,4 +234,604 @@ quickcheck::quickcheck! {
         let _ = parse(&alloc::format!("model: client\nC->S {text}"), "t");
         true
     }
+}
+
+/// An xdstp name with context parameters: `=` and `&` inside, so it is written in quotes.
+const XDSTP: &str = "xdstp://auth/envoy.config.cluster.v3.Cluster/a?k=v&j=w";
+/// The same name as the store keeps it: canonical, context parameters sorted (xDS TP1,
+/// cncf/xds `resource_name.proto`).
+const XDSTP_CANONICAL: &str = "xdstp://auth/envoy.config.cluster.v3.Cluster/a?j=w&k=v";
+
+fn replay(text: &str) -> Report {
+    run(&parse(text, "t").unwrap())
+}
+
+/// What a report says, for assertion messages.
+fn explain(report: &Report) -> alloc::string::String {
+    let lines: Vec<_> = report
+        .lines
+        .iter()
+        .map(|l| alloc::format!("{} {} {:?} {:?}", l.line, l.source, l.actual, l.result))
+        .collect();
+    alloc::format!("{}\n{:?}", lines.join("\n"), report.trailing)
+}
+
+#[track_caller]
+fn passes(text: &str) -> Report {
+    let report = replay(text);
+    assert!(report.passed(), "{}", explain(&report));
+    report
+}
+
+/// The scenario fails at `line`, with an error that contains `why`.
+#[track_caller]
+fn fails_at(text: &str, line: usize, why: &str) {
+    let report = replay(text);
+    let failed = report.lines.last().unwrap();
+    assert_eq!(failed.line, line, "{}", explain(&report));
+    let error = failed.result.as_ref().unwrap_err();
+    assert!(error.contains(why), "{error:?} lacks {why:?}");
+}
+
+fn message_of(scenario: &Scenario, step: usize) -> MessagePattern {
+    match &scenario.steps[step].action {
+        Action::Message { message, .. } => message.clone(),
+        other => panic!("not a message: {other:?}"),
+    }
+}
+
+#[test]
+fn parses_control_plane_no_node_exact_errors_latest_nonce_and_empty_type() {
+    let text = "model: both\n\
+        S->C (V=1,R={a},N=A,T=CDS,CP=\"cp 1\")\n\
+        C->S (V=1,R={a},N=A,T=CDS,node=-,E==\"a: too big\")\n\
+        C->S (V=1,R={a},N=A,T=CDS,E=\"too\")\n\
+        C->S (V=1,R={a},N=^,T=-)\n";
+    let scenario = parse(text, "t").unwrap();
+    assert!(matches!(
+        message_of(&scenario, 0),
+        MessagePattern::SotwResponse { control_plane: Some(cp), .. } if cp == "cp 1"
+    ));
+    let MessagePattern::SotwRequest { node, error, .. } = message_of(&scenario, 1) else {
+        panic!()
+    };
+    assert_eq!(node.as_deref(), Some(NO_NODE));
+    assert_eq!(error, ErrorPattern::Exact("a: too big".into()));
+    assert!(matches!(
+        message_of(&scenario, 2),
+        MessagePattern::SotwRequest { error: ErrorPattern::Contains(t), .. } if t == "too"
+    ));
+    let MessagePattern::SotwRequest {
+        nonce, type_url, ..
+    } = message_of(&scenario, 3)
+    else {
+        panic!()
+    };
+    assert_eq!(nonce.as_deref(), Some(LATEST_NONCE));
+    assert_eq!(type_url, "");
+    let err = |text: &str| parse(text, "t").unwrap_err().to_string();
+    assert_eq!(
+        err("model: client\nS->C (T=CDS,CP==x)\n"),
+        "line 2: field CP takes one =; only E== compares exactly"
+    );
+    assert_eq!(
+        err("model: client\nC->S (T=CDS,E==x,E=y)\n"),
+        "line 2: field E appears twice"
+    );
+    assert_eq!(
+        err("model: client\nS->C (T=CDS,N=^)\n"),
+        "line 2: N=^ (the latest nonce) is for requests"
+    );
+    assert_eq!(
+        err("model: client\nC->S (T=CDS,CP=x)\n"),
+        "line 2: field CP is not allowed here (allowed: V, R, N, T, E, node)"
+    );
+}
+
+#[test]
+fn quoted_names_may_hold_equals_and_ampersands() {
+    let text = alloc::format!(
+        "model: both\n\
+         client subscribe CDS \"{XDSTP}\" ; unsubscribe CDS \"{XDSTP}\"\n\
+         server set CDS \"{XDSTP}\"@1:x ; remove CDS \"{XDSTP}\"\n\
+         C->S (V=,R={{\"{XDSTP}\"}},N=,T=CDS)\n\
+         expect client event upserted CDS \"{XDSTP}\" version=1\n\
+         expect client no-event upserted CDS \"k=v\"\n\
+         expect client cache CDS {{\"{XDSTP}\"@1}}\n\
+         expect client status CDS \"{XDSTP}\" acked\n"
+    );
+    let scenario = parse(&text, "t").unwrap();
+    let name = alloc::string::String::from(XDSTP);
+    assert_eq!(
+        scenario.steps[0].action,
+        Action::ClientBatch(vec![
+            ClientCommand::Subscribe(CLUSTER.type_url.into(), vec![name.clone()]),
+            ClientCommand::Unsubscribe(CLUSTER.type_url.into(), vec![name.clone()]),
+        ])
+    );
+    let Action::ServerBatch(commands) = &scenario.steps[1].action else {
+        panic!()
+    };
+    assert!(matches!(&commands[0], ServerCommand::Set(_, items) if items[0].name == XDSTP));
+    assert_eq!(
+        commands[1],
+        ServerCommand::Remove(CLUSTER.type_url.into(), vec![name.clone()])
+    );
+    assert!(matches!(
+        message_of(&scenario, 2),
+        MessagePattern::SotwRequest { names: Some(n), .. } if n == [name.clone()]
+    ));
+    assert_eq!(
+        scenario.steps[3].action,
+        Action::Expect(
+            Side::Client,
+            Expectation::Event {
+                kind: "upserted".into(),
+                type_url: CLUSTER.type_url.into(),
+                name: Some(name.clone()),
+                details: vec![("version".into(), "1".into())],
+            }
+        )
+    );
+    // Quoted, `k=v` is a name; unquoted, a detail, which no-event does not take.
+    assert!(matches!(
+        &scenario.steps[4].action,
+        Action::Expect(_, Expectation::NoEvent { name: Some(n), .. }) if n == "k=v"
+    ));
+    assert!(matches!(
+        parse("model: client\nexpect client no-event upserted CDS k=v\n", "t"),
+        Err(e) if e.message == "no-event takes a kind, a type and a name only"
+    ));
+    assert!(matches!(
+        &scenario.steps[5].action,
+        Action::Expect(Side::Client, Expectation::Cache(_, items)) if items[0].name == XDSTP
+    ));
+    assert_eq!(
+        scenario.steps[6].action,
+        Action::Expect(
+            Side::Client,
+            Expectation::Status(CLUSTER.type_url.into(), name, "acked".into())
+        )
+    );
+}
+
+#[test]
+fn parses_unwrapped_and_responses_that_share_a_line() {
+    let text = "model: client\n\
+        S->C (V=1,R={a:x[unwrapped]},N=A,T=EDS) ; S->C (V=2,R={a:y},N=B,T=EDS) ; S->C (V=3,T=EDS)\n";
+    let scenario = parse(text, "t").unwrap();
+    let Action::Responses(messages) = &scenario.steps[0].action else {
+        panic!("{:?}", scenario.steps[0].action)
+    };
+    assert_eq!(messages.len(), 3);
+    assert!(matches!(
+        &messages[0],
+        MessagePattern::SotwResponse { resources: Some(r), .. } if r[0].unwrapped && !r[0].wrapped
+    ));
+    let err = |text: &str| parse(text, "t").unwrap_err().to_string();
+    assert!(
+        err("model: client\nS->C (T=EDS,R={a[unwrapped][ttl=1s]})\n")
+            .contains("[unwrapped] contradicts")
+    );
+    assert!(
+        err("model: client\nS->C (T=EDS,R={a[nobody][unwrapped]})\n")
+            .contains("[unwrapped] contradicts")
+    );
+    assert!(
+        err("model: client\nvariant: delta\nS->C (T=EDS,R={a[unwrapped]})\n")
+            .contains("[unwrapped] describes a resource of a SotW response only")
+    );
+    assert!(err("model: server\nserver set EDS a[unwrapped]\n").contains("[unwrapped] describes"));
+    assert!(
+        err("model: client\nexpect client cache EDS {a[unwrapped]}\n")
+            .contains("[unwrapped] describes")
+    );
+    assert_eq!(
+        err("model: client\nS->C (T=EDS) ; C->S (T=EDS)\n"),
+        "line 2: only responses share a line: expected S->C after ';', found \"C->S\""
+    );
+    assert!(err("model: client\nC->S (T=EDS) ; C->S (T=EDS)\n")
+        .starts_with("line 2: expected the end of the line"));
+}
+
+#[test]
+fn parses_server_event_details_no_new_event_and_sends() {
+    let text = "model: server\n\
+        expect server event acked CDS version=X nonce=A\n\
+        expect server event protocol-error node-changed\n\
+        expect server event protocol-error EDS\n\
+        expect server no-new-event nacked CDS\n\
+        expect client no-event upserted CDS a\n\
+        expect server sends (R={a@1[nobody][ttl=10s]},T=CDS) within 10s\n\
+        expect server no-event protocol-error\n";
+    let scenario = parse(text, "t").unwrap();
+    let expectation = |i: usize| match &scenario.steps[i].action {
+        Action::Expect(_, e) => e.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(matches!(
+        expectation(0),
+        Expectation::Event { details, .. } if details == [("version".into(), "X".into()), ("nonce".into(), "A".into())]
+    ));
+    assert_eq!(
+        expectation(1),
+        Expectation::Event {
+            kind: "protocol-error".into(),
+            type_url: "".into(),
+            name: Some("node-changed".into()),
+            details: vec![],
+        }
+    );
+    assert!(matches!(
+        expectation(2),
+        Expectation::Event { type_url, name: None, .. } if type_url == ENDPOINT.type_url
+    ));
+    assert!(matches!(
+        expectation(3),
+        Expectation::NoEvent {
+            scope: EventScope::SinceLastInput,
+            ..
+        }
+    ));
+    assert!(matches!(
+        expectation(4),
+        Expectation::NoEvent {
+            scope: EventScope::Pending,
+            ..
+        }
+    ));
+    assert!(matches!(
+        expectation(5),
+        Expectation::Sends { within, message: MessagePattern::SotwResponse { .. } }
+            if within == core::time::Duration::from_secs(10)
+    ));
+    assert!(matches!(
+        expectation(6),
+        Expectation::NoEvent { type_url, name: None, .. } if type_url.is_empty()
+    ));
+    let err = |text: &str| parse(text, "t").unwrap_err().to_string();
+    assert!(
+        err("model: client\nexpect client sends (T=CDS) within 1s\n").contains(
+            "expected event, no-event, no-new-event, cache, status, control-plane, quiet or (server) sends"
+        )
+    );
+    assert_eq!(
+        err("model: server\nexpect server sends (T=CDS) after 1s\n"),
+        "line 2: expected within and a period after the message, found \"after\""
+    );
+    assert_eq!(
+        err("model: server\nexpect server no-new-event acked CDS version=1\n"),
+        "line 2: no-new-event takes a kind, a type and a name only"
+    );
+}
+
+#[test]
+fn control_plane_is_sent_and_checked() {
+    // Built by the scenario: the client receives it.
+    let report = passes(
+        "model: client\nclient subscribe CDS a\nC->S (T=CDS)\n\
+         S->C (V=1,R={a:x},N=A,T=CDS,CP=\"cp 1\")\nC->S (V=1,N=A,T=CDS)\n",
+    );
+    let received: Vec<_> = report
+        .client_view
+        .iter()
+        .filter_map(|e| match e {
+            crate::transcript::Entry::Response {
+                response: crate::message::Response::Sotw(r),
+                ..
+            } => r.control_plane.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].identifier, "cp 1");
+    assert!(report.lines[2]
+        .actual
+        .as_deref()
+        .unwrap()
+        .ends_with(",CP=\"cp 1\")"));
+    // The client keeps it per type (a CSDS view says which server answered).
+    passes(
+        "model: client\nclient subscribe CDS a\nC->S (T=CDS)\n\
+         expect client control-plane CDS -\n\
+         S->C (V=1,R={a:x},N=A,T=CDS,CP=cp-1)\nC->S (V=1,N=A,T=CDS)\n\
+         expect client control-plane CDS cp-1\n",
+    );
+    fails_at(
+        "model: client\nclient subscribe CDS a\nC->S (T=CDS)\n\
+         S->C (V=1,R={a:x},N=A,T=CDS,CP=cp-1)\nC->S (V=1,N=A,T=CDS)\n\
+         expect client control-plane CDS cp-2\n",
+        6,
+        "control plane of CDS: expected cp-2, got cp-1",
+    );
+    // Checked when the model sends it: our server names no control plane.
+    let server = "model: server\nvariant: delta\nserver set CDS a@1:x\n\
+                  C->S (T=CDS,S={a})\nS->C (R={a@1:x},N=A,T=CDS,CP=CPX)\n";
+    passes(&server.replace("CPX", "-"));
+    fails_at(
+        &server.replace("CPX", "cp"),
+        5,
+        "CP: expected \"cp\", got None",
+    );
+}
+
+#[test]
+fn no_node_is_built_and_checked() {
+    // The client sends its node on the first request only.
+    let client = "model: client\nclient subscribe EDS a\nC->S (T=EDS,node=FIRST)\n\
+                  S->C (V=1,R={a:x},N=A,T=EDS)\nC->S (V=1,N=A,T=EDS,node=-)\n";
+    passes(&client.replace("FIRST", "client"));
+    fails_at(
+        &client.replace("FIRST", "-"),
+        3,
+        "node: expected none, got \"client\"",
+    );
+    // Built: a first request without a node closes the stream.
+    passes(
+        "model: server\nC->S (V=,R={a},N=,T=EDS,node=-)\n\
+         expect server event protocol-error missing-node\n",
+    );
+}
+
+#[test]
+fn exact_errors_are_checked_whole() {
+    let text = "model: client\nclient defer EDS\nclient subscribe EDS a b\n\
+                C->S (V=,R={a,b},N=,T=EDS)\nS->C (V=1,R={a:good,b:bad},N=A,T=EDS)\n\
+                client reject EDS b \"bad endpoint\"\nC->S (N=A,T=EDS,EPATTERN)\n";
+    let with = |pattern: &str| text.replace("PATTERN", pattern);
+    passes(&with(r#"=="resource \"b\" rejected: bad endpoint""#));
+    passes(&with("=\"bad endpoint\""));
+    fails_at(
+        &with("==\"bad endpoint\""),
+        7,
+        "is not exactly \"bad endpoint\"",
+    );
+    // Built: the server's NACK event carries the text as written.
+    passes(
+        "model: server\nserver set EDS a:x\nC->S (V=,R={a},N=,T=EDS)\n\
+         S->C (V=1,R={a:x},N=A,T=EDS)\nC->S (V=,R={a},N=A,T=EDS,E==\"a \\\"quoted\\\" reason\") [nack]\n\
+         expect server event nacked EDS version=1 nonce=A\n",
+    );
+}
+
+#[test]
+fn xdstp_names_with_parameters_run_end_to_end() {
+    // The client sends, caches and reports the canonical name (context parameters
+    // sorted, xDS TP1); the body names the resource as it was set.
+    passes(&alloc::format!(
+        "model: both\nserver set CDS \"{XDSTP}\"@1:x\n\
+         client subscribe CDS \"{XDSTP}\"\n\
+         C->S (V=,R={{\"{XDSTP_CANONICAL}\"}},N=,T=CDS)\n\
+         S->C (R={{\"{XDSTP}\":x}},N=1,T=CDS)\n\
+         C->S (R={{\"{XDSTP_CANONICAL}\"}},N=1,T=CDS)\n\
+         expect client event upserted CDS \"{XDSTP_CANONICAL}\" version=V1\n\
+         expect client cache CDS {{\"{XDSTP_CANONICAL}\"}}\n\
+         expect client status CDS \"{XDSTP}\" acked\n\
+         expect server cache CDS {{\"{XDSTP_CANONICAL}\"@1}}\n\
+         client unsubscribe CDS \"{XDSTP}\"\n\
+         C->S (R={{}},T=CDS)\n"
+    ));
+    // Unquoted, the name ends at its `=`... and is a detail, not a name.
+    fails_at(
+        &alloc::format!(
+            "model: client\nclient subscribe CDS \"{XDSTP}\"\nC->S (T=CDS)\n\
+             S->C (V=1,R={{\"{XDSTP}\":x}},N=A,T=CDS)\n\
+             expect client event upserted CDS {XDSTP}\n"
+        ),
+        5,
+        "no such client event",
+    );
+}
+
+#[test]
+fn an_empty_type_url_stands_for_the_stream_type() {
+    let text = "model: server\ntransport: TRANSPORT\nserver set EDS a:x\n\
+                C->S (V=,R={a},N=,T=-)\nS->C (V=1,R={a:x},N=A,T=EDS)\n\
+                C->S (V=1,R={a},N=^,T=-) [ack]\nexpect server event acked EDS version=1 nonce=A\n";
+    let report = passes(&text.replace("TRANSPORT", "EDS"));
+    assert_eq!(report.lines[1].actual.as_deref(), Some("(V=,R={a},N=,T=)"));
+    // On ADS a request without a type is a protocol error.
+    let ads = "model: server\nC->S (V=,R={a},N=,T=-)\nexpect server event protocol-error missing-type-url\n";
+    passes(ads);
+    fails_at(
+        &ads.replace("missing-type-url", "missing-node"),
+        3,
+        "no such server event",
+    );
+}
+
+#[test]
+fn wrapping_is_checked_in_sotw_responses() {
+    let text = "model: server\nserver set EDS a:x\nC->S (V=,R={a},N=,T=EDS)\n\
+                S->C (V=1,R={a:x[WRAP]},N=A,T=EDS)\n";
+    passes(&text.replace("WRAP", "unwrapped"));
+    fails_at(
+        &text.replace("WRAP", "wrapped"),
+        4,
+        "a: expected a Resource wrapper",
+    );
+    let ttl = "model: server\nserver set EDS a:x[ttl=30s]\nC->S (V=,R={a},N=,T=EDS)\n\
+               S->C (V=1,R={a:xATTR},N=A,T=EDS)\n";
+    passes(&ttl.replace("ATTR", "[ttl=30s]"));
+    passes(&ttl.replace("ATTR", "[wrapped]"));
+    fails_at(
+        &ttl.replace("ATTR", "[unwrapped]"),
+        4,
+        "a: expected no Resource wrapper",
+    );
+}
+
+#[test]
+fn responses_sharing_a_line_are_answered_once() {
+    let responses = "S->C (V=1,R={a:x},N=A,T=EDS) ; S->C (V=2,R={a:y},N=B,T=EDS)";
+    let text = alloc::format!(
+        "model: client\nclient subscribe EDS a\nC->S (V=,R={{a}},N=,T=EDS)\n\
+         {responses}\nC->S (R={{a}},N=^,T=EDS)\nexpect client quiet\n"
+    );
+    let report = passes(&text);
+    assert_eq!(
+        report.lines[2].actual.as_deref(),
+        Some("(V=1,R={a:x},N=A,T=EDS) ; (V=2,R={a:y},N=B,T=EDS)")
+    );
+    // One line each: the client answers each, the first answer echoing A.
+    fails_at(
+        &text.replace(" ; S->C", "\nS->C"),
+        6,
+        "N: expected the latest nonce \"B\", got \"A\"",
+    );
+    // The model server's responses, taken in turn.
+    passes(
+        "model: server\nserver set EDS a:x\nserver set CDS c:x\n\
+         C->S (V=,R={a},N=,T=EDS)\nC->S (V=,R={c},N=,T=CDS)\n\
+         S->C (V=1,R={a:x},N=A,T=EDS) ; S->C (V=2,R={c:x},N=B,T=CDS)\n\
+         C->S (V=1,R={a},N=^,T=EDS) [ack]\nC->S (V=2,R={c},N=^,T=CDS) [ack]\n",
+    );
+}
+
+#[test]
+fn server_events_carry_version_nonce_and_protocol_errors() {
+    let text = "model: server\nserver set EDS a:x\nC->S (V=,R={a},N=,T=EDS,node=one)\n\
+                S->C (V=X,R={a:x},N=A,T=EDS)\nC->S (V=X,R={a},N=A,T=EDS)\n\
+                expect server event acked EDS version=X nonce=NONCE\n";
+    passes(&text.replace("NONCE", "A"));
+    fails_at(&text.replace("NONCE", "B"), 6, "no such server event");
+    let changed = "model: server\nserver set EDS a\nC->S (V=,R={a},N=,T=EDS,node=one)\n\
+                   S->C (V=X,R={a},N=A,T=EDS)\nC->S (V=X,R={a},N=A,T=EDS,node=two)\n\
+                   expect server event protocol-error ERROR\n";
+    passes(&changed.replace("ERROR", "node-changed"));
+    fails_at(
+        &changed.replace("ERROR", "missing-node"),
+        6,
+        "no such server event",
+    );
+    // The symbols of a candidate that does not match are not kept: X is still free for
+    // the version of the NACK below.
+    passes(
+        "model: server\nserver set EDS a:x\nC->S (V=,R={a},N=,T=EDS)\n\
+         S->C (V=X,R={a:x},N=A,T=EDS)\nC->S (V=,R={a},N=A,T=EDS,E=*)\n\
+         expect server no-event acked EDS\nexpect server event nacked EDS version=X nonce=A\n",
+    );
+}
+
+#[test]
+fn no_new_event_looks_only_since_the_last_input() {
+    let text = "model: client\nclient subscribe EDS a\nC->S (V=,R={a},N=,T=EDS)\n\
+                S->C (V=1,R={a:x},N=A,T=EDS)\nC->S (V=1,R={a},N=A,T=EDS)\n\
+                expect client event upserted EDS a\n";
+    // Consumed: no-event no longer sees it; no-new-event does, until the next input.
+    passes(&alloc::format!(
+        "{text}expect client no-event upserted EDS a\n"
+    ));
+    fails_at(
+        &alloc::format!("{text}expect client no-new-event upserted EDS a\n"),
+        7,
+        "unexpected client event upserted EDS a",
+    );
+    passes(&alloc::format!(
+        "{text}wait 1s\nexpect client no-new-event upserted EDS a\n"
+    ));
+    // Not consumed, but older than the client's last input (the subscription; the
+    // request lines only check what the client sent): no-event sees it, no-new-event not.
+    let older = "model: client\nclient subscribe EDS a\nC->S (V=,R={a},N=,T=EDS)\n\
+                 S->C (V=1,R={a:x},N=A,T=EDS)\nC->S (V=1,R={a},N=A,T=EDS)\n\
+                 client subscribe EDS b\nC->S (V=1,R={a,b},N=A,T=EDS)\n";
+    passes(&alloc::format!(
+        "{older}expect client no-new-event upserted EDS a\n"
+    ));
+    fails_at(
+        &alloc::format!("{older}expect client no-event upserted EDS a\n"),
+        8,
+        "unexpected client event upserted EDS a",
+    );
+}
+
+#[test]
+fn heartbeats_within_a_period_and_the_latest_nonce() {
+    let text = "model: server\nvariant: delta\ntransport: CDS\nserver set CDS a@1:x[ttl=10s]\n\
+                C->S (T=CDS,S={a},N=)\nS->C (R={a@1:x[ttl=10s]},N=A,T=CDS)\n\
+                C->S (T=CDS,N=A) [ack]\n\
+                expect server sends (R={a@1[nobody][ttl=10s]},T=CDS) within PERIOD\n\
+                C->S (T=CDS,N=^) [ack]\n";
+    let report = passes(&text.replace("PERIOD", "12s"));
+    let sent = report.lines[4].actual.as_deref().unwrap();
+    assert!(sent.matches("[nobody]").count() >= 2, "{sent}");
+    fails_at(
+        &text.replace("PERIOD", "1s"),
+        8,
+        "the server sent nothing within 1s",
+    );
+    fails_at(
+        &text
+            .replace("PERIOD", "12s")
+            .replace("a@1[nobody]", "a@1:x"),
+        8,
+        "body of a: expected tag x",
+    );
+    // Without N=^ the answer must name the nonce, which heartbeats do not let a line know.
+    fails_at(
+        &text.replace("PERIOD", "12s").replace("N=^", "N=A"),
+        9,
+        "did not classify this request as [ack]",
+    );
+}
+
+#[test]
+fn parses_publish_and_store_lines() {
+    let scenario = parse(
+        "model: server\nserver set EDS a:x ; remove EDS b ; publish LDS\nserver publish CDS\n",
+        "t",
+    )
+    .unwrap();
+    let Action::ServerBatch(commands) = &scenario.steps[0].action else {
+        panic!()
+    };
+    assert!(
+        matches!(&commands[0], ServerCommand::Set(t, items) if t == ENDPOINT.type_url && items.len() == 1)
+    );
+    assert_eq!(
+        commands[1],
+        ServerCommand::Remove(ENDPOINT.type_url.into(), vec!["b".into()])
+    );
+    assert_eq!(
+        commands[2],
+        ServerCommand::Publish(crate::types::LISTENER.type_url.into())
+    );
+    assert_eq!(
+        scenario.steps[1].action,
+        Action::ServerBatch(vec![ServerCommand::Publish(CLUSTER.type_url.into())])
+    );
+    assert!(parse("model: server\nserver publish\n", "t")
+        .unwrap_err()
+        .message
+        .starts_with("expected a type"));
+}
+
+#[test]
+fn publish_answers_a_type_with_no_resources() {
+    let text = "model: server\nC->S (V=,R={},N=,T=CDS)\nexpect server quiet\n\
+                server PUBLISH\nS->C (V=EMPTY,R={},N=A,T=CDS)\n";
+    passes(&text.replace("PUBLISH", "publish CDS"));
+    // Publishing another type leaves CDS unanswered.
+    fails_at(
+        &text.replace("PUBLISH", "publish EDS"),
+        5,
+        "expected the server to send this, it sent nothing",
+    );
+}
+
+#[test]
+fn a_store_line_is_one_revision() {
+    // Several types changed and published on one line: one poll sees all of it.
+    passes(
+        "model: server\nserver set EDS b:y\nC->S (V=,R={},N=,T=LDS)\nC->S (V=,R={a,b},N=,T=EDS)\n\
+         S->C (V=1,R={b:y},N=A,T=EDS)\nC->S (V=1,R={a,b},N=A,T=EDS) [ack]\n\
+         server set EDS a:x ; remove EDS b ; publish LDS\n\
+         S->C (V=2,R={a:x},N=B,T=EDS)\nS->C (V=3,R={},N=C,T=LDS)\n\
+         expect server cache EDS {a}\n",
+    );
+    // All or nothing: a bad operation leaves the store as it was, and nothing is recorded.
+    let text = "model: server\nserver set EDS a:x ; set EDS \"xdstp://auth\":y\n";
+    fails_at(text, 2, "xdstp://auth");
+    let report = replay(text);
+    assert!(report.server_view.is_empty(), "{:?}", report.server_view);
 }

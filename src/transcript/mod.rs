@@ -1,8 +1,14 @@
 //! A transcript: the messages of a conversation in the order one side saw them, with the
 //! server's store changes. The replay runner and the pair harness record them; the
 //! checker reads them (and writes and reads them as JSON lines, feature `check`).
+//!
+//! [`notation`] (features `script` or `testing`) writes messages back in the scenario
+//! notation, for diagrams and transcripts that people read.
 
 use alloc::string::String;
+
+#[cfg(any(feature = "script", feature = "testing"))]
+pub mod notation;
 
 use crate::message::{Request, Response};
 

@@ -1,4 +1,5 @@
-//! Messages written back in the seeds' notation, for diagrams and transcripts.
+//! Messages written back in the seeds' notation, for diagrams and transcripts: the scenario
+//! runner draws with it, and so does the pair harness, without needing the scenario language.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -10,6 +11,7 @@ use crate::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse, Resource,
     ResourceError,
 };
+use crate::pb::envoy::config::core::v3::ControlPlane;
 use crate::pb::google::protobuf::Any;
 use crate::pb::google::rpc::Status;
 use crate::types::{TypeInfo, RESOURCE_WRAPPER_TYPE_URL};
@@ -24,13 +26,16 @@ pub fn type_name(type_url: &str) -> String {
     }
 }
 
+/// A name as scenario files write it: in quotes when it holds white space or a character
+/// of the notation, with `"` and `\` escaped by a backslash.
 fn quoted(name: &str) -> String {
     if name.is_empty()
         || name
             .chars()
-            .any(|c| c.is_whitespace() || "@:[](){},\"#".contains(c))
+            .any(|c| c.is_whitespace() || "@:[](){},\"#=&;\\".contains(c))
     {
-        format!("\"{name}\"")
+        let escaped = name.replace('\\', "\\\\").replace('"', "\\\"");
+        format!("\"{escaped}\"")
     } else {
         name.into()
     }
@@ -113,17 +118,26 @@ pub fn sotw_request(r: &DiscoveryRequest) -> String {
     )
 }
 
-/// `(V=..,R={..},N=..,T=..[,F={..}])`
+/// `(V=..,R={..},N=..,T=..[,F={..}][,CP=..])`
 pub fn sotw_response(r: &DiscoveryResponse) -> String {
     let items: Vec<String> = r.resources.iter().map(sotw_item).collect();
     format!(
-        "(V={},R={{{}}},N={},T={}{})",
+        "(V={},R={{{}}},N={},T={}{}{})",
         r.version_info,
         items.join(","),
         r.nonce,
         type_name(&r.type_url),
-        resource_errors(&r.resource_errors)
+        resource_errors(&r.resource_errors),
+        control_plane(&r.control_plane)
     )
+}
+
+/// `,CP=identifier` for a `control_plane`, or nothing.
+fn control_plane(control_plane: &Option<ControlPlane>) -> String {
+    match control_plane {
+        Some(cp) => format!(",CP={}", quoted(&cp.identifier)),
+        None => String::new(),
+    }
 }
 
 /// `,F={name@CODE,...}` for `resource_errors`, or nothing.
@@ -186,7 +200,7 @@ pub fn delta_request(r: &DeltaDiscoveryRequest) -> String {
     )
 }
 
-/// `(V=..,R={..},X={..},N=..,T=..)`
+/// `(V=..,R={..},X={..},N=..,T=..[,F={..}][,CP=..])`
 pub fn delta_response(r: &DeltaDiscoveryResponse) -> String {
     let items: Vec<String> = r.resources.iter().map(delta_item).collect();
     let removed = r
@@ -195,13 +209,14 @@ pub fn delta_response(r: &DeltaDiscoveryResponse) -> String {
         .map(String::as_str)
         .chain(r.removed_resource_names.iter().map(|n| n.name.as_str()));
     format!(
-        "(V={},R={{{}}},X={},N={},T={}{})",
+        "(V={},R={{{}}},X={},N={},T={}{}{})",
         r.system_version_info,
         items.join(","),
         set(removed),
         r.nonce,
         type_name(&r.type_url),
-        resource_errors(&r.resource_errors)
+        resource_errors(&r.resource_errors),
+        control_plane(&r.control_plane)
     )
 }
 

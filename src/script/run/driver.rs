@@ -1,0 +1,416 @@
+//! The steps: each line of a scenario as inputs to the simulated stream, or as a check of
+//! what the model sent.
+//!
+//! Decisions:
+//! - A message line of the side the model plays takes the oldest message that side sent and
+//!   matches it; a line of the side the scenario plays is built and delivered.
+//! - Commands of one line all run before the model is drained, so that their effects merge
+//!   into one request or one poll; a server line is one store revision
+//!   (`ResourceStore::apply`), which every stream sees whole or not at all.
+//! - Nonces belong to one stream: a new stream's may repeat the old one's values, so the
+//!   nonce symbols start afresh on connect, and so does the latest nonce of each type
+//!   (`N=^`).
+//! - Responses that share a line reach the client one after the other before it is
+//!   polled: a client may then answer them with one request (xDS protocol, "ACK/NACK and
+//!   resource type instance version": only the latest nonce needs an answer).
+//! - `expect server sends (..) within D` lets time pass and takes every response the
+//!   server sends meanwhile, delivering each when it is sent: what a server may send at any
+//!   time (TTL heartbeats, `discovery.proto` `Resource.ttl`) cannot be pinned to a line.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use super::build::body_of;
+use super::symbols::{symbolize, Symbols};
+use super::{Logged, Runner};
+use crate::client::ClientEvent;
+use crate::message::Response;
+use crate::script::ast::*;
+use crate::server::{ResourceEntry, ServerEvent, StoreOp};
+use crate::transcript::notation;
+
+impl Runner {
+    /// Runs one line: what actually passed (message lines), and whether the line held.
+    pub(super) fn step(&mut self, action: &Action) -> (Option<String>, Result<(), String>) {
+        self.steps += 1;
+        let (client, server) = inputs_to(action);
+        if client {
+            self.last_input.client = self.steps;
+        }
+        if server {
+            self.last_input.server = self.steps;
+        }
+        let outcome = match action {
+            Action::Message {
+                direction: Direction::ClientToServer,
+                message,
+                tags,
+            } => return self.request(message, tags),
+            Action::Message {
+                direction: Direction::ServerToClient,
+                message,
+                ..
+            } => return self.responses(core::slice::from_ref(message)),
+            Action::Responses(messages) => return self.responses(messages),
+            Action::Expect(Side::Server, Expectation::Sends { message, within }) => {
+                return self.sends(message, *within)
+            }
+            Action::ClientBatch(commands) => {
+                let result = commands.iter().try_for_each(|c| self.client_command(c));
+                self.sim.drain();
+                result
+            }
+            Action::ServerBatch(commands) => {
+                let result = self.server_commands(commands);
+                self.sim.drain();
+                result
+            }
+            Action::Wait(duration) => self.wait(*duration),
+            Action::Disconnect => {
+                self.sim.break_stream();
+                Ok(())
+            }
+            Action::Connect => {
+                self.connect();
+                Ok(())
+            }
+            Action::Expect(side, expectation) => self.expect(*side, expectation),
+        };
+        self.take_events();
+        (None, outcome)
+    }
+
+    /// Moves the events of both sides from the stream into the runner's logs, noting the
+    /// responses that await a verdict.
+    pub(super) fn take_events(&mut self) {
+        for (_, event) in self.sim.take_client_events() {
+            if let ClientEvent::ValidationNeeded {
+                ticket,
+                type_url,
+                resources,
+                ..
+            } = &event
+            {
+                let names = resources
+                    .iter()
+                    .map(|r| r.name.as_str().to_string())
+                    .collect();
+                self.tickets
+                    .insert(type_url.as_str().into(), (*ticket, names));
+            }
+            self.client_events.push(Logged {
+                event,
+                step: self.steps,
+                consumed: false,
+            });
+        }
+        for (_, event) in self.sim.take_server_events() {
+            self.server_events.push(Logged {
+                event,
+                step: self.steps,
+                consumed: false,
+            });
+        }
+    }
+
+    /// A `C->S` line: the client's oldest request matched, or the scenario's built; then
+    /// delivered to the server, whose classification must agree with the tags.
+    fn request(
+        &mut self,
+        pattern: &MessagePattern,
+        tags: &[String],
+    ) -> (Option<String>, Result<(), String>) {
+        let events_before = self.server_events.len();
+        let request = if self.sim.client.is_some() {
+            let Some((_, request)) = self.sim.take_request() else {
+                return (
+                    None,
+                    Err("expected the client to send this, it sent nothing".into()),
+                );
+            };
+            let rendered = self.show(notation::request(&request), request.type_url());
+            if let Err(e) = self.match_request(pattern, &request) {
+                return (Some(rendered), Err(e));
+            }
+            request
+        } else {
+            self.build_request(pattern)
+        };
+        let rendered = self.show(notation::request(&request), request.type_url());
+        self.sim.deliver_request(request);
+        self.take_events();
+        let type_url = self.effective_type(pattern.type_url()).to_string();
+        let result = self.check_tags(&type_url, tags, events_before);
+        (Some(rendered), result)
+    }
+
+    /// `S->C` lines (one, or several sharing a line): the server's oldest responses
+    /// matched, or the scenario's built; then all delivered to the client before it is
+    /// drained.
+    fn responses(&mut self, patterns: &[MessagePattern]) -> (Option<String>, Result<(), String>) {
+        let mut responses = Vec::with_capacity(patterns.len());
+        let mut rendered = Vec::with_capacity(patterns.len());
+        for pattern in patterns {
+            let response = if self.sim.models_server() {
+                let Some((_, response)) = self.sim.take_response() else {
+                    let shown = (!rendered.is_empty()).then(|| rendered.join(" ; "));
+                    return (
+                        shown,
+                        Err("expected the server to send this, it sent nothing".into()),
+                    );
+                };
+                let shown = self.show(notation::response(&response), response.type_url());
+                if let Err(e) = self.match_response(pattern, &response) {
+                    rendered.push(shown);
+                    return (Some(rendered.join(" ; ")), Err(e));
+                }
+                response
+            } else {
+                self.build_response(pattern)
+            };
+            rendered.push(self.show(notation::response(&response), response.type_url()));
+            responses.push(response);
+        }
+        self.deliver_responses(responses);
+        (Some(rendered.join(" ; ")), Ok(()))
+    }
+
+    /// Delivers responses to the client, remembering the latest nonce of each type.
+    fn deliver_responses(&mut self, responses: Vec<Response>) {
+        for response in &responses {
+            let type_url = self.effective_type(response.type_url()).to_string();
+            self.latest_nonces
+                .insert(type_url, response.nonce().to_string());
+        }
+        self.sim.deliver_responses(responses);
+        self.take_events();
+    }
+
+    /// `expect server sends (..) within D`: every response the server sends while `D`
+    /// passes matches the message, and there is at least one.
+    pub(super) fn sends(
+        &mut self,
+        pattern: &MessagePattern,
+        within: Duration,
+    ) -> (Option<String>, Result<(), String>) {
+        if !self.sim.models_server() {
+            return (None, Err("the model does not play the server".into()));
+        }
+        let until = self.sim.now() + within;
+        let mut rendered: Vec<String> = Vec::new();
+        loop {
+            while let Some((_, response)) = self.sim.take_response() {
+                let shown = self.show(notation::response(&response), response.type_url());
+                if let Err(e) = self.match_response(pattern, &response) {
+                    rendered.push(shown);
+                    return (Some(rendered.join(" ; ")), Err(e));
+                }
+                rendered.push(self.show(notation::response(&response), response.type_url()));
+                self.deliver_responses(alloc::vec![response]);
+            }
+            let next = self.sim.next_timer().filter(|at| *at <= until);
+            let Err(stuck) = self.sim.fire_timers_until(next.unwrap_or(until)) else {
+                if next.is_none() {
+                    break;
+                }
+                continue;
+            };
+            return (
+                (!rendered.is_empty()).then(|| rendered.join(" ; ")),
+                Err(stuck.to_string()),
+            );
+        }
+        self.take_events();
+        if rendered.is_empty() {
+            return (
+                None,
+                Err(format!("the server sent nothing within {within:?}")),
+            );
+        }
+        (Some(rendered.join(" ; ")), Ok(()))
+    }
+
+    /// A rendered message with the symbols bound so far in place of values.
+    fn show(&self, rendered: String, type_url: &str) -> String {
+        symbolize(&rendered, self.versions.get(type_url), &self.nonces)
+    }
+
+    /// The server's classification of the request just delivered (`[ack]`, `[nack]`,
+    /// `[stale]`) among the events it emitted since `from`.
+    fn check_tags(&mut self, type_url: &str, tags: &[String], from: usize) -> Result<(), String> {
+        if !self.sim.models_server() {
+            return Ok(());
+        }
+        for tag in tags {
+            let found = self.server_events.iter().skip(from).any(|logged| {
+                match (tag.as_str(), &logged.event) {
+                    ("stale", ServerEvent::StaleRequest { type_url: t, .. })
+                    | ("ack", ServerEvent::Acked { type_url: t, .. })
+                    | ("nack", ServerEvent::Nacked { type_url: t, .. }) => t == type_url,
+                    _ => false,
+                }
+            });
+            if !found {
+                return Err(format!(
+                    "the server did not classify this request as [{tag}]"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn client_command(&mut self, command: &ClientCommand) -> Result<(), String> {
+        let client = self
+            .sim
+            .client
+            .as_mut()
+            .ok_or("the model does not play the client")?;
+        match command {
+            ClientCommand::Subscribe(t, names) => {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                client.subscribe(t, &names).map_err(|e| e.to_string())
+            }
+            ClientCommand::Unsubscribe(t, names) => {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                client.unsubscribe(t, &names).map_err(|e| e.to_string())
+            }
+            ClientCommand::Defer(t) => {
+                client.set_deferred_validation(t, true);
+                Ok(())
+            }
+            ClientCommand::Accept(t) => {
+                let (ticket, _) = self
+                    .tickets
+                    .remove(t.as_str())
+                    .ok_or("no response of that type awaits a verdict")?;
+                client.verdict(ticket, &[]).map_err(|e| e.to_string())
+            }
+            ClientCommand::Reject(t, names, reason) => {
+                let (ticket, pending) = self
+                    .tickets
+                    .remove(t.as_str())
+                    .ok_or("no response of that type awaits a verdict")?;
+                let names = if names.is_empty() { &pending } else { names };
+                let rejections: Vec<(&str, &str)> = names
+                    .iter()
+                    .map(|n| (n.as_str(), reason.as_str()))
+                    .collect();
+                client
+                    .verdict(ticket, &rejections)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// A server line: its commands as store operations, applied as one revision.
+    fn server_commands(&mut self, commands: &[ServerCommand]) -> Result<(), String> {
+        if !self.sim.models_server() {
+            return Err("the model does not play the server".into());
+        }
+        let mut ops = Vec::new();
+        for command in commands {
+            match command {
+                ServerCommand::Set(type_url, items) => {
+                    for item in items {
+                        let entry = self.entry_of(type_url, item);
+                        ops.push(StoreOp::Set {
+                            type_url: type_url.clone(),
+                            entry,
+                        });
+                    }
+                }
+                ServerCommand::Remove(type_url, names) => {
+                    ops.extend(names.iter().map(|name| StoreOp::Remove {
+                        type_url: type_url.clone(),
+                        name: name.clone(),
+                    }));
+                }
+                ServerCommand::Publish(type_url) => ops.push(StoreOp::Publish {
+                    type_url: type_url.clone(),
+                }),
+            }
+        }
+        self.sim.apply(ops).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    /// The store entry an item of `server set` stands for.
+    fn entry_of(&mut self, type_url: &str, item: &Item) -> ResourceEntry {
+        let mut entry = ResourceEntry::new(item.name.clone(), body_of(item, ""));
+        if let Some(v) = &item.version {
+            entry = entry.with_version(self.versions_of(type_url).input(v));
+        }
+        if let Some(ttl) = item.ttl {
+            entry = entry.with_ttl(ttl);
+        }
+        if !item.aliases.is_empty() {
+            entry = entry.with_aliases(item.aliases.clone());
+        }
+        entry
+    }
+
+    /// Advances time by `duration`, firing every deadline at its own time.
+    fn wait(&mut self, duration: Duration) -> Result<(), String> {
+        let until = self.sim.now() + duration;
+        self.sim
+            .fire_timers_until(until)
+            .map_err(|stuck| stuck.to_string())
+    }
+
+    fn connect(&mut self) {
+        self.first_request_sent = false;
+        self.nonces = Symbols::default();
+        self.latest_nonces.clear();
+        self.sim.reconnect();
+    }
+
+    /// The messages the model sent that no line accounted for, when the scenario ends.
+    pub(super) fn leftovers(&mut self) -> Option<String> {
+        self.sim.drain();
+        let mut left: Vec<String> = Vec::new();
+        if self.sim.client.is_some() {
+            left.extend(
+                self.sim
+                    .requests()
+                    .map(|r| format!("C->S {}", notation::request(r))),
+            );
+        }
+        if self.sim.models_server() {
+            left.extend(
+                self.sim
+                    .responses()
+                    .map(|r| format!("S->C {}", notation::response(r))),
+            );
+        }
+        (!left.is_empty()).then(|| {
+            format!(
+                "messages the scenario does not account for: {}",
+                left.join("; ")
+            )
+        })
+    }
+}
+
+/// Which sides a line gives input to, the client's and the server's (an expectation gives
+/// none, except `sends`, which lets time pass and delivers responses).
+fn inputs_to(action: &Action) -> (bool, bool) {
+    match action {
+        Action::Message {
+            direction: Direction::ClientToServer,
+            ..
+        }
+        | Action::ServerBatch(_) => (false, true),
+        Action::Message {
+            direction: Direction::ServerToClient,
+            ..
+        }
+        | Action::Responses(_)
+        | Action::ClientBatch(_) => (true, false),
+        Action::Wait(_)
+        | Action::Disconnect
+        | Action::Connect
+        | Action::Expect(_, Expectation::Sends { .. }) => (true, true),
+        Action::Expect(..) => (false, false),
+    }
+}

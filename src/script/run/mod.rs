@@ -1,0 +1,254 @@
+//! Replaying a scenario through the model: the client state machine, the server state
+//! machine, or both, on a simulated stream ([`Sim`]), with the scenario's lines as inputs
+//! and expectations.
+//!
+//! The runner is the stream plus what a scenario adds: symbols (`symbols`), the messages of
+//! the side the scenario plays (`build`), checks of what the model sent (`matching`),
+//! expectations (`expect`), and the steps themselves (`driver`).
+
+mod build;
+mod driver;
+mod expect;
+mod matching;
+mod symbols;
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use self::symbols::Symbols;
+use super::ast::*;
+use crate::client::{Client, ClientConfig, ClientEvent, VerdictTicket};
+use crate::message::Transport;
+use crate::pb::envoy::config::core::v3::Node;
+use crate::server::{ServerConfig, ServerEvent};
+use crate::testing::Sim;
+use crate::transcript::Entry;
+
+/// What happened on one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineReport {
+    /// The 1-based line number.
+    pub line: usize,
+    /// The line as written.
+    pub source: String,
+    /// What kind of step it was.
+    pub kind: LineKind,
+    /// The message that actually passed, in the notation (message lines only).
+    pub actual: Option<String>,
+    /// `Err` with what differed, when the line failed.
+    pub result: Result<(), String>,
+}
+
+/// The kinds of line, for drawing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineKind {
+    /// `C->S`.
+    Request,
+    /// `S->C`.
+    Response,
+    /// A client command or a client expectation.
+    Client,
+    /// A server command or a server expectation.
+    Server,
+    /// Time or the stream.
+    Both,
+}
+
+/// The outcome of a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// The scenario's title.
+    pub title: String,
+    /// The lines that ran, in order; the last one failed if any did.
+    pub lines: Vec<LineReport>,
+    /// A failure that is not any line's: messages left over at the end.
+    pub trailing: Option<String>,
+    /// The conversation as the client saw it (requests when sent, responses when
+    /// received): check the client's side on it.
+    pub client_view: Vec<Entry>,
+    /// The conversation as the server saw it (requests when received, responses when sent,
+    /// store changes): check the server's side on it.
+    pub server_view: Vec<Entry>,
+}
+
+impl Report {
+    /// Whether every line passed and nothing was left over.
+    pub fn passed(&self) -> bool {
+        self.trailing.is_none() && self.lines.iter().all(|l| l.result.is_ok())
+    }
+}
+
+/// One event a side emitted, the step it was taken in, and whether an expectation has
+/// consumed it.
+struct Logged<E> {
+    event: E,
+    /// The step (counted from 1) during which it was emitted.
+    step: usize,
+    consumed: bool,
+}
+
+/// The steps that gave each side input last (`no-new-event`).
+#[derive(Default)]
+struct LastInput {
+    client: usize,
+    server: usize,
+}
+
+/// The replay of one scenario: the simulated stream, the events the runner has taken from
+/// it, and the scenario's symbols.
+struct Runner {
+    sim: Sim,
+    client_events: Vec<Logged<ClientEvent>>,
+    server_events: Vec<Logged<ServerEvent>>,
+    /// Responses awaiting a verdict (`client defer`), by type URL, with their names.
+    tickets: BTreeMap<String, (VerdictTicket, Vec<String>)>,
+    /// Version symbols, one namespace per type URL (versions are per type).
+    versions: BTreeMap<String, Symbols>,
+    /// Nonce symbols of the stream that is up.
+    nonces: Symbols,
+    /// Whether the scenario side has sent the stream's first request (for the node).
+    first_request_sent: bool,
+    /// The nonce of the latest response of each type the client received on this stream
+    /// (`N=^`).
+    latest_nonces: BTreeMap<String, String>,
+    /// The type of a per-type stream: what an empty `type_url` (`T=-`) stands for.
+    stream_type: Option<String>,
+    /// Steps run so far.
+    steps: usize,
+    /// The last step that gave each side input.
+    last_input: LastInput,
+}
+
+impl Runner {
+    fn new(scenario: &Scenario) -> Runner {
+        let transport = match &scenario.transport {
+            TransportSpec::Ads => Transport::Aggregated,
+            TransportSpec::PerType(url) => Transport::PerType(url.clone()),
+        };
+        let node = Node {
+            id: "client".into(),
+            ..Node::default()
+        };
+        let options = &scenario.options;
+        let mut client_config = ClientConfig::new(scenario.variant, transport.clone(), node);
+        if let Some(timeout) = options.does_not_exist_timeout {
+            client_config.does_not_exist_timeout = timeout;
+        }
+        if let Some(policy) = options.nack_policy {
+            client_config.nack_policy = policy;
+        }
+        if let Some(on) = options.sotw_refetch_on_ttl_expiry {
+            client_config.sotw_refetch_on_ttl_expiry = on;
+        }
+        if let Some(on) = options.node_on_every_request {
+            client_config.node_on_every_request = on;
+        }
+        let stream_type = match &transport {
+            Transport::PerType(url) => Some(url.clone()),
+            Transport::Aggregated => None,
+        };
+        let mut server_config = ServerConfig::new(scenario.variant, transport);
+        if let Some(on) = options.sticky_legacy_wildcard {
+            server_config.sticky_legacy_wildcard = on;
+        }
+        if let Some(on) = options.sotw_not_found_errors {
+            server_config.sotw_not_found_errors = on;
+        }
+        if let Some(reporting) = options.not_found {
+            server_config.not_found = reporting;
+        }
+        let client_modeled = matches!(scenario.model, Model::Client | Model::Both);
+        let server_modeled = matches!(scenario.model, Model::Server | Model::Both);
+        let mut sim = Sim::new(
+            client_modeled.then(|| Client::new(client_config)),
+            server_modeled.then_some(server_config),
+        );
+        if options.server_encoded {
+            sim.encode_responses();
+        }
+        let mut runner = Runner {
+            sim,
+            client_events: Vec::new(),
+            server_events: Vec::new(),
+            tickets: BTreeMap::new(),
+            versions: BTreeMap::new(),
+            nonces: Symbols::default(),
+            first_request_sent: false,
+            latest_nonces: BTreeMap::new(),
+            stream_type,
+            steps: 0,
+            last_input: LastInput::default(),
+        };
+        runner.take_events();
+        runner
+    }
+
+    /// The version symbols of a type.
+    fn versions_of(&mut self, type_url: &str) -> &mut Symbols {
+        self.versions.entry(type_url.into()).or_default()
+    }
+
+    /// The type a message is about: its own, or the stream's when it leaves `type_url`
+    /// empty on a per-type stream.
+    fn effective_type<'a>(&'a self, type_url: &'a str) -> &'a str {
+        match &self.stream_type {
+            Some(stream_type) if type_url.is_empty() => stream_type,
+            _ => type_url,
+        }
+    }
+
+    /// The nonce a request echoes when it says `N=^`.
+    fn latest_nonce(&self, type_url: &str) -> &str {
+        let type_url = self.effective_type(type_url);
+        self.latest_nonces.get(type_url).map_or("", String::as_str)
+    }
+}
+
+fn kind_of(action: &Action) -> LineKind {
+    match action {
+        Action::Message {
+            direction: Direction::ClientToServer,
+            ..
+        } => LineKind::Request,
+        Action::Message {
+            direction: Direction::ServerToClient,
+            ..
+        }
+        | Action::Responses(_)
+        | Action::Expect(Side::Server, Expectation::Sends { .. }) => LineKind::Response,
+        Action::ClientBatch(_) | Action::Expect(Side::Client, _) => LineKind::Client,
+        Action::ServerBatch(_) | Action::Expect(Side::Server, _) => LineKind::Server,
+        Action::Wait(_) | Action::Disconnect | Action::Connect => LineKind::Both,
+    }
+}
+
+/// Replays `scenario` and reports every line; stops at the first failing line.
+pub fn run(scenario: &Scenario) -> Report {
+    let mut runner = Runner::new(scenario);
+    let mut lines = Vec::new();
+    let mut failed = false;
+    for step in &scenario.steps {
+        let (actual, result) = runner.step(&step.action);
+        failed = result.is_err();
+        lines.push(LineReport {
+            line: step.line,
+            source: step.source.clone(),
+            kind: kind_of(&step.action),
+            actual,
+            result,
+        });
+        if failed {
+            break;
+        }
+    }
+    let trailing = if failed { None } else { runner.leftovers() };
+    let (client_view, server_view) = runner.sim.take_views();
+    Report {
+        title: scenario.title.clone(),
+        lines,
+        trailing,
+        client_view,
+        server_view,
+    }
+}
