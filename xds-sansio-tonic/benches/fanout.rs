@@ -231,6 +231,36 @@ fn fanout(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("core_only", streams), &streams, |b, _| {
             b.iter_custom(|iters| (0..iters).map(|_| core.push()).sum())
         });
+        // The clients' own work, in memory: decode each stream's response and build its
+        // ACK (what the loopback clients do besides waiting on the network).
+        let encoded = {
+            let mut one = CoreOnly::new(1);
+            one.round += 1;
+            one.store.apply(vec![set(4242, "decode")]).unwrap();
+            let now = xds_sansio::Instant::ZERO;
+            one.streams[0]
+                .poll_response_encoded(now, &one.store)
+                .unwrap()
+                .bytes
+        };
+        group.bench_with_input(
+            BenchmarkId::new("clients_only", streams),
+            &streams,
+            |b, &n| {
+                b.iter(|| {
+                    for _ in 0..n {
+                        let response =
+                            <DiscoveryResponse as prost::Message>::decode(encoded.clone()).unwrap();
+                        std::hint::black_box(DiscoveryRequest {
+                            type_url: CDS.into(),
+                            version_info: response.version_info,
+                            response_nonce: response.nonce,
+                            ..Default::default()
+                        });
+                    }
+                })
+            },
+        );
         drop(core);
         let mut loopback = runtime.block_on(Loopback::start(streams));
         group.bench_with_input(

@@ -65,18 +65,19 @@ impl Group {
     }
 
     /// Changes the store; wakes the streams whose subscriptions the changes touch (every
-    /// stream of the group when the change log no longer reaches back). `on_change` sees the
-    /// store and the revision before, with the write lock held.
+    /// stream of the group when the change log no longer reaches back) and says how many
+    /// (`None`: nothing changed). `on_change` sees the store and the revision before, with
+    /// the write lock held.
     pub(crate) fn update<R>(
         &self,
         change: impl FnOnce(&mut ResourceStore) -> R,
         on_change: impl FnOnce(&ResourceStore, Revision),
-    ) -> (R, usize) {
+    ) -> (R, Option<usize>) {
         let mut store = self.write();
         let before = store.revision();
         let result = change(&mut store);
         if store.revision() == before {
-            return (result, 0);
+            return (result, None);
         }
         *lock(&self.last_publish) = Some(std::time::Instant::now());
         on_change(&store, before);
@@ -86,7 +87,7 @@ impl Group {
         for waker in woken {
             waker.notify_one();
         }
-        (result, count)
+        (result, Some(count))
     }
 
     /// The wakers of the streams the changes after `since` concern.

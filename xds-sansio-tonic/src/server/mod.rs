@@ -420,10 +420,10 @@ impl XdsServer {
         let (result, woken) = group.update(change, |store, since| {
             callbacks.published(&group.key, store, since);
         });
-        if woken > 0 || group.last_publish().is_some() {
+        if let Some(woken) = woken {
             metrics::published(woken);
+            tracing::debug!(group = %group.key, woken, "published");
         }
-        tracing::debug!(group = %group.key, woken, "published");
         result
     }
 
