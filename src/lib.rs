@@ -23,11 +23,19 @@
 //!
 //! # The contract
 //!
+//! Written once, here; each machine's type doc names its methods by kind, and each
+//! `poll_*` says when to call it.
+//!
+//! - **Four kinds of method**: reads (`&self`), inputs (`handle_*`, and a client's
+//!   `connected` / `disconnected`), commands from the application (which may return a
+//!   typed error and then change nothing), outputs (`poll_*`).
 //! - **Inputs**: decoded messages (`handle_*`), application commands and `now`, an
 //!   [`Instant`] the caller supplies. The crate never reads a clock.
 //! - **Outputs**: drained after every input until they return `None`: messages to send
 //!   (`poll_*`), events for the application, and the next deadline (`poll_timeout`).
-//!   While output is queued, `poll_timeout` returns the last `now`.
+//!   While output is queued (or, on a server stream, work waits for the next poll),
+//!   `poll_timeout` returns the last `now`, so a loop that sleeps until it never sleeps
+//!   on pending output.
 //! - **Time**: never move `now` backwards (durations saturate if you do); call
 //!   `handle_timeout(now)` once the deadline has passed; extra calls are harmless.
 //! - **Determinism**: the same inputs give the same outputs, byte for byte; nothing
@@ -48,6 +56,8 @@
 //! - [`resource`]: reading a resource's name from its opaque body.
 //! - [`message`]: the variant (SotW or delta) and transport (ADS or per type) of a stream.
 //! - [`time`]: the caller-supplied clock.
+//! - [`text`]: [`SharedStr`](text::SharedStr), the zero-copy string names, versions and
+//!   type URLs travel in.
 //! - `json` (feature `json`): canonical proto3 JSON for every message.
 //! - [`file`](mod@file): filesystem subscriptions (binary protobuf, JSON, YAML, text format).
 //! - `rest` (feature `json`): REST-JSON polling, client and server side.
@@ -86,6 +96,7 @@ pub mod server;
 pub mod single_type;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod text;
 pub mod time;
 pub mod transcript;
 pub mod types;

@@ -43,7 +43,7 @@ pub enum ApiVersion {
 /// One known xDS resource type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ResourceType {
-    /// The short name used in the seeds and in scenario files: `LDS`, `CDS`, ...
+    /// The short name used in the protocol text and in scenario files: `LDS`, `CDS`, ...
     pub short_name: &'static str,
     /// The v3 type URL.
     pub type_url: &'static str,

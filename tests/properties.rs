@@ -209,7 +209,7 @@ impl World {
                         .any(|(when, present)| *when > from && *when <= at && !present);
                     // SotW full-state types are exempt: a response that answers a request
                     // crossing a newer subscription legitimately omits a name, and the
-                    // client must read the omission as deletion (seed 000, "Deleting
+                    // client must read the omission as deletion (xDS protocol, "Deleting
                     // Resources"). The end state is checked instead (`check_convergence`).
                     let full_state_sotw = self.setup.variant == Variant::Sotw && t == 0;
                     if present_at_from && !left_since && !full_state_sotw {

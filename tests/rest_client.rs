@@ -1,5 +1,5 @@
 //! REST-JSON polling, client side: when a poll is due, what it carries, and how every HTTP
-//! outcome changes state (seed 000, "REST-JSON polling subscriptions").
+//! outcome changes state (xDS protocol, "REST-JSON polling subscriptions").
 #![cfg(feature = "json")]
 
 use std::time::Duration;

@@ -171,7 +171,7 @@ fn publication_wakes_waiting_streams_in_a_set() {
     while let Some(id) = set.poll_ready() {
         assert!(set.poll_response(id, T0, &store).is_none());
     }
-    assert_eq!(set.next_timeout(), None);
+    assert_eq!(set.poll_timeout(), None);
     store.publish(CDS).unwrap();
     assert_eq!(set.sync(&store), 2);
     let mut answered = Vec::new();

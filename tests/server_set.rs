@@ -247,20 +247,20 @@ fn set_level_timers_fire_only_due_streams() {
     set.handle_request(b, T0, dreq(delta(EDS, &["plain"], &[], "")))
         .unwrap();
     assert_eq!(drain_set(&mut set, &store).len(), 2);
-    assert_eq!(set.next_timeout(), Some(Instant::from_secs(5)));
-    set.handle_timeouts(Instant::from_secs(4));
+    assert_eq!(set.poll_timeout(), Some(Instant::from_secs(5)));
+    set.handle_timeout(Instant::from_secs(4));
     assert_eq!(set.poll_ready(), None);
     let now = Instant::from_secs(5);
-    set.handle_timeouts(now);
+    set.handle_timeout(now);
     assert_eq!(set.poll_ready(), Some(a));
     let hb = set.poll_response(a, now, &store).unwrap();
     match hb {
         Response::Delta(d) => assert!(d.resources[0].resource.is_none()),
         _ => unreachable!(),
     }
-    assert_eq!(set.next_timeout(), Some(Instant::from_secs(10)));
+    assert_eq!(set.poll_timeout(), Some(Instant::from_secs(10)));
     set.remove(a);
-    assert_eq!(set.next_timeout(), None);
+    assert_eq!(set.poll_timeout(), None);
 }
 
 /// Seed "Multiple EDS requests on the same stream / on distinct streams": both deliver

@@ -382,11 +382,11 @@ fn node_is_required_first_and_identical_after() {
     s.handle_request(T0, req(r));
     assert_eq!(
         events(&mut s),
-        [ServerEvent::ProtocolError(ProtocolError::MissingNode)]
+        [ServerEvent::ProtocolError(ProtocolError::NodeMissing)]
     );
     assert!(s.is_closed());
     assert!(drain(&mut s, T0, &store).is_empty());
-    assert_eq!(ProtocolError::MissingNode.grpc_code(), 3);
+    assert_eq!(ProtocolError::NodeMissing.grpc_code(), 3);
 
     let mut s = ads();
     s.handle_request(T0, req(sotw(EDS, "", &["foo"], "")));
@@ -421,7 +421,7 @@ fn type_url_required_on_ads_and_checked_per_type() {
     let mut s = ads();
     s.handle_request(T0, req(sotw("", "", &["foo"], "")));
     assert!(s.is_closed());
-    assert!(events(&mut s).contains(&ServerEvent::ProtocolError(ProtocolError::MissingTypeUrl)));
+    assert!(events(&mut s).contains(&ServerEvent::ProtocolError(ProtocolError::TypeUrlMissing)));
 
     let store = eds_store();
     let per_type = || {

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use core::time::Duration;
 
 use super::status::{Rejection, ResourceState, ResourceStatus, ServerError};
-use super::text::SharedStr;
+use crate::text::SharedStr;
 use crate::time::Instant;
 
 /// An accepted resource held by the client.

@@ -4,9 +4,9 @@
 use alloc::string::String;
 use core::fmt;
 
-use super::text::SharedStr;
 use crate::name::NameParseError;
 use crate::resource::NameError;
+use crate::text::SharedStr;
 
 /// Which resource of a response a defect concerns: its position (SotW, where the name may
 /// be what is wrong) or its name (incremental).

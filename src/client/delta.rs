@@ -7,14 +7,11 @@ use alloc::vec::Vec;
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
-use super::text::SharedStr;
 use super::type_state::TypeState;
-use super::update::{
-    check_capacity, check_count, check_duplicates, check_name_len, finish, received_name,
-    split_resource_errors, ttl_of, wrapper_name, Due, DueKind, Incoming, Reject, Update,
-};
+use super::update::{self, Due, DueKind, Incoming, Reject, Update};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse};
 use crate::pb::envoy::config::core::v3::Node;
+use crate::text::SharedStr;
 
 /// Checks an incremental response of `type_url` and keeps the resources the client asked
 /// for (by name, by alias, or through the wildcard). Costs O(size of the response).
@@ -38,7 +35,7 @@ pub(crate) fn parse(
         .saturating_add(removed_resources.len())
         .saturating_add(removed_resource_names.len())
         .saturating_add(resource_errors.len());
-    let checked = check_count("resources and removals", total, limits).and_then(|()| {
+    let checked = update::check_count("resources and removals", total, limits).and_then(|()| {
         let mut removed = Vec::with_capacity(
             removed_resources
                 .len()
@@ -46,15 +43,15 @@ pub(crate) fn parse(
         );
         let removed_names = removed_resource_names.into_iter().map(|r| r.name);
         for name in removed_resources.into_iter().chain(removed_names) {
-            check_name_len("removed name", None, &name, limits)?;
-            removed.push(received_name(SharedStr::from(name))?);
+            update::check_name_len("removed name", None, &name, limits)?;
+            removed.push(update::received_name(SharedStr::from(name))?);
         }
         let resources = check(resources, type_url, &removed, ts, limits)?;
-        let (not_found, errors) = split_resource_errors(resource_errors, limits)?;
+        let (not_found, errors) = update::split_resource_errors(resource_errors, limits)?;
         removed.extend(not_found);
         Ok((resources, removed, errors))
     });
-    finish(
+    update::finish(
         SharedStr::from(nonce),
         SharedStr::from(system_version_info),
         false,
@@ -71,28 +68,20 @@ fn check(
 ) -> Result<Vec<Incoming>, ResponseDefect> {
     let mut out = Vec::with_capacity(resources.len());
     for (i, r) in resources.into_iter().enumerate() {
-        let name =
-            wrapper_name(r.name, r.resource_name).ok_or(ResponseDefect::Nameless { at: i })?;
-        check_name_len("name or alias", Some(At::Index(i)), &name, limits)?;
-        let name = received_name(SharedStr::from(name))?;
+        let name = update::wrapper_name(r.name, r.resource_name)
+            .ok_or(ResponseDefect::Nameless { at: i })?;
+        update::check_name_len("name or alias", Some(At::Index(i)), &name, limits)?;
+        let name = update::received_name(SharedStr::from(name))?;
         let mut aliases: Vec<SharedStr> = Vec::with_capacity(r.aliases.len());
         for alias in r.aliases {
-            check_name_len("name or alias", Some(At::Index(i)), &alias, limits)?;
+            update::check_name_len("name or alias", Some(At::Index(i)), &alias, limits)?;
             aliases.push(SharedStr::from(alias));
         }
-        let body = match r.resource {
-            Some(any) if any.type_url != type_url => {
-                return Err(ResponseDefect::TypeMismatch {
-                    at: At::Name(name),
-                    found: String::from(any.type_url.as_str()),
-                    expected: String::from(type_url),
-                    wrapped: false,
-                })
-            }
-            Some(any) => Some(any.value),
-            None => None,
-        };
-        let ttl = ttl_of(r.ttl, || At::Name(name.clone()))?;
+        let body = r
+            .resource
+            .map(|any| update::body_of(any, type_url, || At::Name(name.clone()), false))
+            .transpose()?;
+        let ttl = update::ttl_of(r.ttl, || At::Name(name.clone()))?;
         out.push(Incoming {
             name,
             version: Some(SharedStr::from(r.version)),
@@ -101,9 +90,9 @@ fn check(
             ttl,
         });
     }
-    check_duplicates(&out, removed)?;
+    update::check_duplicates(&out, removed)?;
     out.retain(|inc| ts.wants(&inc.name, &inc.aliases));
-    check_capacity(ts, &out, false, limits)?;
+    update::check_capacity(ts, &out, false, limits)?;
     Ok(out)
 }
 

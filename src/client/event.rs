@@ -7,8 +7,8 @@ use bytes::Bytes;
 use core::fmt;
 
 use super::defect::ResponseDefect;
-use super::text::SharedStr;
 use crate::name::NameParseError;
+use crate::text::SharedStr;
 
 /// Why a resource left the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -8,11 +8,11 @@ use hashbrown::HashMap;
 
 use super::defect::ResponseDefect;
 use super::event::{ClientEvent, PendingResource, VerdictTicket};
-use super::text::SharedStr;
 use super::type_state::{Ctx, Held, TypeState};
 use super::update::Update;
 use super::variant;
 use crate::message::Response;
+use crate::text::SharedStr;
 
 impl TypeState {
     /// A response of this type arrived on the stream: handled now, or held behind a pending

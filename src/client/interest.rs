@@ -6,13 +6,13 @@ use alloc::vec::Vec;
 use super::cache::Record;
 use super::event::RemovalReason;
 use super::subscription::WILDCARD;
-use super::text::SharedStr;
 use super::timers::TimerKind;
 use super::type_state::{Ctx, TypeState};
 use super::update::is_collection;
 use super::variant;
 use crate::message::Request;
 use crate::pb::envoy::config::core::v3::Node;
+use crate::text::SharedStr;
 
 impl TypeState {
     /// Adds `names` to what is wanted (`*` for the wildcard; `legacy` when it came from an

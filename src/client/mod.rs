@@ -21,17 +21,9 @@
 //! }
 //! ```
 //!
-//! Drain [`Client::poll_request`] and [`Client::poll_event`] until `None` after every input.
-//! A request returned by `poll_request` counts as sent at that `now`: the does-not-exist
-//! timers of the names it carries start there.
-//!
-//! # Time
-//!
-//! The caller passes `now` on every time-sensitive call and never moves it backwards.
-//! [`Client::poll_timeout`] returns the earliest deadline (does-not-exist or TTL); while a
-//! request or an event is queued it returns the last `now` passed in, so a loop that sleeps
-//! until `poll_timeout` never sleeps on pending output. [`Client::handle_timeout`] fires
-//! everything due at `now`; extra calls are harmless.
+//! The method kinds are on [`Client`], each poll says when to call it, and the rules of
+//! time and output that every machine of the crate follows are [the crate's
+//! contract](crate#the-contract).
 //!
 //! # Rules and where they live
 //!
@@ -68,7 +60,7 @@
 //!   Envoy's `NewDeltaSubscriptionState` only adds the new names). `*` is listed explicitly
 //!   only on the first request of a stream when names are also wanted; `*` alone still
 //!   goes out in legacy form.
-//! * **Protocol checks vs content validation.** Duplicate names (seed 000, "Duplicate
+//! * **Protocol checks vs content validation.** Duplicate names (xDS protocol, "Duplicate
 //!   Resource Names"), an `Any` whose type differs from the response's, an undecodable
 //!   `Resource` wrapper, an unreadable name, an invalid TTL and exceeded [`Limits`] NACK the
 //!   whole response with no state change, whatever the policy. The application judges
@@ -80,13 +72,13 @@
 //!   `Nacked`, and the response is still NACKed with the previous good version. Under
 //!   KeepValid a full-state (LDS/CDS) response still deletes what it omits.
 //! * **NACK message.** `error_detail` is a `google.rpc.Status` with code 13 (INTERNAL) and a
-//!   message capped at 4096 bytes plus `...(truncated)`, as Envoy sends (wire facts 1.4).
+//!   message capped at 4096 bytes plus `...(truncated)`, as Envoy sends.
 //! * **Does-not-exist timer (gRPC A57, "XdsClient failure mode behavior").** Per subscribed
 //!   name, 15 s by default. It starts when a request naming it is *returned by
 //!   `poll_request`* on a connected stream, is cancelled by any response carrying the
 //!   resource (or announcing its absence), is stopped on `disconnected`, and on the next
 //!   stream is restarted only for names that are not cached and not already known not to
-//!   exist. In SotW, absence from a response never proves non-existence (seed 000, "Knowing
+//!   exist. In SotW, absence from a response never proves non-existence (xDS protocol, "Knowing
 //!   When a Requested Resource Does Not Exist"), except the deletion of a held resource by
 //!   a full-state LDS/CDS response.
 //! * **TTL (discovery.proto, `Resource.ttl`).** Set or reset by a resource carrying a TTL,
@@ -109,12 +101,12 @@
 //!   on its behalf.
 //! * **Incremental does-not-exist.** A `Resource` with a subscribed name and no body, when the
 //!   client does not hold that name at that version, means the resource does not exist
-//!   (seed 000, "Knowing When a Requested Resource Does Not Exist"); so does a name in
+//!   (xDS protocol, "Knowing When a Requested Resource Does Not Exist"); so does a name in
 //!   `removed_resources`, `removed_resource_names`, or a `resource_errors` entry with code
-//!   NOT_FOUND (wire facts 1.1). Removals of names never held and not subscribed are
-//!   ignored (seed 004, `removed_resources`).
+//!   NOT_FOUND (discovery.proto, `DeltaDiscoveryResponse.resource_errors`). Removals of names never held and not subscribed are
+//!   ignored (discovery.proto, `removed_resources`).
 //! * **`resource_errors`, both variants (newest text; xRFC TP3 "xDS error propagation",
-//!   which the seeds predate).** An entry stops the name's does-not-exist timer and counts
+//!   which the older protocol text predates).** An entry stops the name's does-not-exist timer and counts
 //!   as an answer for readiness. NOT_FOUND for a concrete name is handled exactly like an
 //!   incremental removal (TP3: "exactly the same way as ... the does-not-exist timer"),
 //!   in SotW too, so a SotW client need not wait 15 s. Every other code is reported as
@@ -151,9 +143,9 @@
 //!   is given: an unsubscribe while a verdict is pending is honoured.
 //! * **ADS order.** On connect the first requests go out in make-before-break order (CDS,
 //!   EDS, LDS, RDS, ...); after that, types are served first come first served.
-//!   Incremental answers every response on its own, in order (seed 004, `response_nonce`).
+//!   Incremental answers every response on its own, in order (discovery.proto, `response_nonce`).
 //!   SotW answers the latest response of a type only: an unsent answer to an older one would
-//!   carry a stale nonce that the server ignores (seed 000, "Requests become stale"), so
+//!   carry a stale nonce that the server ignores (xDS protocol, "Requests become stale"), so
 //!   every SotW request carries the latest nonce of its type on the stream.
 
 mod cache;
@@ -170,7 +162,7 @@ mod reads;
 mod sotw;
 mod status;
 mod subscription;
-mod text;
+
 mod timers;
 mod type_state;
 mod update;
@@ -182,6 +174,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use hashbrown::HashMap;
 
+pub use crate::text::SharedStr;
 pub use cache::CachedResource;
 pub use config::{ClientConfig, Limits, NackPolicy};
 pub use defect::{At, ResponseDefect};
@@ -190,7 +183,6 @@ pub use event::{
 };
 pub use status::{Rejection, ResourceState, ResourceStatus, ServerError, StatusEntry};
 pub use subscription::WILDCARD;
-pub use text::SharedStr;
 pub use validation::{cap_message, Validator, MAX_ERROR_MESSAGE, NACK_CODE, TRUNCATION_MARKER};
 
 use type_state::{Ctx, TypeState};

@@ -8,15 +8,12 @@ use prost::Message;
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
-use super::text::SharedStr;
 use super::type_state::TypeState;
-use super::update::{
-    check_capacity, check_count, check_duplicates, check_name_len, finish, received_name,
-    split_resource_errors, ttl_of, wrapper_name, Due, DueKind, Incoming, Reject, Update,
-};
+use super::update::{self, Due, DueKind, Incoming, Reject, Update};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use crate::pb::envoy::config::core::v3::Node;
 use crate::resource::{name_field_1, NameExtractor};
+use crate::text::SharedStr;
 use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 
 /// Checks a SotW response of `type_url` (the effective type of the stream) and keeps the
@@ -37,13 +34,13 @@ pub(crate) fn parse(
     } = resp;
     let version = SharedStr::from(version_info);
     let full_state = ts.info.full_state_in_sotw();
-    let checked = check_count("resource errors", resource_errors.len(), limits)
+    let checked = update::check_count("resource errors", resource_errors.len(), limits)
         .and_then(|()| check(resources, type_url, &version, ts, limits, extractor))
         .and_then(|resources| {
-            let (removed, errors) = split_resource_errors(resource_errors, limits)?;
+            let (removed, errors) = update::split_resource_errors(resource_errors, limits)?;
             Ok((resources, removed, errors))
         });
-    finish(SharedStr::from(nonce), version, full_state, checked)
+    update::finish(SharedStr::from(nonce), version, full_state, checked)
 }
 
 fn name_of(
@@ -55,7 +52,7 @@ fn name_of(
         .map_err(|error| ResponseDefect::UnreadableName { at, error })?;
     // Checked again whatever the extractor: `SharedStr` relies on it for soundness.
     let name = SharedStr::from_utf8(name).map_err(|_| ResponseDefect::NameNotUtf8 { at })?;
-    received_name(name)
+    update::received_name(name)
 }
 
 /// One entry of `resources`: an `Any` of the response's type, or a `Resource` wrapper.
@@ -66,18 +63,11 @@ fn incoming(
     extractor: Option<NameExtractor>,
 ) -> Result<Incoming, ResponseDefect> {
     if any.type_url != RESOURCE_WRAPPER_TYPE_URL {
-        if any.type_url != type_url {
-            return Err(ResponseDefect::TypeMismatch {
-                at: At::Index(at),
-                found: String::from(any.type_url.as_str()),
-                expected: String::from(type_url),
-                wrapped: false,
-            });
-        }
+        let body = update::body_of(any, type_url, || At::Index(at), false)?;
         return Ok(Incoming {
-            name: name_of(&any.value, extractor, at)?,
+            name: name_of(&body, extractor, at)?,
             version: None,
-            body: Some(any.value),
+            body: Some(body),
             aliases: Vec::new(),
             ttl: None,
         });
@@ -86,21 +76,16 @@ fn incoming(
         at,
         error: alloc::format!("{e}"),
     })?;
-    let ttl = ttl_of(wrapper.ttl, || At::Index(at))?;
-    let body = match wrapper.resource {
-        Some(inner) if inner.type_url != type_url => {
-            return Err(ResponseDefect::TypeMismatch {
-                at: At::Index(at),
-                found: String::from(inner.type_url.as_str()),
-                expected: String::from(type_url),
-                wrapped: true,
-            })
-        }
-        Some(inner) => Some(inner.value),
-        None => None,
-    };
-    let name = match (wrapper_name(wrapper.name, wrapper.resource_name), &body) {
-        (Some(name), _) => received_name(SharedStr::from(name))?,
+    let ttl = update::ttl_of(wrapper.ttl, || At::Index(at))?;
+    let body = wrapper
+        .resource
+        .map(|inner| update::body_of(inner, type_url, || At::Index(at), true))
+        .transpose()?;
+    let name = match (
+        update::wrapper_name(wrapper.name, wrapper.resource_name),
+        &body,
+    ) {
+        (Some(name), _) => update::received_name(SharedStr::from(name))?,
         (None, Some(body)) => name_of(body, extractor, at)?,
         (None, None) => return Err(ResponseDefect::NamelessHeartbeat { at }),
     };
@@ -121,14 +106,14 @@ fn check(
     limits: &Limits,
     extractor: Option<NameExtractor>,
 ) -> Result<Vec<Incoming>, ResponseDefect> {
-    check_count("resources", resources.len(), limits)?;
+    update::check_count("resources", resources.len(), limits)?;
     let mut out = Vec::with_capacity(resources.len());
     for (i, any) in resources.into_iter().enumerate() {
         let inc = incoming(any, type_url, i, extractor)?;
-        check_name_len("name", Some(At::Index(i)), &inc.name, limits)?;
+        update::check_name_len("name", Some(At::Index(i)), &inc.name, limits)?;
         out.push(inc);
     }
-    check_duplicates(&out, &[])?;
+    update::check_duplicates(&out, &[])?;
     out.retain(|inc| ts.wants(&inc.name, &[]));
     // A body-less wrapper is a heartbeat only at the version held ("a response that
     // doesn't change the resource version", discovery.proto, `Resource.resource`).
@@ -142,7 +127,7 @@ fn check(
             });
         }
     }
-    check_capacity(ts, &out, ts.info.full_state_in_sotw(), limits)?;
+    update::check_capacity(ts, &out, ts.info.full_state_in_sotw(), limits)?;
     Ok(out)
 }
 

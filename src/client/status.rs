@@ -3,7 +3,7 @@
 
 use alloc::string::String;
 
-use super::text::SharedStr;
+use crate::text::SharedStr;
 use crate::time::Instant;
 
 /// Where a name stands, as CSDS reports it.

@@ -5,8 +5,8 @@ use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::text::SharedStr;
 use crate::name::{collection_of, is_glob};
+use crate::text::SharedStr;
 
 /// The explicit wildcard name.
 pub const WILDCARD: &str = "*";

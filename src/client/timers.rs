@@ -4,7 +4,7 @@
 use alloc::collections::BTreeSet;
 use alloc::vec::Vec;
 
-use super::text::SharedStr;
+use crate::text::SharedStr;
 use crate::time::Instant;
 
 /// Which timer.

@@ -16,12 +16,12 @@ use super::defect::ResponseDefect;
 use super::event::{ClientEvent, RemovalReason, VerdictTicket};
 use super::status::{Rejection, ResourceState, ServerError};
 use super::subscription::Subscription;
-use super::text::SharedStr;
 use super::timers::{TimerKind, Timers};
 use super::update::{is_collection, Incoming, ReportedError, Update};
 use super::validation::{nack_status, rejection_message, Judges};
 use crate::message::{Response, Variant};
 use crate::pb::google::rpc::Status;
+use crate::text::SharedStr;
 use crate::time::Instant;
 use crate::types::TypeInfo;
 
@@ -174,7 +174,7 @@ impl TypeState {
 
     /// Queues the answer to a response. Incremental answers every response on its own, in
     /// order. SotW answers only the latest: an unsent answer to an older response would
-    /// carry a stale nonce, which the server ignores (seed 000, "Requests become stale"),
+    /// carry a stale nonce, which the server ignores (xDS protocol, "Requests become stale"),
     /// so every SotW request carries the latest nonce of its type on the stream.
     fn push_reply(&mut self, reply: Reply, variant: Variant) {
         if variant == Variant::Sotw {

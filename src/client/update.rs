@@ -11,10 +11,11 @@ use hashbrown::HashSet;
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
-use super::text::SharedStr;
 use super::type_state::{Reply, TypeState};
 use crate::name::{XdstpName, XDSTP_SCHEME};
 use crate::pb::discovery::{ResourceError, ResourceName};
+use crate::pb::google::protobuf::Any;
+use crate::text::SharedStr;
 use crate::types::NOT_FOUND_CODE as NOT_FOUND;
 
 /// One resource of a response that the client asked for (by name, alias or wildcard).
@@ -155,6 +156,26 @@ pub(crate) fn ttl_of(
             nanos: ttl.nanos,
         }),
     }
+}
+
+/// The body an `Any` carries, if it is of the response's type (`discovery.proto`,
+/// `DiscoveryResponse.type_url`: "Must be consistent with the type_url in the 'resources'
+/// repeated Any"); `wrapped` when the `Any` is the one inside a `Resource` wrapper.
+pub(crate) fn body_of(
+    any: Any,
+    type_url: &str,
+    at: impl FnOnce() -> At,
+    wrapped: bool,
+) -> Result<Bytes, ResponseDefect> {
+    if any.type_url != type_url {
+        return Err(ResponseDefect::TypeMismatch {
+            at: at(),
+            found: String::from(any.type_url.as_str()),
+            expected: String::from(type_url),
+            wrapped,
+        });
+    }
+    Ok(any.value)
 }
 
 /// The name a `Resource` (wrapper or incremental) gives itself: `name`, else

@@ -12,8 +12,8 @@ use bytes::Bytes;
 use core::fmt;
 use hashbrown::{HashMap, HashSet};
 
-use super::text::SharedStr;
 use crate::resource::NameExtractor;
+use crate::text::SharedStr;
 
 use crate::pb::google::rpc::Status;
 

@@ -4,12 +4,12 @@
 
 use alloc::vec::Vec;
 
-use super::text::SharedStr;
 use super::type_state::{Ctx, TypeState};
 use super::update::{DueKind, Reject, Update};
 use super::{delta, sotw};
 use crate::message::{Request, Response, Variant};
 use crate::pb::envoy::config::core::v3::Node;
+use crate::text::SharedStr;
 
 /// The kind of request `ts` owes, if any.
 pub(crate) fn due(variant: Variant, ts: &TypeState) -> Option<DueKind> {

@@ -323,10 +323,12 @@ impl RestServer {
         }
         self.waiting
             .values()
-            .map(|w| match self.streams.poll_timeout(w.stream) {
-                Some(t) => t.min(w.deadline),
-                None => w.deadline,
-            })
+            .map(
+                |w| match self.streams.stream(w.stream).and_then(|s| s.poll_timeout()) {
+                    Some(t) => t.min(w.deadline),
+                    None => w.deadline,
+                },
+            )
             .min()
     }
 
@@ -344,10 +346,7 @@ impl RestServer {
             self.forget(id);
             self.ready.push_back((id, not_modified()));
         }
-        let streams: Vec<StreamId> = self.waiting.values().map(|w| w.stream).collect();
-        for stream in streams {
-            self.streams.handle_timeout(stream, now);
-        }
+        self.streams.handle_timeout(now);
     }
 }
 

@@ -1,4 +1,4 @@
-//! The scenario language: the seeds' sequence-diagram notation, made executable.
+//! The scenario language: the protocol text's sequence-diagram notation, made executable.
 //!
 //! A scenario file (`*.xds`) is one step per line; `#` starts a comment. Headers come
 //! first:
@@ -91,7 +91,7 @@
 //! expect client event acked EDS version=X nonce=A   # consumes the first matching event
 //! expect server event acked CDS version=X nonce=A   # also nacked; stale takes nonce=
 //! expect server event subscribed CDS a
-//! expect server event protocol-error node-changed   # missing-node, missing-type-url,
+//! expect server event protocol-error node-changed   # node-missing, type-url-missing,
 //!                                                   # wrong-type-url, wrong-variant,
 //!                                                   # limit-exceeded; the name may be left out
 //! expect server event ignored CDS late-initial-resource-versions  # or error-without-response

@@ -569,7 +569,7 @@ fn no_node_is_built_and_checked() {
     // Built: a first request without a node closes the stream.
     passes(
         "model: server\nC->S (V=,R={a},N=,T=EDS,node=-)\n\
-         expect server event protocol-error missing-node\n",
+         expect server event protocol-error node-missing\n",
     );
 }
 
@@ -631,10 +631,10 @@ fn an_empty_type_url_stands_for_the_stream_type() {
     let report = passes(&text.replace("TRANSPORT", "EDS"));
     assert_eq!(report.lines[1].actual.as_deref(), Some("(V=,R={a},N=,T=)"));
     // On ADS a request without a type is a protocol error.
-    let ads = "model: server\nC->S (V=,R={a},N=,T=-)\nexpect server event protocol-error missing-type-url\n";
+    let ads = "model: server\nC->S (V=,R={a},N=,T=-)\nexpect server event protocol-error type-url-missing\n";
     passes(ads);
     fails_at(
-        &ads.replace("missing-type-url", "missing-node"),
+        &ads.replace("type-url-missing", "node-missing"),
         3,
         "no such server event",
     );
@@ -700,7 +700,7 @@ fn server_events_carry_version_nonce_and_protocol_errors() {
                    expect server event protocol-error ERROR\n";
     passes(&changed.replace("ERROR", "node-changed"));
     fails_at(
-        &changed.replace("ERROR", "missing-node"),
+        &changed.replace("ERROR", "node-missing"),
         6,
         "no such server event",
     );

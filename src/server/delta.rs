@@ -10,6 +10,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::flow::{SendCtx, Timers};
+use super::names::{Changes, Names};
 use super::sotw::Diff;
 use super::store::ResourceStore;
 use super::version::pair_hash;
@@ -36,9 +37,7 @@ pub(crate) struct DeltaState {
     legacy_type: bool,
     wildcard: bool,
     /// Explicit subscriptions: resource names, aliases or `xdstp://` globs.
-    names: BTreeSet<String>,
-    /// Whether some name is an `xdstp://` glob collection.
-    globs: bool,
+    names: Names,
     /// Keyed by resource name (or, for a name that resolves to nothing, that name).
     known: BTreeMap<String, Known>,
     /// Names (re)subscribed: answered with the resource or a not-found, even if unchanged.
@@ -49,9 +48,8 @@ pub(crate) struct DeltaState {
     to_forget: BTreeSet<String>,
     /// Wildcard ended: forget what only wildcard covered at the next plan.
     drop_uncovered: bool,
-    /// Resources changed in the store since the last plan (already filtered).
-    dirty: BTreeSet<String>,
-    resync: bool,
+    /// Store changes not planned yet.
+    changes: Changes,
     heartbeats_due: BTreeSet<String>,
     /// Planned: resource name -> send with body (false: heartbeat).
     out_upserts: BTreeMap<String, bool>,
@@ -70,15 +68,13 @@ impl DeltaState {
             type_url: String::from(type_url),
             legacy_type: TypeInfo::of(type_url).legacy_wildcard(),
             wildcard: false,
-            names: BTreeSet::new(),
-            globs: false,
+            names: Names::default(),
             known: BTreeMap::new(),
             pending: BTreeSet::new(),
             pending_unsubscribed: BTreeSet::new(),
             to_forget: BTreeSet::new(),
             drop_uncovered: false,
-            dirty: BTreeSet::new(),
-            resync: false,
+            changes: Changes::default(),
             heartbeats_due: BTreeSet::new(),
             out_upserts: BTreeMap::new(),
             out_not_found: BTreeSet::new(),
@@ -92,47 +88,42 @@ impl DeltaState {
     }
 
     pub(crate) fn names(&self) -> &BTreeSet<String> {
-        &self.names
+        self.names.set()
     }
 
     /// Whether a change to resource `name` (with these aliases) concerns this stream.
     pub(crate) fn covers(&self, name: &str, aliases: &[String]) -> bool {
         self.wildcard
-            || self.names_cover(name)
+            || self.names.cover(name)
             || self.known.contains_key(name)
             || aliases.iter().any(|a| self.names.contains(a.as_str()))
     }
 
-    /// Whether the names subscribe to resource `name`: by itself, or through its
-    /// `xdstp://` glob collection (xDS TP1).
-    fn names_cover(&self, name: &str) -> bool {
-        self.names.contains(name)
-            || (self.globs && collection_of(name).is_some_and(|g| self.names.contains(&g)))
-    }
-
+    /// Notes a store change of resource `name` (with these aliases), if it concerns the
+    /// stream.
     pub(crate) fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
-        // A resync compares everything anyway.
-        if !self.resync && self.covers(name, aliases) {
-            self.dirty.insert(String::from(name));
+        if self.covers(name, aliases) {
+            self.changes.mark(name);
         }
     }
 
-    pub(crate) fn resync(&mut self) {
-        self.resync = true;
+    /// The store changes not planned yet.
+    pub(crate) fn changes(&mut self) -> &mut Changes {
+        &mut self.changes
     }
 
+    /// Whether the next plan compares everything.
     pub(crate) fn resyncing(&self) -> bool {
-        self.resync
+        self.changes.resync
     }
 
     /// Whether the next plan or emit has something to consider.
     pub(crate) fn has_work(&self) -> bool {
-        self.resync
+        !self.changes.is_empty()
             || self.drop_uncovered
             || !self.pending.is_empty()
             || !self.pending_unsubscribed.is_empty()
             || !self.to_forget.is_empty()
-            || !self.dirty.is_empty()
             || !self.heartbeats_due.is_empty()
             || self.has_upserts()
             || self.has_removals()
@@ -149,7 +140,7 @@ impl DeltaState {
         let mut diff = Diff::default();
         let mut late_initial = false;
         if first {
-            self.resync = true;
+            self.changes.resync = true;
             // The keys of initial_resource_versions count as subscriptions.
             for (name, version) in &request.initial_resource_versions {
                 if name == "*" {
@@ -176,7 +167,7 @@ impl DeltaState {
             if name == "*" {
                 if !self.wildcard {
                     self.wildcard = true;
-                    self.resync = true;
+                    self.changes.resync = true;
                     self.answer_due = true;
                     diff.added.push(name.clone());
                 }
@@ -217,7 +208,6 @@ impl DeltaState {
                 self.to_forget.insert(name.clone());
             }
         }
-        self.globs = self.names.iter().any(|n| is_glob(n));
         diff.added.sort();
         diff.added.dedup();
         diff.removed.sort();
@@ -234,11 +224,11 @@ impl DeltaState {
         };
         if core::mem::take(&mut self.drop_uncovered) && !self.wildcard {
             // Wildcard ended: forget what only wildcard covered.
-            let covered: BTreeSet<String> = self.names.iter().map(|n| resolve(n)).collect();
+            let covered: BTreeSet<String> = self.names.set().iter().map(|n| resolve(n)).collect();
             let known = core::mem::take(&mut self.known);
             self.known = known
                 .into_iter()
-                .filter(|(name, _)| covered.contains(name.as_str()) || self.names_cover(name))
+                .filter(|(name, _)| covered.contains(name.as_str()) || self.names.cover(name))
                 .collect();
         }
         for name in core::mem::take(&mut self.to_forget) {
@@ -250,7 +240,7 @@ impl DeltaState {
                     .filter(|(k, _)| {
                         collection_of(k).as_deref() != Some(name.as_str())
                             || self.wildcard
-                            || self.names_cover(k)
+                            || self.names.cover(k)
                     })
                     .collect();
                 self.known.remove(name.as_str());
@@ -285,14 +275,13 @@ impl DeltaState {
     pub(crate) fn plan(&mut self, store: &ResourceStore) {
         self.settle_unsubscribes(store);
         let t = self.type_url.as_str();
-        let mut candidates = core::mem::take(&mut self.dirty);
-        if self.resync {
-            self.resync = false;
+        let (mut candidates, resync) = self.changes.take();
+        if resync {
             if self.wildcard {
                 candidates.extend(store.iter(t).map(|r| String::from(r.name())));
             }
             candidates.extend(self.known.keys().cloned());
-            for name in &self.names {
+            for name in self.names.set() {
                 if is_glob(name) {
                     let mut members = store.members(t, name).peekable();
                     if members.peek().is_none() && !self.known.contains_key(name.as_str()) {

@@ -8,6 +8,7 @@ use core::fmt;
 use crate::message::Variant;
 use crate::pb::envoy::config::core::v3::Node;
 use crate::pb::google::rpc::Status;
+use crate::text::SharedStr;
 
 /// Something the application may want to know about a stream.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,7 +18,7 @@ pub enum ServerEvent {
     /// The client now subscribes to these names of `type_url` (`*` is wildcard).
     Subscribed {
         /// The type.
-        type_url: String,
+        type_url: SharedStr,
         /// The names added, sorted.
         names: Vec<String>,
     },
@@ -25,14 +26,14 @@ pub enum ServerEvent {
     /// unsubscribes (names it did not subscribe to) are not reported.
     Unsubscribed {
         /// The type.
-        type_url: String,
+        type_url: SharedStr,
         /// The names removed, sorted.
         names: Vec<String>,
     },
     /// The client applied the response with this nonce.
     Acked {
         /// The type.
-        type_url: String,
+        type_url: SharedStr,
         /// The nonce of the response.
         nonce: String,
         /// The response's version (`version_info`, or `system_version_info` in delta).
@@ -42,7 +43,7 @@ pub enum ServerEvent {
     /// is not resent until the store changes it.
     Nacked {
         /// The type.
-        type_url: String,
+        type_url: SharedStr,
         /// The nonce of the rejected response.
         nonce: String,
         /// The version the rejected response carried.
@@ -66,14 +67,14 @@ pub enum ServerEvent {
     /// an ACK nor a NACK (its subscription changes were applied, envoy#10363).
     StaleRequest {
         /// The type.
-        type_url: String,
+        type_url: SharedStr,
         /// The nonce it carried (empty when none).
         nonce: String,
     },
     /// Part of a request was ignored (it breaks a SHOULD of the protocol, not a MUST).
     Ignored {
         /// The type.
-        type_url: String,
+        type_url: SharedStr,
         /// What was ignored.
         what: Ignored,
     },
@@ -95,11 +96,11 @@ pub enum Ignored {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProtocolError {
     /// The first request of the stream carries no node.
-    MissingNode,
+    NodeMissing,
     /// A later request carries a node different from the first one.
     NodeChanged,
     /// A request on an aggregated stream has no type URL.
-    MissingTypeUrl,
+    TypeUrlMissing,
     /// A request on a single-type stream names another type.
     WrongTypeUrl {
         /// The stream's type.
@@ -113,7 +114,28 @@ pub enum ProtocolError {
         expected: Variant,
     },
     /// A request goes beyond the stream's [`ServerLimits`](super::ServerLimits).
-    LimitExceeded(String),
+    LimitExceeded(Limit),
+}
+
+/// Which of the stream's [`ServerLimits`](super::ServerLimits) a request went beyond.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Limit {
+    /// [`ServerLimits::max_names_per_request`](super::ServerLimits::max_names_per_request).
+    NamesPerRequest,
+    /// [`ServerLimits::max_name_len`](super::ServerLimits::max_name_len).
+    NameLength,
+    /// [`ServerLimits::max_types`](super::ServerLimits::max_types).
+    TypesPerStream,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Limit::NamesPerRequest => "too many resource names in one request",
+            Limit::NameLength => "a resource name is too long",
+            Limit::TypesPerStream => "too many type URLs on one stream",
+        })
+    }
 }
 
 impl ProtocolError {
@@ -131,9 +153,9 @@ impl ProtocolError {
 impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ProtocolError::MissingNode => f.write_str("the first request carries no node"),
+            ProtocolError::NodeMissing => f.write_str("the first request carries no node"),
             ProtocolError::NodeChanged => f.write_str("the node changed within the stream"),
-            ProtocolError::MissingTypeUrl => f.write_str("a request on ADS has no type URL"),
+            ProtocolError::TypeUrlMissing => f.write_str("a request on ADS has no type URL"),
             ProtocolError::WrongTypeUrl { expected, got } => {
                 write!(f, "type URL {got:?} on a stream for {expected:?}")
             }

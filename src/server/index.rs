@@ -278,10 +278,7 @@ impl StreamSet {
         now: Instant,
         store: &ResourceStore,
     ) -> Option<Response> {
-        self.sync(store);
-        let response = self.streams.get_mut(id)?.poll_indexed(now, store);
-        self.refresh_timer(id);
-        response
+        self.poll_with(id, store, |stream| stream.poll_response(now, store))
     }
 
     /// [`ServerStream::poll_response_encoded`] on stream `id` (syncing with the store
@@ -292,8 +289,18 @@ impl StreamSet {
         now: Instant,
         store: &ResourceStore,
     ) -> Option<EncodedResponse> {
+        self.poll_with(id, store, |stream| stream.poll_response_encoded(now, store))
+    }
+
+    /// Syncs with the store, polls stream `id` with `poll`, and keeps its deadline current.
+    fn poll_with<R>(
+        &mut self,
+        id: StreamId,
+        store: &ResourceStore,
+        poll: impl FnOnce(&mut ServerStream) -> Option<R>,
+    ) -> Option<R> {
         self.sync(store);
-        let response = self.streams.get_mut(id)?.poll_indexed_encoded(now, store);
+        let response = poll(self.streams.get_mut(id)?);
         self.refresh_timer(id);
         response
     }
@@ -315,19 +322,21 @@ impl StreamSet {
         }
     }
 
-    /// The earliest heartbeat deadline of any stream (O(1)).
-    pub fn next_timeout(&self) -> Option<Instant> {
+    /// When to call [`StreamSet::handle_timeout`]: the earliest deadline of any stream
+    /// (O(1)); one stream's is [`ServerStream::poll_timeout`] through
+    /// [`StreamSet::stream`].
+    pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.first().map(|(due, _)| *due)
     }
 
     /// Fires every stream's heartbeats due at `now` (O(streams due · log n)); those
-    /// streams become ready.
-    pub fn handle_timeouts(&mut self, now: Instant) {
+    /// streams become ready ([`StreamSet::poll_ready`]). Extra calls are harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
         while let Some(&(due, id)) = self.timers.first() {
             if due > now {
                 break;
             }
-            self.handle_timeout(id, now);
+            self.fire(id, now);
             if self.deadlines.get(&id) == Some(&due) {
                 // Nothing fired (already handled): drop the entry so the loop ends.
                 self.timers.remove(&(due, id));
@@ -341,14 +350,9 @@ impl StreamSet {
         self.streams.get_mut(id)?.poll_event()
     }
 
-    /// [`ServerStream::poll_timeout`] of stream `id`.
-    pub fn poll_timeout(&self, id: StreamId) -> Option<Instant> {
-        self.streams.get(id)?.poll_timeout()
-    }
-
     /// [`ServerStream::handle_timeout`] on stream `id`; the stream becomes ready if a
     /// heartbeat is due.
-    pub fn handle_timeout(&mut self, id: StreamId, now: Instant) {
+    fn fire(&mut self, id: StreamId, now: Instant) {
         if let Some(stream) = self.streams.get_mut(id) {
             if stream.has_due_timer(now) {
                 stream.handle_timeout(now);

@@ -24,8 +24,8 @@
 //! Many streams on one store ([`StreamSet`]): `insert(config)` per call;
 //! `handle_request(id, ..)`; after store changes `sync(&store)`; then
 //! `while let Some(id) = poll_ready() { while let Some(r) = poll_response(id, now, &store)
-//! { send(id, r) } }`, and `poll_event(id)` likewise; at `next_timeout()`,
-//! `handle_timeouts(now)` then the same drain. `sync` looks each change up in a
+//! { send(id, r) } }`, and `poll_event(id)` likewise; at `poll_timeout()`,
+//! `handle_timeout(now)` then the same drain. `sync` looks each change up in a
 //! `(type, name)` → streams and a type → wildcard-streams index, so one changed resource
 //! costs about the same with 100 or 10 000 streams (see `benches/README.md`). Different
 //! nodes may read different stores: use one `StreamSet` per store.
@@ -34,7 +34,7 @@
 //!
 //! `flow.rs`: request classification (first / ACK / NACK / stale / update) and TTL timers,
 //! for both variants. `stream.rs`: node, type URL and variant checks, nonces, ADS order.
-//! `entry.rs`: one type on one stream, the one place that dispatches between SotW and
+//! `type_state.rs`: one type on one stream, the one place that dispatches between SotW and
 //! delta, and the publication hold.
 //! `sotw.rs`: SotW subscriptions (wildcard, names), full state vs changes, NACK hold.
 //! `delta.rs`: per-resource client versions, subscribe/unsubscribe, not-found, removals.
@@ -97,7 +97,7 @@
 //! - **Type URL** (discovery.proto: "implicit in requests made via singleton xDS APIs ...
 //!   but is required for ADS"): empty on ADS closes the stream; on a single-type stream an
 //!   empty type URL means the stream's type and another one closes the stream.
-//! - **Not found in SotW** (newest text, xRFC TP3; the seeds give SotW no way to say it):
+//! - **Not found in SotW** (newest text, xRFC TP3; the older text gives SotW no way to say it):
 //!   with [`ServerConfig::sotw_not_found_errors`] a response carries a `resource_errors`
 //!   entry of code NOT_FOUND for each name newly subscribed (or re-requested on a new
 //!   stream) that the store lacks, and, for types that are not full-state, for each name
@@ -108,7 +108,7 @@
 //!   text): for LDS and CDS a first SotW request with no names is a legacy wildcard. It
 //!   lasts while requests carry no names; a request that names resources without `*` ends
 //!   it, and one with `*` keeps it as an explicit wildcard. That is the newest protocol
-//!   text and what Envoy sends since 1.21 (go-control-plane#558). Seed 000's rule, "once a
+//!   text and what Envoy sends since 1.21 (go-control-plane#558). The older text's rule, "once a
 //!   stream has entered wildcard mode ... resource names specified in any subsequent
 //!   request on the stream will be ignored", is the option
 //!   [`ServerConfig::sticky_legacy_wildcard`]. `*` among the names is an explicit wildcard
@@ -165,7 +165,7 @@
 //!   "the server will send a Resource whose name field matches ... and whose resource field
 //!   is unset"): by default a subscribed name that does not exist is listed in
 //!   `removed_resources`, which is what deployed clients act on; with
-//!   [`NotFoundReporting::BodylessResource`] it is sent as the seed describes. Either way it
+//!   [`NotFoundReporting::BodylessResource`] it is sent as the protocol text describes. Either way it
 //!   is reported once per subscription, and the resource is pushed if it appears later.
 //! - **TTL** (discovery.proto, `Resource.ttl`: "The TTL can be refreshed ... by sending a
 //!   response that doesn't change the resource version ... the resource field does not need
@@ -194,17 +194,18 @@
 //!   further behind rescans its subscriptions (correct, slower).
 
 mod delta;
-mod entry;
 mod event;
 mod flow;
 mod index;
+mod names;
 mod sotw;
 mod store;
 mod stream;
+mod type_state;
 mod version;
 mod wire;
 
-pub use event::{Ignored, ProtocolError, ServerEvent};
+pub use event::{Ignored, Limit, ProtocolError, ServerEvent};
 pub use index::{StreamId, StreamSet, UnknownStream};
 pub use store::{
     Change, LogTruncated, ResourceEntry, ResourceStore, Revision, StoreError, StoreOp,

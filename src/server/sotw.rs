@@ -6,11 +6,12 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use prost::Message;
 
-use super::flow::Timers;
+use super::flow::{SendCtx, Timers};
+use super::names::{Changes, Names};
 use super::store::{to_proto_duration, ResourceStore, StoredResource};
 use super::version::VersionSum;
 use super::wire::ResourceSink;
-use crate::name::{collection_of, comparable, is_glob};
+use crate::name::{comparable, is_glob};
 use crate::pb::discovery::{
     DiscoveryRequest, DiscoveryResponse, Resource, ResourceError, ResourceName,
 };
@@ -36,6 +37,18 @@ pub(crate) struct Diff {
     pub(crate) removed: Vec<String>,
 }
 
+/// What one build reads and writes besides the state: the store, the time, the heartbeat
+/// timers, where the resources go, and the type URL every `Any` shares (a reference count,
+/// no copy).
+struct Build<'a, S> {
+    store: &'a ResourceStore,
+    now: Instant,
+    divisor: u32,
+    timers: &'a mut Timers,
+    sink: &'a mut S,
+    url: TypeUrl,
+}
+
 /// The SotW state of one type.
 #[derive(Clone, Debug)]
 pub(crate) struct SotwState {
@@ -43,20 +56,16 @@ pub(crate) struct SotwState {
     full_state: bool,
     legacy_type: bool,
     wildcard: Wildcard,
-    names: BTreeSet<String>,
-    /// Whether some name is an `xdstp://` glob collection.
-    globs: bool,
-    /// Keep a legacy wildcard for the stream's life (seed 000) instead of ending it when
+    names: Names,
+    /// Keep a legacy wildcard for the stream's life (the older protocol text) instead of ending it when
     /// names come without `*` (newest text).
     sticky_legacy: bool,
     /// Report subscribed names that do not exist in `resource_errors` (xRFC TP3).
     not_found_errors: bool,
     /// Newly subscribed names: sent even when unchanged.
     pending: BTreeSet<String>,
-    /// Resources changed in the store since the last response (already filtered).
-    dirty: BTreeSet<String>,
-    /// Compare everything subscribed against what was sent (first request, lost log).
-    resync: bool,
+    /// Store changes not built into a response yet.
+    changes: Changes,
     /// A new wildcard subscription: answered even when empty.
     answer_due: bool,
     /// LDS/CDS: the stream's first request named resources: answered whatever version the
@@ -92,11 +101,9 @@ impl SotwState {
             full_state: info.full_state_in_sotw(),
             legacy_type: info.legacy_wildcard(),
             wildcard: Wildcard::Off,
-            names: BTreeSet::new(),
-            globs: false,
+            names: Names::default(),
             pending: BTreeSet::new(),
-            dirty: BTreeSet::new(),
-            resync: false,
+            changes: Changes::default(),
             answer_due: false,
             answer_named_first: false,
             sent: BTreeMap::new(),
@@ -111,31 +118,7 @@ impl SotwState {
 
     /// Whether the stream is interested in the resource `name`.
     pub(crate) fn covers(&self, name: &str) -> bool {
-        self.wildcard != Wildcard::Off || self.names_cover(name)
-    }
-
-    /// Whether the names subscribe to `name`: by itself, or through its `xdstp://` glob
-    /// collection (xDS TP1).
-    fn names_cover(&self, name: &str) -> bool {
-        self.names.contains(name)
-            || (self.globs && collection_of(name).is_some_and(|g| self.names.contains(&g)))
-    }
-
-    /// The resources the names subscribe to (globs expanded), sorted by name.
-    fn named<'s>(&self, store: &'s ResourceStore) -> Vec<&'s StoredResource> {
-        let t = self.type_url.as_str();
-        if !self.globs {
-            return self.names.iter().filter_map(|n| store.get(t, n)).collect();
-        }
-        let mut out: BTreeMap<&str, &StoredResource> = BTreeMap::new();
-        for name in &self.names {
-            if is_glob(name) {
-                out.extend(store.members(t, name).map(|r| (r.name(), r)));
-            } else if let Some(r) = store.get(t, name) {
-                out.insert(r.name(), r);
-            }
-        }
-        out.into_values().collect()
+        self.wildcard != Wildcard::Off || self.names.cover(name)
     }
 
     /// Whether the stream subscribes to every resource of the type.
@@ -145,34 +128,35 @@ impl SotwState {
 
     /// The names explicitly subscribed.
     pub(crate) fn names(&self) -> &BTreeSet<String> {
-        &self.names
+        self.names.set()
     }
 
-    pub(crate) fn mark_dirty(&mut self, name: &str) {
-        // A resync compares everything anyway.
-        if !self.resync && self.covers(name) {
-            self.dirty.insert(String::from(name));
-        }
+    /// The store changes not built into a response yet.
+    pub(crate) fn changes(&mut self) -> &mut Changes {
+        &mut self.changes
     }
 
-    pub(crate) fn resync(&mut self) {
-        self.resync = true;
-    }
-
+    /// Whether the next build compares everything.
     pub(crate) fn resyncing(&self) -> bool {
-        self.resync
+        self.changes.resync
+    }
+
+    /// Notes a store change of resource `name`, if the stream covers it.
+    pub(crate) fn mark_dirty(&mut self, name: &str) {
+        if self.covers(name) {
+            self.changes.mark(name);
+        }
     }
 
     /// Whether the next build has something to consider. While a stale request holds the
     /// subscription's changes back, only the store's changes and heartbeats count.
     pub(crate) fn has_work(&self) -> bool {
         if self.held_by_stale {
-            return !self.dirty.is_empty() || !self.heartbeats_due.is_empty();
+            return !self.changes.dirty.is_empty() || !self.heartbeats_due.is_empty();
         }
-        self.resync
+        !self.changes.is_empty()
             || self.answer_due
             || !self.pending.is_empty()
-            || !self.dirty.is_empty()
             || !self.heartbeats_due.is_empty()
     }
 
@@ -188,7 +172,7 @@ impl SotwState {
         self.held_by_stale = stale;
         let mut diff = Diff::default();
         if first {
-            self.resync = true;
+            self.changes.resync = true;
             if self.full_state && !request.version_info.is_empty() {
                 // Reconnect (maybe to another replica): versions are stable, so a client
                 // that already holds this exact state is not sent it again.
@@ -203,7 +187,7 @@ impl SotwState {
         }
         if self.wildcard == Wildcard::Legacy {
             if self.sticky_legacy || request.resource_names.is_empty() {
-                // Seed 000: "once a stream has entered wildcard mode for a given resource
+                // The older protocol text: "once a stream has entered wildcard mode for a given resource
                 // type, there is no way to change the stream out of wildcard mode;
                 // resource names specified in any subsequent request on the stream will
                 // be ignored." (an empty list keeps the legacy wildcard either way)
@@ -221,13 +205,13 @@ impl SotwState {
         let want_wildcard = requested.remove("*");
         if want_wildcard && self.wildcard == Wildcard::Off {
             self.wildcard = Wildcard::Explicit;
-            self.resync = true;
+            self.changes.resync = true;
             self.answer_due = self.last_version.is_none() || !first;
             diff.added.push(String::from("*"));
         } else if !want_wildcard && self.wildcard == Wildcard::Explicit {
             self.wildcard = Wildcard::Off;
             // LDS/CDS: the full state shrinks to the names; tell the client.
-            self.resync = true;
+            self.changes.resync = true;
             diff.removed.push(String::from("*"));
             let stale: Vec<String> = self
                 .sent
@@ -239,11 +223,11 @@ impl SotwState {
                 self.forget(&name);
             }
         }
-        for name in requested.difference(&self.names) {
+        for name in requested.difference(self.names.set()) {
             diff.added.push(name.clone());
             self.pending.insert(name.clone());
         }
-        for name in self.names.difference(&requested) {
+        for name in self.names.set().difference(&requested) {
             diff.removed.push(name.clone());
         }
         for name in &diff.removed {
@@ -254,7 +238,6 @@ impl SotwState {
             // A glob is answered even when it has no member (the client learns it is empty).
             self.answer_due = true;
         }
-        self.globs = requested.iter().any(|n| is_glob(n));
         if self.wildcard == Wildcard::Off {
             for name in &diff.removed {
                 if let Some(pair) = self.sent.remove(name.as_str()) {
@@ -279,13 +262,13 @@ impl SotwState {
                 }
             }
         }
-        self.names = requested;
+        self.names.replace(requested);
         if removed_glob && self.wildcard == Wildcard::Off {
             // The members only a dropped glob covered leave with it.
             let gone: Vec<String> = self
                 .sent
                 .keys()
-                .filter(|n| !self.names_cover(n))
+                .filter(|n| !self.names.cover(n))
                 .cloned()
                 .collect();
             for name in gone {
@@ -320,25 +303,31 @@ impl SotwState {
     pub(crate) fn build<S: ResourceSink>(
         &mut self,
         store: &ResourceStore,
-        now: Instant,
+        ctx: SendCtx,
         timers: &mut Timers,
-        divisor: u32,
         sink: &mut S,
     ) -> Option<DiscoveryResponse> {
         if !self.has_work() {
             return None;
         }
+        let build = Build {
+            store,
+            now: ctx.now,
+            divisor: ctx.divisor,
+            timers,
+            sink,
+            url: TypeUrl::from(self.type_url.as_str()),
+        };
         let response = if self.full_state {
-            self.build_full(store, now, timers, divisor, sink)
+            self.build_full(build)
         } else {
-            self.build_changes(store, now, timers, divisor, sink)
+            self.build_changes(build)
         };
         self.pending.clear();
-        self.dirty.clear();
+        self.changes.take();
         self.heartbeats_due.clear();
         self.maybe_missing.clear();
         self.wildcard_maybe_missing = false;
-        self.resync = false;
         self.answer_due = false;
         self.answer_named_first = false;
         if let Some(r) = &response {
@@ -348,24 +337,21 @@ impl SotwState {
     }
 
     /// LDS/CDS: every subscribed resource (or, for wildcard, every resource), every time.
-    fn build_full<S: ResourceSink>(
-        &mut self,
-        store: &ResourceStore,
-        now: Instant,
-        timers: &mut Timers,
-        divisor: u32,
-        sink: &mut S,
-    ) -> Option<DiscoveryResponse> {
+    fn build_full<S: ResourceSink>(&mut self, build: Build<'_, S>) -> Option<DiscoveryResponse> {
+        let Build {
+            store,
+            now,
+            divisor,
+            timers,
+            sink,
+            url,
+        } = build;
         let t = self.type_url.as_str();
-        // One type URL for the whole response: each Any clones it (a refcount), no copy.
-        let url = TypeUrl::from(t);
-        // A newly subscribed name is always answered, even when it does not exist: in a
-        // full-state response its absence tells the client so at once, and it corrects a
-        // client that received the name in a response that crossed its unsubscription
-        // (found by tests/properties.rs).
+        // A newly subscribed name asks for a build, even when it does not exist; whether a
+        // response goes out is decided below (no identical resend).
         let new_name_exists = !self.pending.is_empty();
-        let dirty = self.dirty.iter().any(|n| self.covers(n));
-        if !(self.resync
+        let dirty = self.changes.dirty.iter().any(|n| self.covers(n));
+        if !(self.changes.resync
             || self.answer_due
             || new_name_exists
             || dirty
@@ -377,7 +363,7 @@ impl SotwState {
         let named = if wildcard {
             Vec::new()
         } else {
-            self.named(store)
+            self.names.resources(store, t)
         };
         let version = if wildcard {
             store.type_digest(t)
@@ -471,25 +457,18 @@ impl SotwState {
 
     /// Other types: only what changed, plus newly subscribed names; removals are not sent
     /// (the protocol has no way to say them), but forgotten so a comeback is pushed.
-    fn build_changes<S: ResourceSink>(
-        &mut self,
-        store: &ResourceStore,
-        now: Instant,
-        timers: &mut Timers,
-        divisor: u32,
-        sink: &mut S,
-    ) -> Option<DiscoveryResponse> {
+    fn build_changes<S: ResourceSink>(&mut self, build: Build<'_, S>) -> Option<DiscoveryResponse> {
+        let store = build.store;
         let type_url = self.type_url.clone();
         let t = type_url.as_str();
-        let url = TypeUrl::from(t);
         // Resource name -> (resource, with body); sorted, each looked up in the store once.
         let mut out: BTreeMap<&str, (&StoredResource, bool)> = BTreeMap::new();
-        let mut candidates: BTreeSet<String> = core::mem::take(&mut self.dirty);
-        if self.resync {
+        let (mut candidates, resync) = self.changes.take();
+        if resync {
             if self.is_wildcard() {
                 candidates.extend(store.iter(t).map(|r| String::from(r.name())));
             }
-            for name in &self.names {
+            for name in self.names.set() {
                 if is_glob(name) {
                     candidates.extend(store.members(t, name).map(|r| String::from(r.name())));
                 } else {
@@ -515,7 +494,7 @@ impl SotwState {
                         absent.insert(name.clone());
                     }
                     self.forget(&name);
-                    timers.cancel(&name);
+                    build.timers.cancel(&name);
                 }
             }
         }
@@ -563,17 +542,19 @@ impl SotwState {
                 frame_bytes = frame_bytes.saturating_add(r.sotw_frame().len());
             }
             match r.ttl() {
-                Some(ttl) => timers.schedule(r.name(), now + ttl / divisor),
-                None => timers.cancel(r.name()),
+                Some(ttl) => build
+                    .timers
+                    .schedule(r.name(), build.now + ttl / build.divisor),
+                None => build.timers.cancel(r.name()),
             }
         }
         let version_info = self.sum.to_version();
-        sink.begin(&version_info, out.len(), frame_bytes);
+        build.sink.begin(&version_info, out.len(), frame_bytes);
         for (r, with_body) in out.into_values() {
             if with_body {
-                sink.stored(r, &url);
+                build.sink.stored(r, &build.url);
             } else {
-                sink.any(heartbeat_any(r));
+                build.sink.any(heartbeat_any(r));
             }
         }
         Some(DiscoveryResponse {

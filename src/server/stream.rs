@@ -7,15 +7,16 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::entry::TypeEntry;
-use super::event::{Ignored, ProtocolError, ServerEvent};
+use super::event::{Ignored, Limit, ProtocolError, ServerEvent};
 use super::flow::{Kind, SendCtx};
 use super::sotw::Diff;
 use super::store::{ResourceStore, Revision};
+use super::type_state::TypeState;
 use super::wire::{EncodedResponse, ResourceSink, WireSink};
 use crate::message::{Request, Response, Transport, Variant};
 use crate::pb::discovery::DiscoveryResponse;
 use crate::pb::envoy::config::core::v3::Node;
+use crate::text::SharedStr;
 use crate::time::Instant;
 use crate::types::ads_order;
 
@@ -47,7 +48,7 @@ pub struct ServerConfig {
     /// the stream with [`ProtocolError::LimitExceeded`] before anything of it is applied.
     pub limits: ServerLimits,
     /// SotW legacy wildcard (a first LDS/CDS request with no names) lasts for the whole
-    /// stream and later names are ignored, as seed 000 says. Off by default: the newest
+    /// stream and later names are ignored, as the older protocol text says. Off by default: the newest
     /// protocol text and Envoy since 1.21 end it when a request names resources without
     /// `*` (go-control-plane#558).
     pub sticky_legacy_wildcard: bool,
@@ -113,7 +114,7 @@ impl Default for ServerLimits {
 
 impl ServerLimits {
     /// What of `request` goes beyond the limits, if anything.
-    fn exceeded(&self, request: &Request) -> Option<&'static str> {
+    fn exceeded(&self, request: &Request) -> Option<Limit> {
         let names: alloc::vec::Vec<&str> = match request {
             Request::Sotw(r) => r.resource_names.iter().map(String::as_str).collect(),
             Request::Delta(r) => r
@@ -125,9 +126,9 @@ impl ServerLimits {
                 .collect(),
         };
         if names.len() > self.max_names_per_request {
-            Some("too many resource names in one request")
+            Some(Limit::NamesPerRequest)
         } else if names.iter().any(|n| n.len() > self.max_name_len) {
-            Some("a resource name is too long")
+            Some(Limit::NameLength)
         } else {
             None
         }
@@ -143,12 +144,24 @@ pub(crate) enum IndexOp {
 
 /// The protocol state of one server-side stream. See the [module docs](super) for the call
 /// order.
+///
+/// # Method kinds
+///
+/// - **inputs** ([`ServerStream::handle_request`], [`ServerStream::handle_timeout`]) take
+///   `now` and never fail: whatever the client sent becomes state and events; a protocol
+///   violation closes the stream ([`ServerStream::is_closed`]);
+/// - **outputs**: after every input and every store change, drain
+///   [`ServerStream::poll_event`], then [`ServerStream::poll_response`] (or its encoded
+///   twin), then read [`ServerStream::poll_timeout`];
+/// - **reads** (`&self`): the node, the types, the subscriptions.
+///
+/// The store is the application's command side ([`ResourceStore`]).
 #[derive(Clone, Debug)]
 pub struct ServerStream {
     config: ServerConfig,
     node: Option<Node>,
     /// Sorted in ADS (make-before-break) order.
-    types: Vec<TypeEntry>,
+    types: Vec<TypeState>,
     events: VecDeque<ServerEvent>,
     closed: bool,
     next_nonce: u64,
@@ -200,7 +213,7 @@ impl ServerStream {
 
     /// Whether the client subscribes to every resource of `type_url`.
     pub fn is_wildcard(&self, type_url: &str) -> bool {
-        self.entry(type_url).is_some_and(TypeEntry::is_wildcard)
+        self.entry(type_url).is_some_and(TypeState::is_wildcard)
     }
 
     /// The names explicitly subscribed for `type_url`, sorted.
@@ -209,7 +222,7 @@ impl ServerStream {
             .map_or_else(Vec::new, |e| e.names().collect())
     }
 
-    fn entry(&self, type_url: &str) -> Option<&TypeEntry> {
+    fn entry(&self, type_url: &str) -> Option<&TypeState> {
         self.types.iter().find(|t| t.type_url == type_url)
     }
 
@@ -237,7 +250,7 @@ impl ServerStream {
         };
         match (&self.node, node) {
             (None, None) if self.config.require_node => {
-                self.close(ProtocolError::MissingNode);
+                self.close(ProtocolError::NodeMissing);
                 return;
             }
             (None, Some(node)) => {
@@ -253,7 +266,7 @@ impl ServerStream {
         }
         let type_url = match &self.config.transport {
             Transport::Aggregated if request.type_url().is_empty() => {
-                self.close(ProtocolError::MissingTypeUrl);
+                self.close(ProtocolError::TypeUrlMissing);
                 return;
             }
             Transport::Aggregated => String::from(request.type_url()),
@@ -272,11 +285,10 @@ impl ServerStream {
         let limits = self.config.limits;
         let new_type = !self.types.iter().any(|t| t.type_url == type_url);
         let exceeded = limits.exceeded(&request).or_else(|| {
-            (new_type && self.types.len() >= limits.max_types)
-                .then_some("too many type URLs on one stream")
+            (new_type && self.types.len() >= limits.max_types).then_some(Limit::TypesPerStream)
         });
         if let Some(what) = exceeded {
-            self.close(ProtocolError::LimitExceeded(String::from(what)));
+            self.close(ProtocolError::LimitExceeded(what));
             return;
         }
         let variant = self.config.variant;
@@ -294,10 +306,11 @@ impl ServerStream {
             entry.flow.classify(variant, nonce, error)
         };
         let (diff, late_initial) = entry.apply(&request, &kind);
+        let entry_url = entry.type_url.clone();
         match kind {
             Kind::First | Kind::Update => {}
             Kind::Ack { nonce, version } => self.events.push_back(ServerEvent::Acked {
-                type_url: type_url.clone(),
+                type_url: entry_url.clone(),
                 nonce,
                 version,
             }),
@@ -306,50 +319,52 @@ impl ServerStream {
                 version,
                 error,
             } => self.events.push_back(ServerEvent::Nacked {
-                type_url: type_url.clone(),
+                type_url: entry_url.clone(),
                 nonce,
                 version,
                 error,
             }),
             Kind::Stale { nonce } => self.events.push_back(ServerEvent::StaleRequest {
-                type_url: type_url.clone(),
+                type_url: entry_url.clone(),
                 nonce,
             }),
             Kind::ErrorWithoutResponse => self.events.push_back(ServerEvent::Ignored {
-                type_url: type_url.clone(),
+                type_url: entry_url.clone(),
                 what: Ignored::ErrorWithoutResponse,
             }),
         }
         if late_initial {
             self.events.push_back(ServerEvent::Ignored {
-                type_url: type_url.clone(),
+                type_url: entry_url.clone(),
                 what: Ignored::LateInitialResourceVersions,
             });
         }
-        self.subscription_changed(&type_url, diff);
+        self.subscription_changed(&entry_url, diff);
     }
 
     /// The one place subscription changes become events and index updates.
-    fn subscription_changed(&mut self, type_url: &str, diff: Diff) {
+    fn subscription_changed(&mut self, type_url: &SharedStr, diff: Diff) {
         if self.indexed {
             for name in &diff.added {
                 self.index_ops
-                    .push(IndexOp::Add(String::from(type_url), name.clone()));
+                    .push(IndexOp::Add(String::from(type_url.as_str()), name.clone()));
             }
             for name in &diff.removed {
-                self.index_ops
-                    .push(IndexOp::Remove(String::from(type_url), name.clone()));
+                self.index_ops.push(IndexOp::Remove(
+                    String::from(type_url.as_str()),
+                    name.clone(),
+                ));
             }
         }
         if !diff.added.is_empty() {
             self.events.push_back(ServerEvent::Subscribed {
-                type_url: String::from(type_url),
+                type_url: type_url.clone(),
                 names: diff.added,
             });
         }
         if !diff.removed.is_empty() {
             self.events.push_back(ServerEvent::Unsubscribed {
-                type_url: String::from(type_url),
+                type_url: type_url.clone(),
                 names: diff.removed,
             });
         }
@@ -366,7 +381,7 @@ impl ServerStream {
             .position(|t| ads_order(type_url, &t.type_url).is_lt())
             .unwrap_or(self.types.len());
         self.types
-            .insert(at, TypeEntry::new(type_url, &self.config));
+            .insert(at, TypeState::new(type_url, &self.config));
         (at, true)
     }
 
@@ -381,7 +396,7 @@ impl ServerStream {
         if self.seen == store.revision() {
             return;
         }
-        if self.types.iter().all(TypeEntry::resyncing) {
+        if self.types.iter().all(TypeState::resyncing) {
             // Every type compares everything at the next build: the log has nothing to add.
             self.seen = store.revision();
             return;
@@ -428,7 +443,7 @@ impl ServerStream {
     pub(crate) fn subscriptions(&self) -> Vec<(String, String)> {
         self.types
             .iter()
-            .flat_map(TypeEntry::subscriptions)
+            .flat_map(TypeState::subscriptions)
             .collect()
     }
 
@@ -438,7 +453,7 @@ impl ServerStream {
     /// A stream reads one store for its whole life (it follows that store's change log);
     /// pick the store when the node is identified, before the first call.
     pub fn poll_response(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
-        self.ready_to_build(now, store, false)?;
+        self.ready_to_build(now, store)?;
         self.build(now, store)
     }
 
@@ -452,35 +467,19 @@ impl ServerStream {
         now: Instant,
         store: &ResourceStore,
     ) -> Option<EncodedResponse> {
-        self.ready_to_build(now, store, false)?;
-        self.build_encoded(now, store)
-    }
-
-    /// [`ServerStream::poll_response`] for a stream whose changes a `StreamSet` has marked.
-    pub(crate) fn poll_indexed(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
-        self.ready_to_build(now, store, true)?;
-        self.build(now, store)
-    }
-
-    /// [`ServerStream::poll_response_encoded`] for a stream of a `StreamSet`.
-    pub(crate) fn poll_indexed_encoded(
-        &mut self,
-        now: Instant,
-        store: &ResourceStore,
-    ) -> Option<EncodedResponse> {
-        self.ready_to_build(now, store, true)?;
+        self.ready_to_build(now, store)?;
         self.build_encoded(now, store)
     }
 
     /// The common start of every poll: `None` when the stream is closed.
-    fn ready_to_build(&mut self, now: Instant, store: &ResourceStore, indexed: bool) -> Option<()> {
+    /// A stream in a `StreamSet` is marked by the set's index; one on its own reads the
+    /// store's change log.
+    fn ready_to_build(&mut self, now: Instant, store: &ResourceStore) -> Option<()> {
         self.last_now = self.last_now.max(now);
         if self.closed {
             return None;
         }
-        if indexed {
-            self.seen = store.revision();
-        } else if !self.indexed {
+        if !self.indexed {
             self.catch_up(store);
         }
         Some(())
@@ -604,7 +603,7 @@ impl ServerStream {
         if self.closed {
             return None;
         }
-        if self.types.iter().any(TypeEntry::has_work) {
+        if self.types.iter().any(TypeState::has_work) {
             return Some(self.last_now);
         }
         self.types.iter().filter_map(|t| t.timers.next()).min()

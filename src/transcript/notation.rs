@@ -1,4 +1,4 @@
-//! Messages written back in the seeds' notation, for diagrams and transcripts: the scenario
+//! Messages written back in the protocol text's diagram notation, for diagrams and transcripts: the scenario
 //! runner draws with it, and so does the pair harness, without needing the scenario language.
 
 use alloc::format;

@@ -10,7 +10,7 @@
 //! exactly one subscription type), `--seed N` (jitter seed, default 1), `--node ID`,
 //! `--exit-after-acks N` (stop after N ACKs, for scripts), `--max-time SECS`.
 //!
-//! The backoff follows Envoy's : 500 ms doubling up to 30 s, each delay
+//! The backoff follows Envoy's: 500 ms doubling up to 30 s, each delay
 //! drawn uniformly from its upper half by a seeded generator, reset once a stream has
 //! delivered a response. Time comes from the loop's clock, never from the library.
 

@@ -153,9 +153,9 @@ fn client_facts(event: &ClientEvent) -> Facts<'_> {
 /// The notation of a protocol error: its variant in kebab case.
 fn protocol_error_name(error: &ProtocolError) -> &'static str {
     match error {
-        ProtocolError::MissingNode => "missing-node",
+        ProtocolError::NodeMissing => "node-missing",
         ProtocolError::NodeChanged => "node-changed",
-        ProtocolError::MissingTypeUrl => "missing-type-url",
+        ProtocolError::TypeUrlMissing => "type-url-missing",
         ProtocolError::WrongTypeUrl { .. } => "wrong-type-url",
         ProtocolError::WrongVariant { .. } => "wrong-variant",
         ProtocolError::LimitExceeded(_) => "limit-exceeded",

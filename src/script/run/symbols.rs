@@ -84,7 +84,7 @@ impl Symbols {
 }
 
 /// Replaces the values after `V=`, `N=` and `@` by the symbols they are bound to, so
-/// diagrams read like the seeds' (`V=X`, not a digest).
+/// diagrams read like the protocol text's (`V=X`, not a digest).
 pub(super) fn symbolize(text: &str, versions: Option<&Symbols>, nonces: &Symbols) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

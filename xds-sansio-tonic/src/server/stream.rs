@@ -149,7 +149,7 @@ impl Driver {
             if stream.is_closed() {
                 return match protocol_error.take() {
                     Some(e) => Ending::Protocol(e),
-                    None => Ending::Protocol(xds_sansio::server::ProtocolError::MissingNode),
+                    None => Ending::Protocol(xds_sansio::server::ProtocolError::NodeMissing),
                 };
             }
             let deadline = if want_send {
@@ -261,7 +261,7 @@ impl Driver {
                         group.subscribe(self.info.id, &type_url, &names);
                     }
                     for name in names {
-                        self.subscriptions.insert((type_url.clone(), name));
+                        self.subscriptions.insert((type_url.to_string(), name));
                     }
                 }
                 ServerEvent::Unsubscribed { type_url, names } => {
@@ -270,7 +270,7 @@ impl Driver {
                         group.unsubscribe(self.info.id, &type_url, &names);
                     }
                     for name in names {
-                        self.subscriptions.remove(&(type_url.clone(), name));
+                        self.subscriptions.remove(&(type_url.to_string(), name));
                     }
                 }
                 ServerEvent::Acked {
@@ -280,11 +280,11 @@ impl Driver {
                 } => {
                     tracing::debug!(%type_url, %nonce, %version, "ACK");
                     metrics::ack(&type_url);
-                    if let Some((sent, published)) = self.pushes.get(&type_url) {
+                    if let Some((sent, published)) = self.pushes.get(&*type_url) {
                         if *sent == nonce {
                             let latency = published.elapsed().as_secs_f64();
                             metrics::push_latency(&type_url, latency);
-                            self.pushes.remove(&type_url);
+                            self.pushes.remove(&*type_url);
                         }
                     }
                     self.shared
@@ -304,7 +304,7 @@ impl Driver {
                         "NACK"
                     );
                     metrics::nack(&type_url);
-                    self.pushes.remove(&type_url);
+                    self.pushes.remove(&*type_url);
                     self.shared
                         .callbacks
                         .nacked(&self.info, &type_url, &version, &nonce, &error);

@@ -13,6 +13,7 @@ use super::stream::ServerConfig;
 use super::wire::ResourceSink;
 use crate::message::{Request, Variant};
 use crate::pb::discovery::{DeltaDiscoveryResponse, DiscoveryResponse};
+use crate::text::SharedStr;
 use crate::time::Instant;
 
 #[derive(Clone, Debug)]
@@ -23,8 +24,8 @@ enum State {
 
 /// The state of one type URL on one stream.
 #[derive(Clone, Debug)]
-pub(crate) struct TypeEntry {
-    pub(crate) type_url: String,
+pub(crate) struct TypeState {
+    pub(crate) type_url: SharedStr,
     pub(crate) flow: Flow,
     state: State,
     pub(crate) timers: Timers,
@@ -35,8 +36,8 @@ pub(crate) struct TypeEntry {
     await_ack: bool,
 }
 
-impl TypeEntry {
-    pub(crate) fn new(type_url: &str, config: &ServerConfig) -> TypeEntry {
+impl TypeState {
+    pub(crate) fn new(type_url: &str, config: &ServerConfig) -> TypeState {
         let state = match config.variant {
             Variant::Sotw => State::Sotw(SotwState::new(
                 type_url,
@@ -45,8 +46,8 @@ impl TypeEntry {
             )),
             Variant::Delta => State::Delta(DeltaState::new(type_url)),
         };
-        TypeEntry {
-            type_url: String::from(type_url),
+        TypeState {
+            type_url: SharedStr::from(type_url),
             flow: Flow::default(),
             state,
             timers: Timers::default(),
@@ -114,10 +115,11 @@ impl TypeEntry {
 
     /// The change log could not say what changed: compare everything at the next build.
     pub(crate) fn resync(&mut self) {
-        match &mut self.state {
-            State::Sotw(s) => s.resync(),
-            State::Delta(d) => d.resync(),
-        }
+        let changes = match &mut self.state {
+            State::Sotw(s) => s.changes(),
+            State::Delta(d) => d.changes(),
+        };
+        changes.resync = true;
     }
 
     /// A store change of resource `name` of this type; an empty name is the type's
@@ -161,7 +163,7 @@ impl TypeEntry {
             return None;
         }
         match &mut self.state {
-            State::Sotw(s) => s.build(store, ctx.now, &mut self.timers, ctx.divisor, sink),
+            State::Sotw(s) => s.build(store, ctx, &mut self.timers, sink),
             State::Delta(_) => None,
         }
     }
@@ -211,7 +213,7 @@ impl TypeEntry {
         wildcard
             .into_iter()
             .chain(self.names())
-            .map(|name| (self.type_url.clone(), String::from(name)))
+            .map(|name| (String::from(self.type_url.as_str()), String::from(name)))
             .collect()
     }
 }

@@ -15,15 +15,15 @@ use core::ops::Deref;
 /// It hashes, compares and orders exactly like the `str` it holds, so maps keyed by
 /// `SharedStr` can be looked up with a `&str`.
 ///
-/// Where it appears and where `String` does: the client's events and reads carry
-/// `SharedStr`, since a client hands out the same names and versions many times (every
-/// event, every cache read) and a SotW name is a slice of the body it was read from. The
-/// server's events and the store take and give `String`: names there come from the
-/// application or from a request once, and are kept. Either derefs to `&str`, which is what
-/// to write functions against:
+/// Where it appears and where `String` does: the client's events and reads, and the type
+/// URL of every server event, carry `SharedStr`, since they hand out the same names,
+/// versions and type URLs many times (every event, every cache read) and a SotW name is a
+/// slice of the body it was read from. What the application hands in (store entries,
+/// subscriptions) and the names of server events are `String`s or `&str`s, taken once and
+/// kept. Either derefs to `&str`, which is what to write functions against:
 ///
 /// ```
-/// # use xds_sansio::client::SharedStr;
+/// # use xds_sansio::text::SharedStr;
 /// fn short(type_url: &str) -> &str {
 ///     type_url.rsplit('.').next().unwrap_or(type_url)
 /// }
@@ -124,6 +124,30 @@ impl PartialEq<str> for SharedStr {
 impl PartialEq<&str> for SharedStr {
     fn eq(&self, other: &&str) -> bool {
         self.0.as_ref() == other.as_bytes()
+    }
+}
+
+impl PartialEq<String> for SharedStr {
+    fn eq(&self, other: &String) -> bool {
+        self.0.as_ref() == other.as_bytes()
+    }
+}
+
+impl PartialEq<SharedStr> for str {
+    fn eq(&self, other: &SharedStr) -> bool {
+        other == self
+    }
+}
+
+impl PartialEq<SharedStr> for &str {
+    fn eq(&self, other: &SharedStr) -> bool {
+        other == self
+    }
+}
+
+impl PartialEq<SharedStr> for String {
+    fn eq(&self, other: &SharedStr) -> bool {
+        other == self
     }
 }
 

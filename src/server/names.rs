@@ -1,0 +1,116 @@
+//! What SotW and delta share of one type's subscription on a stream: the names subscribed
+//! explicitly (with the one rule of how a name covers a resource: by itself or through its
+//! `xdstp://` glob collection), and the store changes not built into a response yet.
+
+use alloc::collections::BTreeSet;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::store::{ResourceStore, StoredResource};
+use crate::name::{collection_of, is_glob};
+
+/// The names a stream subscribes to explicitly: resource names, aliases (delta) or
+/// `xdstp://` glob collections, in canonical form.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Names {
+    set: BTreeSet<String>,
+    /// Whether some name is a glob collection (so a resource name's glob is looked up).
+    globs: bool,
+}
+
+impl Names {
+    /// The names, sorted.
+    pub(crate) fn set(&self) -> &BTreeSet<String> {
+        &self.set
+    }
+
+    /// Whether `name` is one of the names (as written: a resource, alias or glob).
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.set.contains(name)
+    }
+
+    /// Whether the names subscribe to the resource `name`: by itself, or through its glob
+    /// collection (xDS TP1).
+    pub(crate) fn cover(&self, name: &str) -> bool {
+        self.set.contains(name)
+            || (self.globs && collection_of(name).is_some_and(|g| self.set.contains(&g)))
+    }
+
+    /// Makes `set` the names.
+    pub(crate) fn replace(&mut self, set: BTreeSet<String>) {
+        self.set = set;
+        self.globs = self.set.iter().any(|n| is_glob(n));
+    }
+
+    /// Adds a name; whether it is new.
+    pub(crate) fn insert(&mut self, name: String) -> bool {
+        self.globs |= is_glob(&name);
+        self.set.insert(name)
+    }
+
+    /// Removes a name; whether it was there.
+    pub(crate) fn remove(&mut self, name: &str) -> bool {
+        let removed = self.set.remove(name);
+        if removed && self.globs && is_glob(name) {
+            self.globs = self.set.iter().any(|n| is_glob(n));
+        }
+        removed
+    }
+
+    /// The resources of `type_url` the names subscribe to (globs expanded), sorted by name.
+    pub(crate) fn resources<'s>(
+        &self,
+        store: &'s ResourceStore,
+        type_url: &str,
+    ) -> Vec<&'s StoredResource> {
+        if !self.globs {
+            return self
+                .set
+                .iter()
+                .filter_map(|n| store.get(type_url, n))
+                .collect();
+        }
+        let mut out: alloc::collections::BTreeMap<&str, &StoredResource> =
+            alloc::collections::BTreeMap::new();
+        for name in &self.set {
+            if is_glob(name) {
+                out.extend(store.members(type_url, name).map(|r| (r.name(), r)));
+            } else if let Some(r) = store.get(type_url, name) {
+                out.insert(r.name(), r);
+            }
+        }
+        out.into_values().collect()
+    }
+}
+
+/// The store changes a type has not built into a response yet.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Changes {
+    /// Resources changed in the store since the last build (already filtered).
+    pub(crate) dirty: BTreeSet<String>,
+    /// Compare everything subscribed against what was sent (first request, lost log, a
+    /// subscription change that reshapes the response).
+    pub(crate) resync: bool,
+}
+
+impl Changes {
+    /// Notes that resource `name` changed (a resync compares everything anyway).
+    pub(crate) fn mark(&mut self, name: &str) {
+        if !self.resync {
+            self.dirty.insert(String::from(name));
+        }
+    }
+
+    /// Whether there is nothing to compare.
+    pub(crate) fn is_empty(&self) -> bool {
+        !self.resync && self.dirty.is_empty()
+    }
+
+    /// Takes what changed, leaving nothing: the changed names and whether to resync.
+    pub(crate) fn take(&mut self) -> (BTreeSet<String>, bool) {
+        (
+            core::mem::take(&mut self.dirty),
+            core::mem::take(&mut self.resync),
+        )
+    }
+}
