@@ -419,12 +419,13 @@ impl ResourceStore {
     pub fn set_entry(
         &mut self,
         type_url: &str,
-        entry: ResourceEntry,
+        mut entry: ResourceEntry,
     ) -> Result<Revision, StoreError> {
-        self.apply(alloc::vec![StoreOp::Set {
-            type_url: String::from(type_url),
-            entry,
-        }])
+        canonicalize_name(&mut entry.name)?;
+        self.check_set(type_url, &entry, &Overlay::default())?;
+        let next = self.next_revision();
+        self.set_at(type_url, entry, next);
+        Ok(self.revision)
     }
 
     /// Removes a resource; `None` when it was not there.
@@ -557,39 +558,58 @@ impl ResourceStore {
     /// aliases against the store as the earlier operations of the batch leave it.
     fn check_ops(&self, ops: &[StoreOp]) -> Result<(), StoreError> {
         let mut overlay = Overlay::default();
-        for op in ops {
+        for (i, op) in ops.iter().enumerate() {
+            // The last operation leaves nothing for a later one to check against.
+            let more = i + 1 < ops.len();
             match op {
                 StoreOp::Set { type_url, entry } => {
-                    check_entry(type_url, entry)?;
-                    let t = type_url.as_str();
-                    for alias in &entry.aliases {
-                        let owner = if overlay.exists(self, t, alias) {
-                            Some(alias.clone())
-                        } else {
-                            overlay.owner(self, t, alias)
-                        };
-                        if let Some(owner) = owner.filter(|o| *o != entry.name) {
-                            return Err(StoreError::AliasTaken {
-                                alias: alias.clone(),
-                                owner,
-                            });
-                        }
+                    self.check_set(type_url, entry, &overlay)?;
+                    if more {
+                        overlay.set(self, type_url, &entry.name, &entry.aliases);
                     }
-                    if let Some(owner) = overlay.owner(self, t, &entry.name) {
-                        return Err(StoreError::AliasTaken {
-                            alias: entry.name.clone(),
-                            owner,
-                        });
-                    }
-                    overlay.set(self, t, &entry.name, &entry.aliases);
                 }
-                StoreOp::Remove { type_url, name } => overlay.remove(self, type_url, name),
+                StoreOp::Remove { type_url, name } => {
+                    if more {
+                        overlay.remove(self, type_url, name);
+                    }
+                }
                 StoreOp::Publish { type_url } => {
                     if type_url.is_empty() {
                         return Err(StoreError::EmptyTypeUrl);
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Checks one entry, and its aliases against the store as `overlay` says the earlier
+    /// operations of a batch leave it.
+    fn check_set(
+        &self,
+        type_url: &str,
+        entry: &ResourceEntry,
+        overlay: &Overlay,
+    ) -> Result<(), StoreError> {
+        check_entry(type_url, entry)?;
+        for alias in &entry.aliases {
+            let owner = if overlay.exists(self, type_url, alias) {
+                Some(alias.clone())
+            } else {
+                overlay.owner(self, type_url, alias)
+            };
+            if let Some(owner) = owner.filter(|o| *o != entry.name) {
+                return Err(StoreError::AliasTaken {
+                    alias: alias.clone(),
+                    owner,
+                });
+            }
+        }
+        if let Some(owner) = overlay.owner(self, type_url, &entry.name) {
+            return Err(StoreError::AliasTaken {
+                alias: entry.name.clone(),
+                owner,
+            });
         }
         Ok(())
     }
@@ -810,11 +830,15 @@ impl ResourceStore {
 /// only in the order of their context parameters are the same resource), so they match
 /// what clients subscribe to whichever way either side wrote them.
 fn canonicalize_op(op: &mut StoreOp) -> Result<(), StoreError> {
-    let name = match op {
-        StoreOp::Set { entry, .. } => &mut entry.name,
-        StoreOp::Remove { name, .. } => name,
-        StoreOp::Publish { .. } => return Ok(()),
-    };
+    match op {
+        StoreOp::Set { entry, .. } => canonicalize_name(&mut entry.name),
+        StoreOp::Remove { name, .. } => canonicalize_name(name),
+        StoreOp::Publish { .. } => Ok(()),
+    }
+}
+
+/// [`canonicalize_op`] for one name.
+fn canonicalize_name(name: &mut String) -> Result<(), StoreError> {
     if name.starts_with(XDSTP_SCHEME) {
         let urn = XdstpName::parse(name).map_err(|error| StoreError::BadXdstpName {
             name: name.clone(),
