@@ -88,13 +88,13 @@ impl TypeState {
         }
     }
 
-    /// Whether the next build has something to consider.
     /// Whether the type's next response waits for the client's answer to its latest one
     /// ([`ServerConfig::await_ack`]).
     pub(crate) fn held_for_answer(&self) -> bool {
         self.await_ack && self.flow.awaiting_answer()
     }
 
+    /// Whether the next build has something to consider.
     pub(crate) fn has_work(&self) -> bool {
         if self.unpublished || self.held_for_answer() {
             return false;
