@@ -37,6 +37,8 @@ pub struct Options {
     pub node_on_every_request: Option<bool>,
     /// `sotw-refetch-on-ttl-expiry=true|false`: [`ClientConfig::sotw_refetch_on_ttl_expiry`](crate::client::ClientConfig::sotw_refetch_on_ttl_expiry).
     pub sotw_refetch_on_ttl_expiry: Option<bool>,
+    /// `ignore-resource-deletion=true|false`: [`ClientConfig::ignore_resource_deletion`](crate::client::ClientConfig::ignore_resource_deletion).
+    pub ignore_resource_deletion: Option<bool>,
     /// `sticky-legacy-wildcard=true|false`: [`ServerConfig::sticky_legacy_wildcard`](crate::server::ServerConfig::sticky_legacy_wildcard).
     pub sticky_legacy_wildcard: Option<bool>,
     /// `sotw-not-found-errors=true|false`: [`ServerConfig::sotw_not_found_errors`](crate::server::ServerConfig::sotw_not_found_errors).

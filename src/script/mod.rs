@@ -70,7 +70,8 @@
 //! whose message is exactly the text, `E=*` any; without `E=` a request must carry none.
 //!
 //! Options: `dne-timeout=15s|off`, `nack-policy=reject-all|keep-valid`,
-//! `node-on-every-request`, `sotw-refetch-on-ttl-expiry`, `sticky-legacy-wildcard`,
+//! `node-on-every-request`, `sotw-refetch-on-ttl-expiry`, `ignore-resource-deletion`,
+//! `sticky-legacy-wildcard`,
 //! `sotw-not-found-errors` (booleans,
 //! `true` or `false`; see [`Options`]), `not-found=removed|bodyless`, and
 //! `server-encoded=true`, which drains the server with `poll_response_encoded` and decodes

@@ -793,6 +793,9 @@ fn option(options: &mut Options, key: &str, value: &str) -> Result<(), String> {
         "sotw-refetch-on-ttl-expiry" => {
             options.sotw_refetch_on_ttl_expiry = Some(flag(value).ok_or_else(bad)?)
         }
+        "ignore-resource-deletion" => {
+            options.ignore_resource_deletion = Some(flag(value).ok_or_else(bad)?)
+        }
         "sticky-legacy-wildcard" => {
             options.sticky_legacy_wildcard = Some(flag(value).ok_or_else(bad)?)
         }

@@ -141,6 +141,9 @@ impl Runner {
         if let Some(on) = options.sotw_refetch_on_ttl_expiry {
             client_config.sotw_refetch_on_ttl_expiry = on;
         }
+        if let Some(on) = options.ignore_resource_deletion {
+            client_config.ignore_resource_deletion = on;
+        }
         if let Some(on) = options.node_on_every_request {
             client_config.node_on_every_request = on;
         }
