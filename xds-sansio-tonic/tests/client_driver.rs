@@ -57,7 +57,13 @@ async fn story(variant: Variant, per_type: bool) {
 
     // A second watch of a held name starts from the value held.
     let mut c1_again = client.watch(CDS, "c1").unwrap();
-    until_within(&mut c1_again, &label, Duration::from_millis(500), changed_to("c1", "a")).await;
+    until_within(
+        &mut c1_again,
+        &label,
+        Duration::from_millis(500),
+        changed_to("c1", "a"),
+    )
+    .await;
 
     // An update.
     server.update(|s| s.set(CDS, "c1", body("c1", "b")).unwrap());
