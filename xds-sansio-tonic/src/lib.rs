@@ -65,6 +65,9 @@
 //! - `record`: [`record::Recorder`], JSON lines for `xds-sansio check`.
 
 pub mod client;
+pub mod csds;
+#[cfg(feature = "envoy-types")]
+pub mod envoy_types;
 #[cfg(feature = "record")]
 pub mod record;
 pub mod server;
