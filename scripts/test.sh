@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, set-up included: creates .venv with the official Python xDS classes
-# for the cross-language wire check (skipped loudly if python3 is missing), then runs every
-# test with every feature.
+# and jsonschema, for the cross-language wire check and the record-format checks (skipped
+# loudly if python3 is missing), then runs every test with every feature.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if command -v python3 >/dev/null; then

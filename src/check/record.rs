@@ -24,7 +24,7 @@
 //! * **An `Any` is never read as empty.** An `Any` written canonically (its message's
 //!   fields beside `"@type"`) needs that message's schema: [`parse_jsonl_with`] takes a
 //!   codec that has it, and without it the line is an error naming the type
-//!   ([`JsonError::UnknownAnyType`](crate::json::JsonError::UnknownAnyType)).
+//!   ([`JsonError::UnknownAnyType`]).
 //! * **Versioned, old recordings stay readable.** A recording without a header is
 //!   version 1 (every recording made before the header existed); a header of a newer
 //!   version is an error naming its line, never a guess at what the lines mean.
@@ -178,12 +178,18 @@ fn header(object: &Map<String, Value>, line: usize, first: bool) -> Result<(), S
         }
     }
     match object.get("view") {
-        None => Ok(()),
-        Some(Value::String(view)) if view == "client" || view == "server" => Ok(()),
-        Some(other) => Err(error(
-            line,
-            format!("view must be \"client\" or \"server\", not {other}"),
-        )),
+        None => {}
+        Some(Value::String(view)) if view == "client" || view == "server" => {}
+        Some(other) => {
+            return Err(error(
+                line,
+                format!("view must be \"client\" or \"server\", not {other}"),
+            ))
+        }
+    }
+    match object.get("writer") {
+        None | Some(Value::String(_)) => Ok(()),
+        Some(_) => Err(error(line, "writer must be a string")),
     }
 }
 
@@ -221,15 +227,6 @@ fn message_entry(
 ) -> Result<Entry, ScriptError> {
     let stream = stream_of(object, line)?;
     let variant = variant_of(object, variant, line)?;
-    if !matches!(
-        object.get("time"),
-        None | Some(Value::Number(_)) | Some(Value::String(_))
-    ) {
-        return Err(error(
-            line,
-            "time must be a number (seconds) or a string (a timestamp)",
-        ));
-    }
     let direction = text_field(object, "dir", line)?;
     Ok(match (direction.as_str(), variant) {
         ("C->S", Variant::Sotw) => Entry::Request {
@@ -295,7 +292,18 @@ pub fn parse_jsonl_with(
         let was_first = core::mem::replace(&mut first, false);
         if object.contains_key("record") {
             header(&object, line, was_first)?;
-        } else if object.contains_key("store") {
+            continue;
+        }
+        if !matches!(
+            object.get("time"),
+            None | Some(Value::Number(_)) | Some(Value::String(_))
+        ) {
+            return Err(error(
+                line,
+                "time must be a number (seconds) or a string (a timestamp)",
+            ));
+        }
+        if object.contains_key("store") {
             entries.push(store_entry(&object, line)?);
         } else {
             entries.push(message_entry(&object, line, variant, &codec)?);
