@@ -87,6 +87,7 @@ pub mod json;
 pub mod message;
 pub mod name;
 pub mod pb;
+mod queue;
 pub mod resource;
 #[cfg(feature = "json")]
 pub mod rest;

@@ -218,6 +218,30 @@ pub struct Change {
     pub aliases: Vec<String>,
 }
 
+impl Change {
+    /// The subscription names this change concerns besides a wildcard: its name, its
+    /// aliases, and the `xdstp://` glob collection its name belongs to; nothing when the
+    /// type itself was published (then every subscriber of the type is concerned). What
+    /// [`super::StreamSet::sync`] looks up in its index; an embedding that keeps its own
+    /// index of which stream subscribes to what (to wake only those streams) looks up the
+    /// same keys.
+    pub fn subscription_keys(&self) -> impl Iterator<Item = alloc::borrow::Cow<'_, str>> {
+        use alloc::borrow::Cow;
+        let named = !self.name.is_empty();
+        let glob = named.then(|| collection_of(&self.name)).flatten();
+        named
+            .then_some(Cow::Borrowed(self.name.as_str()))
+            .into_iter()
+            .chain(
+                self.aliases
+                    .iter()
+                    .filter(move |_| named)
+                    .map(|a| Cow::Borrowed(a.as_str())),
+            )
+            .chain(glob.map(Cow::Owned))
+    }
+}
+
 /// The log no longer reaches back to the revision asked about: rescan everything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogTruncated;
@@ -310,6 +334,28 @@ pub const DEFAULT_LOG_CAPACITY: usize = 65_536;
 
 /// What the server publishes. Different nodes may see different stores: the application
 /// decides which store a stream reads.
+///
+/// # Sharing it between tasks
+///
+/// The store is plain data: an async server shares it behind a lock (the adapter,
+/// `xds-sansio-tonic`, does this for you). Hold the lock only for the synchronous call
+/// (`apply`, `poll_response_encoded`), never across an `.await`: a stream waiting to write
+/// to a slow peer would then hold up every publish and every other stream. Take the
+/// response out, drop the guard, then send:
+///
+/// ```
+/// # use std::sync::RwLock;
+/// # use xds_sansio::{ResourceStore, ServerConfig, ServerStream, Transport, Variant, Instant};
+/// # async fn send(_: bytes::Bytes) {}
+/// # async fn example(store: &RwLock<ResourceStore>, stream: &mut ServerStream) {
+/// loop {
+///     // The guard lives for this statement only.
+///     let next = stream.poll_response_encoded(Instant::ZERO, &store.read().unwrap());
+///     let Some(response) = next else { break };
+///     send(response.bytes).await; // no lock held here
+/// }
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct ResourceStore {
     types: BTreeMap<String, TypeTable>,
@@ -438,20 +484,61 @@ impl ResourceStore {
         type_url: &str,
         entries: Vec<ResourceEntry>,
     ) -> Result<Revision, StoreError> {
+        let mut ops = Vec::new();
+        self.replace_ops(type_url, entries, &mut ops)?;
+        self.apply(ops)
+    }
+
+    /// [`ResourceStore::replace_type`] for several types as one revision: each listed type
+    /// holds exactly its entries afterwards (published, even when empty), types not listed
+    /// are left as they are, and every stream sees all of it or none of it. A snapshot, as
+    /// go-control-plane's `SetSnapshot` takes one. Checked before anything changes.
+    ///
+    /// ```
+    /// # use std::collections::BTreeMap;
+    /// # use bytes::Bytes;
+    /// # use xds_sansio::server::{ResourceEntry, ResourceStore};
+    /// # use xds_sansio::types::{CLUSTER, LISTENER};
+    /// let mut store = ResourceStore::new();
+    /// let mut snapshot = BTreeMap::new();
+    /// snapshot.insert(CLUSTER.type_url.to_string(), vec![ResourceEntry::new("c1", Bytes::from_static(b"..."))]);
+    /// snapshot.insert(LISTENER.type_url.to_string(), vec![]);
+    /// let revision = store.replace_types(snapshot).unwrap();
+    /// assert!(store.is_published(LISTENER.type_url));
+    /// assert_eq!(store.get(CLUSTER.type_url, "c1").unwrap().revision(), revision);
+    /// ```
+    pub fn replace_types(
+        &mut self,
+        types: BTreeMap<String, Vec<ResourceEntry>>,
+    ) -> Result<Revision, StoreError> {
+        let mut ops = Vec::new();
+        for (type_url, entries) in types {
+            self.replace_ops(&type_url, entries, &mut ops)?;
+        }
+        self.apply(ops)
+    }
+
+    /// The operations that make `entries` the whole content of `type_url`.
+    fn replace_ops(
+        &self,
+        type_url: &str,
+        entries: Vec<ResourceEntry>,
+        ops: &mut Vec<StoreOp>,
+    ) -> Result<(), StoreError> {
         let mut names = BTreeMap::new();
         for entry in &entries {
             if names.insert(comparable(&entry.name), ()).is_some() {
                 return Err(StoreError::DuplicateName(entry.name.clone()));
             }
         }
-        let mut ops: Vec<StoreOp> = self
-            .iter(type_url)
-            .filter(|r| !names.contains_key(r.name()))
-            .map(|r| StoreOp::Remove {
-                type_url: String::from(type_url),
-                name: String::from(r.name()),
-            })
-            .collect();
+        ops.extend(
+            self.iter(type_url)
+                .filter(|r| !names.contains_key(r.name()))
+                .map(|r| StoreOp::Remove {
+                    type_url: String::from(type_url),
+                    name: String::from(r.name()),
+                }),
+        );
         drop(names);
         ops.push(StoreOp::Publish {
             type_url: String::from(type_url),
@@ -460,7 +547,7 @@ impl ResourceStore {
             type_url: String::from(type_url),
             entry,
         }));
-        self.apply(ops)
+        Ok(())
     }
 
     fn next_revision(&self) -> Revision {
