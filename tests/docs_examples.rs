@@ -12,13 +12,14 @@
 //!   resource attribute, option and event kind the language has: the `match`es below
 //!   have no catch-all, so a new kind of step does not compile until it is counted here.
 //!
-//! `jsonl` blocks (recordings) must be read by the record reader.
+//! `jsonl` blocks (recordings) must be read by the record reader, and the checker must find
+//! no violation in them on either side.
 #![cfg(feature = "check")]
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use xds_sansio::check::parse_jsonl_with;
+use xds_sansio::check::{check, parse_jsonl_with, CheckSide};
 use xds_sansio::json::JsonCodec;
 use xds_sansio::message::Variant;
 use xds_sansio::script::{
@@ -61,11 +62,17 @@ fn checked_blocks() -> Vec<Scenario> {
                     failures.push(e);
                 }
             }
-            "jsonl" => {
-                if let Err(e) = parse_jsonl_with(&block.text, Variant::Sotw, &JsonCodec::new()) {
-                    failures.push(format!("{at}: not a recording: {e}"));
+            "jsonl" => match parse_jsonl_with(&block.text, Variant::Sotw, &JsonCodec::new()) {
+                Err(e) => failures.push(format!("{at}: not a recording: {e}")),
+                Ok(entries) => {
+                    for side in [CheckSide::Client, CheckSide::Server] {
+                        let violations = check(&entries, side);
+                        if !violations.is_empty() {
+                            failures.push(format!("{at}: {side:?} violations {violations:?}"));
+                        }
+                    }
                 }
-            }
+            },
             other if other.starts_with("xds") => failures.push(format!(
                 "{at}: unknown tag {other:?} (xds, xds-fails or xds-fragment)"
             )),
