@@ -37,8 +37,7 @@
 //!
 //! - every discovery service of the catalog: ADS and the per-type services (listeners,
 //!   routes, scoped routes, virtual hosts, clusters, endpoints, secrets, runtime, extension
-//!   configs), SotW
-//!   and delta, v3 and v2 ([`wire::SERVICES`]), each response sent as the core encoded it
+//!   configs), SotW and delta, v3 and v2 ([`wire::SERVICES`]), each response sent as the core encoded it
 //!   (`poll_response_encoded`: bodies are never re-encoded);
 //! - node groups: a function maps a node to a group, each group has its own
 //!   [`ResourceStore`](xds_sansio::ResourceStore), a publish wakes only the streams of the
