@@ -36,8 +36,8 @@
 //! again (see [`server`] for each decision):
 //!
 //! - every discovery service of the catalog: ADS and the per-type services (listeners,
-//!   routes, scoped routes, virtual hosts, clusters, endpoints, secrets, runtime), SotW
-//!   and delta, v3 and v2 ([`wire::SERVICES`]), each response sent as the core encoded it
+//!   routes, scoped routes, virtual hosts, clusters, endpoints, secrets, runtime, extension
+//!   configs), SotW and delta, v3 and v2 ([`wire::SERVICES`]), each response sent as the core encoded it
 //!   (`poll_response_encoded`: bodies are never re-encoded);
 //! - node groups: a function maps a node to a group, each group has its own
 //!   [`ResourceStore`](xds_sansio::ResourceStore), a publish wakes only the streams of the

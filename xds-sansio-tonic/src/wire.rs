@@ -79,7 +79,7 @@ wire!(
 /// Every discovery service the server answers (all methods of each): the aggregated and
 /// the per-type services of the catalog, v3 then v2. `tests` checks that every method path
 /// of [`xds_sansio::types::CATALOG`] belongs to one of them.
-pub const SERVICES: [&str; 18] = [
+pub const SERVICES: [&str; 19] = [
     "envoy.service.discovery.v3.AggregatedDiscoveryService",
     "envoy.service.listener.v3.ListenerDiscoveryService",
     "envoy.service.route.v3.RouteDiscoveryService",
@@ -89,6 +89,7 @@ pub const SERVICES: [&str; 18] = [
     "envoy.service.endpoint.v3.EndpointDiscoveryService",
     "envoy.service.secret.v3.SecretDiscoveryService",
     "envoy.service.runtime.v3.RuntimeDiscoveryService",
+    "envoy.service.extension.v3.ExtensionConfigDiscoveryService",
     "envoy.service.discovery.v2.AggregatedDiscoveryService",
     "envoy.api.v2.ListenerDiscoveryService",
     "envoy.api.v2.RouteDiscoveryService",
@@ -112,7 +113,7 @@ pub fn method_path(variant: Variant, transport: &Transport) -> Option<&'static s
                 (Variant::Sotw, ApiVersion::V3) => ty.sotw_method,
                 (Variant::Delta, ApiVersion::V3) => Some(ty.delta_method),
                 (Variant::Sotw, ApiVersion::V2) => ty.sotw_method_v2,
-                (Variant::Delta, ApiVersion::V2) => Some(ty.delta_method_v2),
+                (Variant::Delta, ApiVersion::V2) => ty.delta_method_v2,
             }
         }
     }
@@ -133,13 +134,14 @@ pub fn route(path: &str) -> Option<(&'static str, Variant, Transport)> {
     }
     CATALOG.iter().find_map(|t| {
         let methods = [
-            (t.sotw_method, Variant::Sotw, t.type_url),
-            (Some(t.delta_method), Variant::Delta, t.type_url),
+            (t.sotw_method, Variant::Sotw, Some(t.type_url)),
+            (Some(t.delta_method), Variant::Delta, Some(t.type_url)),
             (t.sotw_method_v2, Variant::Sotw, t.type_url_v2),
-            (Some(t.delta_method_v2), Variant::Delta, t.type_url_v2),
+            (t.delta_method_v2, Variant::Delta, t.type_url_v2),
         ];
         methods.into_iter().find_map(|(method, variant, type_url)| {
             let method = method.filter(|m| *m == path)?;
+            let type_url = type_url?;
             Some((method, variant, Transport::PerType(type_url.into())))
         })
     })
@@ -205,7 +207,7 @@ mod tests {
             paths.extend(t.sotw_method);
             paths.extend(t.sotw_method_v2);
             paths.push(t.delta_method);
-            paths.push(t.delta_method_v2);
+            paths.extend(t.delta_method_v2);
         }
         for path in paths {
             assert!(SERVICES.contains(&service_of(path)), "{path} is not served");
@@ -221,7 +223,7 @@ mod tests {
                     t.sotw_method,
                     t.sotw_method_v2,
                     Some(t.delta_method),
-                    Some(t.delta_method_v2)
+                    t.delta_method_v2
                 ]
                 .into_iter()
                 .flatten()

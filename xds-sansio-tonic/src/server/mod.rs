@@ -488,7 +488,8 @@ impl XdsServer {
             .add_service(Svc::<14>(s.clone()))
             .add_service(Svc::<15>(s.clone()))
             .add_service(Svc::<16>(s.clone()))
-            .add_service(Svc::<17>(s.clone()));
+            .add_service(Svc::<17>(s.clone()))
+            .add_service(Svc::<18>(s.clone()));
         if s.options.health {
             let service =
                 tonic_health::server::HealthService::from_health_reporter(s.health.clone());
