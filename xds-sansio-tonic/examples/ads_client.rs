@@ -7,12 +7,15 @@
 //! Each subscription is `TYPE=name,name,...` (`TYPE` alone: wildcard); `TYPE` is a short
 //! name (`LDS`, `RDS`, `CDS`, `EDS`, `SDS`, ...) or a type URL. Options: `--delta`
 //! (incremental instead of SotW), `--per-type` (one stream per type instead of ADS; then
-//! exactly one subscription type), `--seed N` (jitter seed, default 1), `--node ID`,
+//! exactly one subscription type), `--seed N` (fixed jitter seed, for tests; by default
+//! the seed comes from the OS, so a fleet restarted together does not reconnect in
+//! lockstep), `--node ID`,
 //! `--exit-after-acks N` (stop after N ACKs, for scripts), `--max-time SECS`.
 //!
-//! The backoff follows Envoy's: 500 ms doubling up to 30 s, each delay
-//! drawn uniformly from its upper half by a seeded generator, reset once a stream has
-//! delivered a response. Time comes from the loop's clock, never from the library.
+//! The backoff is the adapter's (`client::Backoff`, gRPC's connection backoff: 1 s, ×1.6,
+//! ±20 % jitter, 120 s at most), reset once a stream has delivered a response. This
+//! example owns its loop on `run_stream` to print every core event; `watch_listener` shows
+//! the driver (`XdsClient`) that does all of this for you.
 
 use std::time::Duration;
 
@@ -22,50 +25,7 @@ use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::time::StdClock;
 use xds_sansio::types::ResourceType;
 use xds_sansio::{Client, ClientConfig, Transport, Variant};
-use xds_sansio_tonic::client::{run_stream, Command, Io};
-
-/// Jittered exponential backoff with a deterministic generator (splitmix64).
-struct Backoff {
-    state: u64,
-    attempt: u32,
-    initial: Duration,
-    max: Duration,
-}
-
-impl Backoff {
-    fn new(seed: u64) -> Backoff {
-        Backoff {
-            state: seed,
-            attempt: 0,
-            initial: Duration::from_millis(500),
-            max: Duration::from_secs(30),
-        }
-    }
-
-    fn next_random(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// The next delay: uniform in [cap/2, cap], cap = min(max, initial * 2^attempt).
-    fn next_delay(&mut self) -> Duration {
-        let cap = self
-            .initial
-            .saturating_mul(1 << self.attempt.min(16))
-            .min(self.max);
-        self.attempt += 1;
-        let half = cap / 2;
-        let nanos = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX).max(1);
-        half + Duration::from_nanos(self.next_random() % nanos)
-    }
-
-    fn reset(&mut self) {
-        self.attempt = 0;
-    }
-}
+use xds_sansio_tonic::client::{run_stream, Backoff, BackoffConfig, Command, Io};
 
 fn type_url(short: &str) -> String {
     ResourceType::by_short_name(short)
@@ -85,7 +45,7 @@ async fn main() {
         String::from("http://127.0.0.1:18000"),
         false,
         false,
-        1u64,
+        None::<u64>,
         String::from("ads_client"),
     );
     let (mut exit_after_acks, mut max_time) = (None::<usize>, None::<f64>);
@@ -100,7 +60,7 @@ async fn main() {
             "--server" => server = value(),
             "--delta" => delta = true,
             "--per-type" => per_type = true,
-            "--seed" => seed = value().parse().unwrap_or_else(|_| usage("bad --seed")),
+            "--seed" => seed = Some(value().parse().unwrap_or_else(|_| usage("bad --seed"))),
             "--node" => node_id = value(),
             "--exit-after-acks" => exit_after_acks = value().parse().ok(),
             "--max-time" => max_time = value().parse().ok(),
@@ -153,7 +113,10 @@ async fn main() {
             }
         }
     };
-    let mut backoff = Backoff::new(seed);
+    let mut backoff = match seed {
+        Some(seed) => Backoff::with_seed(BackoffConfig::default(), seed),
+        None => Backoff::new(BackoffConfig::default()),
+    };
     loop {
         let endpoint = tonic::transport::Endpoint::from_shared(server.clone())
             .unwrap_or_else(|e| usage(&format!("--server: {e}")))
