@@ -167,7 +167,11 @@ async fn run(
             }
         }
         let deadline = pool.poll_timeout().map(|t| clock.to_std(t));
+        // The application's commands first: watches made together before a stream is up
+        // ride on its first request (some servers do not answer a request that only adds
+        // names at an unchanged version), and commands are few next to network events.
         tokio::select! {
+            biased;
             op = ops.recv() => match op {
                 Some(Op::Watch { id, type_url, name, authority, sink }) => {
                     pool.watch(clock.now(), id, type_url, name, &authority, sink);
