@@ -11,8 +11,8 @@ START=$(date +%s)
 step() { printf '\n=== interop: %s (%ss) ===\n' "$*" "$(( $(date +%s) - START ))"; }
 loud_skip() { printf '\n!!!!!!!!!! SKIPPED: %s !!!!!!!!!!\n\n' "$*" >&2; }
 
-step "our client <-> our server over the adapter (xds-sansio-tonic), four variants"
-timeout 900 cargo test -p xds-sansio-tonic --all-features --test loopback
+step "our client (run_stream, and the XdsClient driver) <-> our server over the adapter, four variants"
+timeout 900 cargo test -p xds-sansio-tonic --all-features --test loopback --test client_driver
 
 step "build ads_server (on the adapter) and the checker"
 timeout 900 cargo build -p xds-sansio-tonic --features record --example ads_server

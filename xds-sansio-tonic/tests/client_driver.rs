@@ -1,7 +1,9 @@
 //! The client driver (`XdsClient`) against the adapter's own server over HTTP/2 on
 //! 127.0.0.1, in all four variants (SotW and delta, ADS and per-type streams): watches by
 //! name and wildcard, updates, a validator's NACK (the value in use stays), a deletion,
-//! does-not-exist, a watch that starts from what is held, the status dump, shutdown.
+//! does-not-exist, a watch that starts from what is held, the status dump, shutdown. With
+//! feature `record`, every stream is recorded and the checker finds no violation of the
+//! client's.
 
 mod support;
 
@@ -38,7 +40,12 @@ async fn story(variant: Variant, per_type: bool) {
         id: "driver-test".into(),
         ..Node::default()
     };
-    let client = XdsClient::builder(Bootstrap::single(server.uri(), node))
+    #[cfg(feature = "record")]
+    let recorder = std::sync::Arc::new(xds_sansio_tonic::record::Recorder::new(None));
+    let builder = XdsClient::builder(Bootstrap::single(server.uri(), node));
+    #[cfg(feature = "record")]
+    let builder = builder.tap(recorder.clone());
+    let client = builder
         .variant(variant)
         .per_type_streams(per_type)
         .validator(CDS, reject_bad)
@@ -97,6 +104,14 @@ async fn story(variant: Variant, per_type: bool) {
     drop(c1_again);
     client.shutdown();
     assert_eq!(tokio::time::timeout(STEP, e1.next()).await.unwrap(), None);
+    #[cfg(feature = "record")]
+    {
+        use xds_sansio::check::{check, CheckSide};
+        let entries = recorder.entries();
+        assert!(entries.len() > 10, "{label}: {} entries", entries.len());
+        let violations = check(&entries, CheckSide::Client);
+        assert!(violations.is_empty(), "{label}: {violations:#?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
