@@ -169,7 +169,11 @@ async fn fetch(
         };
         match tokio::time::timeout_at(deadline, next).await {
             Ok((i, e)) => {
-                let type_url = if !per_type && i == watches.len() - 1 { EDS } else { CDS };
+                let type_url = if !per_type && i == watches.len() - 1 {
+                    EDS
+                } else {
+                    CDS
+                };
                 match &e {
                     WatchEvent::Changed { name, body, .. } => {
                         let key = (type_url.to_string(), name.to_string());
@@ -214,7 +218,9 @@ async fn fetch(
     for entry in &dump {
         let held = entry.body.is_some();
         if entry.status.name.as_str() == "c3" && held {
-            return Err(format!("{label}: c3 does not exist but the client holds it"));
+            return Err(format!(
+                "{label}: c3 does not exist but the client holds it"
+            ));
         }
         if held && entry.status.status.state != ResourceState::Acked {
             return Err(format!("{label}: not ACKed: {entry:?}"));
