@@ -151,6 +151,7 @@
 mod cache;
 mod commands;
 mod config;
+pub mod deps;
 mod defect;
 mod delta;
 mod event;

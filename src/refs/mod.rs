@@ -60,6 +60,8 @@
 //!   `matcher` trees of virtual hosts and filter chains, on-demand CDS, and `TypedStruct`
 //!   configurations (JSON, not protobuf).
 
+#[cfg(any(test, feature = "script"))]
+pub(crate) mod build;
 mod wire;
 
 use alloc::format;
