@@ -151,9 +151,9 @@
 mod cache;
 mod commands;
 mod config;
-pub mod deps;
 mod defect;
 mod delta;
+pub mod deps;
 mod event;
 mod inputs;
 mod intake;

@@ -25,7 +25,12 @@ fn any(full_name: &str, message: &impl Message) -> Any {
 /// filter chains). RouteConfiguration: a route per CDS reference. Cluster: EDS with the
 /// service name of its EDS reference, aggregate over its CDS references, an upstream TLS
 /// secret per SDS reference. Other types: the name and the tag only.
-pub(crate) fn body_with_refs(type_url: &str, name: &str, refs: &[(&str, &str)], tag: &str) -> Bytes {
+pub(crate) fn body_with_refs(
+    type_url: &str,
+    name: &str,
+    refs: &[(&str, &str)],
+    tag: &str,
+) -> Bytes {
     let of = |t: &str| -> Vec<String> {
         refs.iter()
             .filter(|(rt, _)| *rt == t)

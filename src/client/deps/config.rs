@@ -36,7 +36,9 @@ impl ResourceKey {
 
 impl fmt::Display for ResourceKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let short = TypeInfo::of(self.type_url).short_name().unwrap_or(self.type_url);
+        let short = TypeInfo::of(self.type_url)
+            .short_name()
+            .unwrap_or(self.type_url);
         write!(f, "{short} {}", self.name)
     }
 }
@@ -264,9 +266,7 @@ impl Graph {
         let held = match self.nodes.get(&key).and_then(|n| n.state.as_ref()) {
             Some(State::Present(held)) if held.malformed.is_none() => held,
             _ if path.is_empty() => {
-                return Err(self
-                    .failure_of(&key)
-                    .unwrap_or(Failure::Waiting(key)))
+                return Err(self.failure_of(&key).unwrap_or(Failure::Waiting(key)))
             }
             // A member that cannot be used is left out (the aggregate uses the others).
             _ => return Ok(()),

@@ -119,6 +119,9 @@ impl Graph {
     /// Sets what is known of `key`, relinking its references if it is live.
     pub fn set_state(&mut self, key: &ResourceKey, state: State) {
         let node = self.node(key);
+        if node.state.as_ref() == Some(&state) {
+            return;
+        }
         let old_refs: Vec<ResourceKey> = node.refs().to_vec();
         node.state = Some(state);
         let live = node.live;
@@ -126,10 +129,16 @@ impl Graph {
         self.file(key, false);
         if live && old_refs != new_refs {
             let mut lost = Vec::new();
-            for gone in old_refs.iter().filter(|r| new_refs.binary_search(r).is_err()) {
+            for gone in old_refs
+                .iter()
+                .filter(|r| new_refs.binary_search(r).is_err())
+            {
                 lost.extend(self.unlink(key, gone));
             }
-            for added in new_refs.iter().filter(|r| old_refs.binary_search(r).is_err()) {
+            for added in new_refs
+                .iter()
+                .filter(|r| old_refs.binary_search(r).is_err())
+            {
                 self.link(key, added);
             }
             self.sweep_cycles(lost);
@@ -154,7 +163,11 @@ impl Graph {
 
     /// Forgets a node nothing reaches (its name was unsubscribed).
     pub fn forget(&mut self, key: &ResourceKey) {
-        if self.nodes.get(key).is_some_and(|n| !n.live && n.referrers.is_empty()) {
+        if self
+            .nodes
+            .get(key)
+            .is_some_and(|n| !n.live && n.referrers.is_empty())
+        {
             self.nodes.remove(key);
             self.file(key, false);
         }
@@ -252,7 +265,12 @@ impl Graph {
                 let Some(node) = self.nodes.get(&key) else {
                     continue;
                 };
-                if node.root || node.referrers.iter().any(|r| r.type_url != CLUSTER.type_url) {
+                if node.root
+                    || node
+                        .referrers
+                        .iter()
+                        .any(|r| r.type_url != CLUSTER.type_url)
+                {
                     anchored = true;
                     break;
                 }

@@ -69,10 +69,10 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
+use config::followed;
 pub use config::{
     ClusterConfig, Failure, ListenerConfig, Resolved, ResourceKey, Snapshot, MAX_AGGREGATE_DEPTH,
 };
-use config::followed;
 use graph::{keys_of, Graph, Held, State};
 
 use super::{Client, ClientError, ClientEvent, RemovalReason};
@@ -488,8 +488,9 @@ impl DependencyManager {
         let complete = self.graph.waiting.is_empty() && self.unready.is_empty();
         if complete && !self.graph.changed.is_empty() {
             self.generation += 1;
-            let changed: Vec<ResourceKey> =
-                core::mem::take(&mut self.graph.changed).into_iter().collect();
+            let changed: Vec<ResourceKey> = core::mem::take(&mut self.graph.changed)
+                .into_iter()
+                .collect();
             let failed = self
                 .graph
                 .failed

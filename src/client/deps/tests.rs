@@ -100,7 +100,10 @@ fn route_switch_unsubscribes_after_the_grace_and_flip_back_does_not_churn() {
     // b back within the grace: nothing to subscribe, nothing dropped.
     deps.handle_event(now(20), &upsert(R, "r", &[(C, "a"), (C, "b"), (C, "c")]));
     assert_eq!(commands(&mut deps), []);
-    assert!(deps.poll_snapshot().is_some(), "b and its endpoints are held");
+    assert!(
+        deps.poll_snapshot().is_some(),
+        "b and its endpoints are held"
+    );
     deps.handle_timeout(now(40));
     assert_eq!(commands(&mut deps), []);
     // c leaves for good: unsubscribed with its endpoints after 30 s.
@@ -183,13 +186,23 @@ fn aggregate_cycle_and_depth_are_failures_and_a_dead_cycle_is_dropped() {
     assert!(deps.poll_snapshot().is_some());
     let config = deps.config("l").unwrap();
     assert_eq!(
-        config.clusters.iter().find(|c| c.name == "c0").unwrap().leaves,
+        config
+            .clusters
+            .iter()
+            .find(|c| c.name == "c0")
+            .unwrap()
+            .leaves,
         Err(Failure::AggregateTooDeep {
             cluster: "c0".into()
         })
     );
     assert_eq!(
-        config.clusters.iter().find(|c| c.name == "c10").unwrap().leaves,
+        config
+            .clusters
+            .iter()
+            .find(|c| c.name == "c10")
+            .unwrap()
+            .leaves,
         Ok(vec!["c20".into()])
     );
 }
@@ -231,7 +244,9 @@ fn envoy_shape_wildcards_and_absent_names() {
     assert_eq!(commands(&mut deps), [sub(R, &["r"])]);
     deps.handle_event(now(1), &upsert(R, "r", &[(C, "a"), (C, "nowhere")]));
     deps.handle_event(now(1), &upsert(E, "a", &[]));
-    let snapshot = deps.poll_snapshot().expect("complete: nowhere is absent from CDS");
+    let snapshot = deps
+        .poll_snapshot()
+        .expect("complete: nowhere is absent from CDS");
     assert_eq!(
         snapshot.failed,
         [(
@@ -239,5 +254,8 @@ fn envoy_shape_wildcards_and_absent_names() {
             Failure::DoesNotExist(ResourceKey::new(C, "nowhere"))
         )]
     );
-    assert_eq!(deps.roots(), [ResourceKey::new(C, "a"), ResourceKey::new(L, "l")]);
+    assert_eq!(
+        deps.roots(),
+        [ResourceKey::new(C, "a"), ResourceKey::new(L, "l")]
+    );
 }
