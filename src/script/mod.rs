@@ -57,7 +57,8 @@
 //! ```
 //!
 //! Resource attributes: `[ttl=30s]`, `[alias=a]`, `[type=CDS]` (the body's `Any` type, for
-//! mismatches), `[nobody]` (no body: a heartbeat or a does-not-exist marker), `[wrapped]`
+//! mismatches), `[ref=RDS:r1]` (repeatable: the body is a real message of its type that
+//! names `r1`, see below), `[nobody]` (no body: a heartbeat or a does-not-exist marker), `[wrapped]`
 //! (SotW: wrapped in `Resource`), `[unwrapped]` (SotW: not wrapped). A SotW resource the
 //! scenario builds is wrapped when it says `[wrapped]`, a TTL or `[nobody]`; in a SotW
 //! response the model sends, `[wrapped]` (or a TTL) and `[unwrapped]` are checked. A tag
@@ -73,7 +74,7 @@
 //! `node-on-every-request`, `sotw-refetch-on-ttl-expiry`, `sticky-legacy-wildcard`,
 //! `sotw-not-found-errors` (booleans,
 //! `true` or `false`; see [`Options`]), `not-found=removed|bodyless`, and
-//! `server-encoded=true`, which drains the server with `poll_response_encoded` and decodes
+//! `deps-grace=30s`, and `server-encoded=true`, which drains the server with `poll_response_encoded` and decodes
 //! what it sends (the test suite runs every server scenario both ways). An unknown option or
 //! a bad value is an error of its line.
 //!
@@ -105,6 +106,26 @@
 //! `C->S` line of a model client only checks what it sent, so after
 //! `S->C (..)` and the client's `C->S (..)` answer, `no-new-event` still looks at what the
 //! response did.
+//!
+//! The dependency manager ([`crate::client::deps`]) follows the references in resource
+//! bodies. A body names what its `[ref=TYPE:name]` attributes say: a listener its route
+//! configurations (RDS), a route configuration its clusters (CDS), a cluster its endpoints
+//! (EDS: the service name), its aggregate members (CDS) and its secrets (SDS). In a
+//! scenario with `deps` steps, every listener, route configuration and cluster body is such
+//! a message (with or without references). The first `deps` step creates the manager,
+//! which from then on takes every client event and gives the client its subscriptions, so
+//! they are the next `C->S` lines; `option: deps-grace=10s` sets how long a name no longer
+//! referenced stays subscribed.
+//!
+//! ```text
+//! server set LDS l[ref=RDS:r] ; set RDS r[ref=CDS:a][ref=CDS:b] ; set CDS a[ref=EDS:a]
+//! deps watch l                        # gRPC's shape (deps unwatch l); deps watch-all: Envoy's
+//! expect deps waiting {CDS:b,EDS:a}   # exactly what the configuration waits for ({}: nothing)
+//! expect deps snapshot                # consumes the oldest complete configuration not consumed
+//! expect deps no-snapshot             # none left to consume
+//! expect deps listener l ok           # or: error "text" (the failure's message contains it)
+//! expect deps cluster l agg {b,c}     # the leaf clusters, in order; or: error "reaches itself"
+//! ```
 //!
 //! What a server may send at any time (TTL heartbeats before expiry) is expected over a
 //! period: time passes by the period, every response the server sends meanwhile must match
