@@ -30,6 +30,25 @@ fn ads() -> Option<core::ConfigSource> {
     })
 }
 
+fn secs(seconds: i64) -> Option<envoy_types::pb::google::protobuf::Duration> {
+    Some(envoy_types::pb::google::protobuf::Duration { seconds, nanos: 0 })
+}
+
+fn u32v(value: u32) -> Option<envoy_types::pb::google::protobuf::UInt32Value> {
+    Some(envoy_types::pb::google::protobuf::UInt32Value { value })
+}
+
+fn header(key: &str, value: &str) -> core::HeaderValueOption {
+    core::HeaderValueOption {
+        header: Some(core::HeaderValue {
+            key: key.into(),
+            value: value.into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 fn body(message: impl Message) -> Bytes {
     Bytes::from(message.encode_to_vec())
 }
@@ -301,6 +320,35 @@ pub fn eds_cluster(name: &str, service: Option<&str>, secret: Option<&str>) -> B
         }),
         lb_policy: cluster::cluster::LbPolicy::RoundRobin as i32,
         transport_socket,
+        health_checks: vec![core::HealthCheck {
+            timeout: secs(1),
+            interval: secs(5),
+            unhealthy_threshold: u32v(3),
+            healthy_threshold: u32v(2),
+            health_checker: Some(core::health_check::HealthChecker::HttpHealthCheck(
+                core::health_check::HttpHealthCheck {
+                    host: format!("{name}.internal"),
+                    path: "/healthz".into(),
+                    ..Default::default()
+                },
+            )),
+            ..Default::default()
+        }],
+        circuit_breakers: Some(cluster::CircuitBreakers {
+            thresholds: vec![cluster::circuit_breakers::Thresholds {
+                max_connections: u32v(1024),
+                max_pending_requests: u32v(1024),
+                max_requests: u32v(4096),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        outlier_detection: Some(cluster::OutlierDetection {
+            consecutive_5xx: u32v(5),
+            interval: secs(10),
+            base_ejection_time: secs(30),
+            ..Default::default()
+        }),
         ..Default::default()
     })
 }
