@@ -13,7 +13,7 @@ fn names(refs: &References) -> Vec<(String, String, &'static str)> {
             let short = xds_sansio::types::TypeInfo::of(r.type_url)
                 .short_name()
                 .unwrap_or("?");
-            (short.to_string(), r.name.clone(), r.field)
+            (short.to_string(), r.name.to_string(), r.field)
         })
         .collect()
 }

@@ -6,10 +6,12 @@
 //! manager ([`crate::client::deps`]) follows these names, and the server checks a
 //! publication's consistency with them ([`crate::server::ResourceStore::consistency`]).
 //!
-//! [`references`] decodes the body into minimal messages that hold only the fields on a
-//! path to a reference (`wire.rs`, each field citing its Envoy field path); prost skips
-//! every other field, so this costs a fraction of a full decode (`benches/README.md`) and
-//! needs no protoc.
+//! [`references`] walks the encoded body and descends only into the fields on a path to a
+//! reference (each cited by its Envoy field path in the code), skipping every other field
+//! without decoding it; names are zero-copy slices of the body. No message is built, so
+//! this costs a fraction of a full decode (`benches/README.md`) and needs no protoc. The
+//! same paths as minimal prost messages (`wire.rs`) build the bodies scenarios and tests
+//! use.
 //!
 //! # What is read
 //!
@@ -62,17 +64,20 @@
 
 #[cfg(any(test, feature = "script"))]
 pub(crate) mod build;
+#[cfg(any(test, feature = "script"))]
 mod wire;
 
+/// `envoy.config.cluster.v3.Cluster.DiscoveryType.EDS`.
+const DISCOVERY_TYPE_EDS: u64 = 3;
+
 use alloc::format;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
-use prost::Message;
 
 use crate::name::{NameParseError, XdstpName, XDSTP_SCHEME};
-use crate::pb::google::protobuf::Any;
+use crate::text::SharedStr;
 use crate::types::{ads_order, CLUSTER, ENDPOINT, LISTENER, ROUTE, SCOPED_ROUTE, SECRET};
 
 /// `Any` type of the HTTP connection manager network filter.
@@ -94,8 +99,8 @@ pub const ROUTE_LOOKUP_PLUGIN: &str = "grpc.lookup.v1.RouteLookupClusterSpecifie
 pub struct Reference {
     /// The type URL of the resource referred to (v3).
     pub type_url: &'static str,
-    /// Its name (canonical when `xdstp://`).
-    pub name: String,
+    /// Its name (canonical when `xdstp://`): a slice of the body it was read from.
+    pub name: SharedStr,
     /// The Envoy field the name was read from (the first one, when several name it), e.g.
     /// `Rds.route_config_name`.
     pub field: &'static str,
@@ -205,8 +210,8 @@ fn short(type_url: &str) -> &str {
 }
 
 /// The references of an encoded resource of `type_url` (v3 type URLs; every other type
-/// refers to nothing). Decode `body` from a `Bytes` buffer: nested configurations are then
-/// read as slices of it.
+/// refers to nothing). Names are zero-copy slices of `body` (canonical `xdstp://` names
+/// excepted), so decode `body` from the buffer the resource came in.
 pub fn references(type_url: &str, body: &Bytes) -> Result<References, RefError> {
     let mut reader = Reader {
         type_url,
@@ -214,15 +219,13 @@ pub fn references(type_url: &str, body: &Bytes) -> Result<References, RefError> 
         out: References::default(),
     };
     if type_url == LISTENER.type_url {
-        reader.listener()?;
+        reader.listener(body)?;
     } else if type_url == ROUTE.type_url {
-        let route: wire::RouteConfiguration = reader.decode_body()?;
-        reader.route_configuration(&route)?;
+        reader.route_configuration(body, "")?;
     } else if type_url == SCOPED_ROUTE.type_url {
-        let scope: wire::ScopedRouteConfiguration = reader.decode_body()?;
-        reader.scope(&scope)?;
+        reader.scope(body, "")?;
     } else if type_url == CLUSTER.type_url {
-        reader.cluster()?;
+        reader.cluster(body)?;
     }
     let mut out = reader.out;
     out.refs.sort_by(|a, b| {
@@ -235,9 +238,114 @@ pub fn references(type_url: &str, body: &Bytes) -> Result<References, RefError> 
     Ok(out)
 }
 
-/// Whether `any` holds the message `full_name` (any host before the last `/`).
-fn holds(any: &Any, full_name: &str) -> bool {
-    any.type_url.rsplit('/').next() == Some(full_name)
+/// One field of an encoded message: its number and, for the wire types a reference can
+/// travel in, its value.
+enum Value<'a> {
+    Varint(u64),
+    Len(&'a [u8]),
+    /// Fixed-width or a group: skipped.
+    Other,
+}
+
+fn varint(buf: &[u8], pos: &mut usize) -> Result<u64, &'static str> {
+    let mut value: u64 = 0;
+    for shift in (0..64).step_by(7) {
+        let byte = *buf.get(*pos).ok_or("truncated")?;
+        *pos += 1;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err("malformed varint")
+}
+
+fn advance(buf: &[u8], pos: &mut usize, len: u64) -> Result<(), &'static str> {
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|len| pos.checked_add(len))
+        .filter(|end| *end <= buf.len())
+        .ok_or("truncated")?;
+    *pos = end;
+    Ok(())
+}
+
+/// The fields of an encoded message, in order; groups (wire types 3 and 4) are skipped
+/// whole. Every step is bounded by the buffer: no recursion, no allocation.
+struct Fields<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn next(&mut self) -> Result<Option<(u64, Value<'a>)>, &'static str> {
+        if self.pos >= self.buf.len() {
+            return Ok(None);
+        }
+        let tag = varint(self.buf, &mut self.pos)?;
+        let field = tag >> 3;
+        if field == 0 {
+            return Err("field number 0");
+        }
+        let value = match tag & 7 {
+            0 => Value::Varint(varint(self.buf, &mut self.pos)?),
+            1 => {
+                advance(self.buf, &mut self.pos, 8)?;
+                Value::Other
+            }
+            2 => {
+                let len = varint(self.buf, &mut self.pos)?;
+                let start = self.pos;
+                advance(self.buf, &mut self.pos, len)?;
+                Value::Len(self.buf.get(start..self.pos).ok_or("truncated")?)
+            }
+            3 => {
+                self.skip_group()?;
+                Value::Other
+            }
+            5 => {
+                advance(self.buf, &mut self.pos, 4)?;
+                Value::Other
+            }
+            _ => return Err("invalid wire type"),
+        };
+        Ok(Some((field, value)))
+    }
+
+    /// Skips to the end of the group just opened (nested groups included).
+    fn skip_group(&mut self) -> Result<(), &'static str> {
+        let mut depth: u32 = 1;
+        while depth > 0 {
+            let tag = varint(self.buf, &mut self.pos)?;
+            match tag & 7 {
+                0 => {
+                    varint(self.buf, &mut self.pos)?;
+                }
+                1 => advance(self.buf, &mut self.pos, 8)?,
+                2 => {
+                    let len = varint(self.buf, &mut self.pos)?;
+                    advance(self.buf, &mut self.pos, len)?;
+                }
+                3 => depth = depth.saturating_add(1),
+                4 => depth -= 1,
+                5 => advance(self.buf, &mut self.pos, 4)?,
+                _ => return Err("invalid wire type"),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn fields(buf: &[u8]) -> Fields<'_> {
+    Fields { buf, pos: 0 }
+}
+
+/// The type name an `Any`'s type URL names (what follows its last `/`).
+fn any_type(type_url: &[u8]) -> &[u8] {
+    match type_url.iter().rposition(|b| *b == b'/') {
+        Some(at) => type_url.get(at + 1..).unwrap_or(&[]),
+        None => type_url,
+    }
 }
 
 struct Reader<'a> {
@@ -253,49 +361,79 @@ impl Reader<'_> {
             .unwrap_or_default()
     }
 
-    fn malformed(&self, field: String, error: &prost::DecodeError) -> RefError {
+    fn malformed(&self, field: &str, detail: &str) -> RefError {
         RefError::Malformed {
             type_url: self.type_url.into(),
             resource: self.resource(),
-            field,
-            detail: error.to_string(),
+            field: field.into(),
+            detail: detail.into(),
         }
     }
 
-    fn decode_body<M: Message + Default>(&self) -> Result<M, RefError> {
-        M::decode(self.body.clone()).map_err(|e| self.malformed(String::new(), &e))
-    }
-
-    /// The message inside an `Any`, or an error naming `field` (built only on error).
-    fn decode_any<M: Message + Default>(
-        &self,
-        any: &Any,
-        field: impl FnOnce() -> String,
-    ) -> Result<M, RefError> {
-        M::decode(any.value.clone()).map_err(|e| self.malformed(field(), &e))
-    }
-
-    fn add(
+    /// Calls `visit` for every field of the message `buf` (named `at` in errors).
+    fn each<'b>(
         &mut self,
-        type_url: &'static str,
-        name: &str,
-        field: &'static str,
+        buf: &'b [u8],
+        at: &str,
+        mut visit: impl FnMut(&mut Self, u64, Value<'b>) -> Result<(), RefError>,
     ) -> Result<(), RefError> {
+        let mut fields = fields(buf);
+        loop {
+            match fields.next() {
+                Ok(Some((field, value))) => visit(self, field, value)?,
+                Ok(None) => return Ok(()),
+                Err(detail) => return Err(self.malformed(at, detail)),
+            }
+        }
+    }
+
+    /// The value of a length-delimited field, or an error naming it.
+    fn len<'b>(&self, value: Value<'b>, at: &str) -> Result<&'b [u8], RefError> {
+        match value {
+            Value::Len(bytes) => Ok(bytes),
+            _ => Err(self.malformed(at, "expected a length-delimited field")),
+        }
+    }
+
+    /// An `Any`: its type name and its value.
+    fn any<'b>(&mut self, buf: &'b [u8], at: &str) -> Result<(&'b [u8], &'b [u8]), RefError> {
+        let (mut type_url, mut value): (&[u8], &[u8]) = (&[], &[]);
+        self.each(buf, at, |r, field, v| {
+            match field {
+                1 => type_url = r.len(v, at)?,
+                2 => value = r.len(v, at)?,
+                _ => {}
+            }
+            Ok(())
+        })?;
+        Ok((any_type(type_url), value))
+    }
+
+    fn add(&mut self, type_url: &'static str, name: &[u8], field: &'static str) -> Result<(), RefError> {
         if name.is_empty() {
             return Ok(());
         }
-        let name = if name.starts_with(XDSTP_SCHEME) {
-            XdstpName::parse(name)
+        let Ok(text) = core::str::from_utf8(name) else {
+            return Err(self.malformed(field, "not valid UTF-8"));
+        };
+        let name = if text.starts_with(XDSTP_SCHEME) {
+            let canonical = XdstpName::parse(text)
                 .map_err(|error| RefError::BadName {
                     type_url: self.type_url.into(),
                     resource: self.resource(),
                     field,
-                    name: name.into(),
+                    name: text.into(),
                     error,
                 })?
-                .canonical()
+                .canonical();
+            if canonical == text {
+                SharedStr::from_utf8(self.body.slice_ref(name)).unwrap_or_default()
+            } else {
+                SharedStr::from(canonical)
+            }
         } else {
-            String::from(name)
+            // A slice of the body: no copy.
+            SharedStr::from_utf8(self.body.slice_ref(name)).unwrap_or_else(|_| SharedStr::from(text))
         };
         self.out.refs.push(Reference {
             type_url,
@@ -305,252 +443,465 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn listener(&mut self) -> Result<(), RefError> {
-        let listener: wire::Listener = self.decode_body()?;
-        if let Some(any) = listener
-            .api_listener
-            .as_ref()
-            .and_then(|a| a.api_listener.as_ref())
-        {
-            if holds(any, HTTP_CONNECTION_MANAGER) {
-                let hcm = self.decode_any(any, || "api_listener.api_listener".into())?;
-                self.connection_manager(&hcm)?;
-            }
-        }
-        let chains = listener
-            .filter_chains
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (Some(i), c))
-            .chain(listener.default_filter_chain.iter().map(|c| (None, c)));
-        for (index, chain) in chains {
-            let at = move || match index {
-                Some(i) => format!("filter_chains[{i}]"),
-                None => "default_filter_chain".into(),
-            };
-            for (f, filter) in chain.filters.iter().enumerate() {
-                let Some(any) = &filter.typed_config else {
-                    continue;
-                };
-                let field = || format!("{}.filters[{f}].typed_config", at());
-                if holds(any, HTTP_CONNECTION_MANAGER) {
-                    let hcm = self.decode_any(any, field)?;
-                    self.connection_manager(&hcm)?;
-                } else if holds(any, TCP_PROXY) {
-                    let tcp: wire::TcpProxy = self.decode_any(any, field)?;
-                    self.add(CLUSTER.type_url, &tcp.cluster, "TcpProxy.cluster")?;
-                    for weight in tcp.weighted_clusters.iter().flat_map(|w| &w.clusters) {
-                        self.add(
-                            CLUSTER.type_url,
-                            &weight.name,
-                            "TcpProxy.WeightedCluster.ClusterWeight.name",
-                        )?;
-                    }
+    fn listener(&mut self, buf: &[u8]) -> Result<(), RefError> {
+        let mut chain = 0usize;
+        self.each(buf, "", |r, field, v| {
+            match field {
+                // Listener.filter_chains
+                3 => {
+                    let at = format!("filter_chains[{chain}]");
+                    chain += 1;
+                    r.filter_chain(r.len(v, &at)?, &at)?;
                 }
-            }
-            if let Some(any) = chain
-                .transport_socket
-                .as_ref()
-                .and_then(|t| t.typed_config.as_ref())
-            {
-                if holds(any, DOWNSTREAM_TLS) {
-                    let tls: wire::DownstreamTlsContext =
-                        self.decode_any(any, || format!("{}.transport_socket.typed_config", at()))?;
-                    self.tls(tls.common_tls_context.as_ref())?;
-                    self.secret(tls.session_ticket_keys_sds_secret_config.as_ref())?;
+                // Listener.api_listener -> ApiListener.api_listener (Any)
+                19 => {
+                    let api = r.len(v, "api_listener")?;
+                    r.each(api, "api_listener", |r, field, v| {
+                        if field == 1 {
+                            let at = "api_listener.api_listener";
+                            let (kind, value) = r.any(r.len(v, at)?, at)?;
+                            if kind == HTTP_CONNECTION_MANAGER.as_bytes() {
+                                r.connection_manager(value, at)?;
+                            }
+                        }
+                        Ok(())
+                    })?;
                 }
+                // Listener.default_filter_chain
+                25 => r.filter_chain(r.len(v, "default_filter_chain")?, "default_filter_chain")?,
+                _ => {}
             }
+            Ok(())
+        })
+    }
+
+    fn filter_chain(&mut self, buf: &[u8], at: &str) -> Result<(), RefError> {
+        let mut filter = 0usize;
+        self.each(buf, at, |r, field, v| {
+            match field {
+                // FilterChain.filters -> Filter.typed_config (Any)
+                3 => {
+                    let filter_at = format!("{at}.filters[{filter}]");
+                    filter += 1;
+                    let bytes = r.len(v, &filter_at)?;
+                    r.each(bytes, &filter_at, |r, field, v| {
+                        if field == 4 {
+                            let at = format!("{filter_at}.typed_config");
+                            let (kind, value) = r.any(r.len(v, &at)?, &at)?;
+                            if kind == HTTP_CONNECTION_MANAGER.as_bytes() {
+                                r.connection_manager(value, &at)?;
+                            } else if kind == TCP_PROXY.as_bytes() {
+                                r.tcp_proxy(value, &at)?;
+                            }
+                        }
+                        Ok(())
+                    })?;
+                }
+                // FilterChain.transport_socket
+                6 => {
+                    let at = format!("{at}.transport_socket");
+                    r.transport_socket(r.len(v, &at)?, &at, DOWNSTREAM_TLS)?;
+                }
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+
+    fn connection_manager(&mut self, buf: &[u8], at: &str) -> Result<(), RefError> {
+        self.each(buf, at, |r, field, v| {
+            match field {
+                // HttpConnectionManager.rds -> Rds.route_config_name
+                3 => {
+                    let rds = r.len(v, at)?;
+                    r.each(rds, at, |r, field, v| {
+                        if field == 2 {
+                            let name = r.len(v, at)?;
+                            r.add(ROUTE.type_url, name, "Rds.route_config_name")?;
+                        }
+                        Ok(())
+                    })?;
+                }
+                // HttpConnectionManager.route_config
+                4 => r.route_configuration(r.len(v, at)?, at)?,
+                // HttpConnectionManager.scoped_routes
+                31 => r.scoped_routes(r.len(v, at)?, at)?,
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+
+    fn scoped_routes(&mut self, buf: &[u8], at: &str) -> Result<(), RefError> {
+        let (mut name, mut scoped_rds): (&[u8], bool) = (&[], false);
+        self.each(buf, at, |r, field, v| {
+            match field {
+                // ScopedRoutes.name
+                1 => name = r.len(v, at)?,
+                // ScopedRoutes.scoped_route_configurations_list -> .scoped_route_configurations
+                4 => {
+                    let list = r.len(v, at)?;
+                    r.each(list, at, |r, field, v| {
+                        if field == 1 {
+                            r.scope(r.len(v, at)?, at)?;
+                        }
+                        Ok(())
+                    })?;
+                }
+                // ScopedRoutes.scoped_rds
+                5 => scoped_rds = true,
+                _ => {}
+            }
+            Ok(())
+        })?;
+        if scoped_rds {
+            self.add(SCOPED_ROUTE.type_url, name, "ScopedRoutes.name")?;
         }
         Ok(())
     }
 
-    fn connection_manager(&mut self, hcm: &wire::HttpConnectionManager) -> Result<(), RefError> {
-        if let Some(rds) = &hcm.rds {
-            self.add(
-                ROUTE.type_url,
-                &rds.route_config_name,
-                "Rds.route_config_name",
-            )?;
-        }
-        if let Some(route) = &hcm.route_config {
-            self.route_configuration(route)?;
-        }
-        if let Some(scoped) = &hcm.scoped_routes {
-            if scoped.scoped_rds.is_some() {
-                self.add(SCOPED_ROUTE.type_url, &scoped.name, "ScopedRoutes.name")?;
-            }
-            for scope in scoped
-                .scoped_route_configurations_list
-                .iter()
-                .flat_map(|l| &l.scoped_route_configurations)
-            {
-                self.scope(scope)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn scope(&mut self, scope: &wire::ScopedRouteConfiguration) -> Result<(), RefError> {
-        self.add(
-            ROUTE.type_url,
-            &scope.route_configuration_name,
-            "ScopedRouteConfiguration.route_configuration_name",
-        )?;
-        if let Some(route) = &scope.route_configuration {
-            self.route_configuration(route)?;
-        }
-        Ok(())
-    }
-
-    fn route_configuration(&mut self, route: &wire::RouteConfiguration) -> Result<(), RefError> {
-        self.out.vhds |= route.vhds.is_some();
-        self.mirrors(&route.request_mirror_policies)?;
-        for host in &route.virtual_hosts {
-            self.mirrors(&host.request_mirror_policies)?;
-            for action in host.routes.iter().filter_map(|r| r.route.as_ref()) {
-                self.add(CLUSTER.type_url, &action.cluster, "RouteAction.cluster")?;
-                for weight in action.weighted_clusters.iter().flat_map(|w| &w.clusters) {
-                    self.add(
-                        CLUSTER.type_url,
-                        &weight.name,
-                        "WeightedCluster.ClusterWeight.name",
-                    )?;
+    fn scope(&mut self, buf: &[u8], at: &str) -> Result<(), RefError> {
+        self.each(buf, at, |r, field, v| {
+            match field {
+                // ScopedRouteConfiguration.route_configuration_name
+                2 => {
+                    let name = r.len(v, at)?;
+                    r.add(ROUTE.type_url, name, "ScopedRouteConfiguration.route_configuration_name")?;
                 }
-                self.mirrors(&action.request_mirror_policies)?;
-                if !action.cluster_specifier_plugin.is_empty() {
-                    let named = route.cluster_specifier_plugins.iter().find(|p| {
-                        p.extension
-                            .as_ref()
-                            .is_some_and(|e| e.name == action.cluster_specifier_plugin)
-                    });
-                    if let Some(plugin) = named {
-                        self.plugin(plugin)?;
-                    }
-                }
-                if let Some(plugin) = &action.inline_cluster_specifier_plugin {
-                    self.plugin(plugin)?;
-                }
+                // ScopedRouteConfiguration.route_configuration
+                5 => r.route_configuration(r.len(v, at)?, at)?,
+                _ => {}
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
-    fn mirrors(&mut self, policies: &[wire::RequestMirrorPolicy]) -> Result<(), RefError> {
-        for policy in policies {
-            self.add(
-                CLUSTER.type_url,
-                &policy.cluster,
-                "RequestMirrorPolicy.cluster",
-            )?;
-        }
-        Ok(())
-    }
-
-    fn plugin(&mut self, plugin: &wire::ClusterSpecifierPlugin) -> Result<(), RefError> {
-        let Some(extension) = &plugin.extension else {
-            return Ok(());
-        };
-        let Some(any) = &extension.typed_config else {
-            return Ok(());
-        };
-        if holds(any, ROUTE_LOOKUP_PLUGIN) {
-            let rls: wire::RouteLookupClusterSpecifier = self.decode_any(any, || {
-                format!(
-                    "cluster_specifier_plugins[{}].extension.typed_config",
-                    extension.name
-                )
+    fn route_configuration(&mut self, buf: &[u8], at: &str) -> Result<(), RefError> {
+        // Plugins are looked up by name from the routes; collect them first.
+        let mut plugins: Vec<&[u8]> = Vec::new();
+        let mut named: Vec<&[u8]> = Vec::new();
+        self.each(buf, at, |r, field, v| {
+            match field {
+                // RouteConfiguration.virtual_hosts
+                2 => r.virtual_host(r.len(v, at)?, at, &mut named)?,
+                // RouteConfiguration.vhds
+                9 => r.out.vhds = true,
+                // RouteConfiguration.cluster_specifier_plugins
+                12 => plugins.push(r.len(v, at)?),
+                // RouteConfiguration.request_mirror_policies
+                13 => r.mirror(r.len(v, at)?, at)?,
+                _ => {}
+            }
+            Ok(())
+        })?;
+        for plugin in plugins {
+            let mut extension: &[u8] = &[];
+            self.each(plugin, at, |r, field, v| {
+                if field == 1 {
+                    extension = r.len(v, at)?;
+                }
+                Ok(())
             })?;
-            if let Some(config) = &rls.route_lookup_config {
-                self.add(
-                    CLUSTER.type_url,
-                    &config.default_target,
-                    "RouteLookupConfig.default_target",
-                )?;
+            let (name, config) = self.extension(extension, at)?;
+            if named.contains(&name) {
+                self.plugin_config(config, at)?;
             }
         }
         Ok(())
     }
 
-    fn cluster(&mut self) -> Result<(), RefError> {
-        let cluster: wire::Cluster = self.decode_body()?;
-        if cluster.r#type == Some(wire::DISCOVERY_TYPE_EDS) {
-            let service = cluster
-                .eds_cluster_config
-                .as_ref()
-                .map_or("", |e| e.service_name.as_str());
+    /// `TypedExtensionConfig`: its name and its `typed_config`.
+    fn extension<'b>(&mut self, buf: &'b [u8], at: &str) -> Result<(&'b [u8], &'b [u8]), RefError> {
+        let (mut name, mut config): (&[u8], &[u8]) = (&[], &[]);
+        self.each(buf, at, |r, field, v| {
+            match field {
+                1 => name = r.len(v, at)?,
+                2 => config = r.len(v, at)?,
+                _ => {}
+            }
+            Ok(())
+        })?;
+        Ok((name, config))
+    }
+
+    /// A plugin's `typed_config` (an `Any`): the RLS plugin names its default target.
+    fn plugin_config(&mut self, any: &[u8], at: &str) -> Result<(), RefError> {
+        if any.is_empty() {
+            return Ok(());
+        }
+        let (kind, value) = self.any(any, at)?;
+        if kind != ROUTE_LOOKUP_PLUGIN.as_bytes() {
+            return Ok(());
+        }
+        // RouteLookupClusterSpecifier.route_lookup_config -> RouteLookupConfig.default_target
+        self.each(value, at, |r, field, v| {
+            if field == 1 {
+                let config = r.len(v, at)?;
+                r.each(config, at, |r, field, v| {
+                    if field == 9 {
+                        let name = r.len(v, at)?;
+                        r.add(CLUSTER.type_url, name, "RouteLookupConfig.default_target")?;
+                    }
+                    Ok(())
+                })?;
+            }
+            Ok(())
+        })
+    }
+
+    fn virtual_host<'b>(
+        &mut self,
+        buf: &'b [u8],
+        at: &str,
+        named: &mut Vec<&'b [u8]>,
+    ) -> Result<(), RefError> {
+        self.each(buf, at, |r, field, v| {
+            match field {
+                // VirtualHost.routes -> Route.route (RouteAction)
+                3 => {
+                    let route = r.len(v, at)?;
+                    r.each(route, at, |r, field, v| {
+                        if field == 2 {
+                            r.route_action(r.len(v, at)?, at, named)?;
+                        }
+                        Ok(())
+                    })?;
+                }
+                // VirtualHost.request_mirror_policies
+                22 => r.mirror(r.len(v, at)?, at)?,
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+
+    fn route_action<'b>(
+        &mut self,
+        buf: &'b [u8],
+        at: &str,
+        named: &mut Vec<&'b [u8]>,
+    ) -> Result<(), RefError> {
+        self.each(buf, at, |r, field, v| {
+            match field {
+                // RouteAction.cluster
+                1 => {
+                    let name = r.len(v, at)?;
+                    r.add(CLUSTER.type_url, name, "RouteAction.cluster")?;
+                }
+                // RouteAction.weighted_clusters -> WeightedCluster.clusters -> ClusterWeight.name
+                3 => r.weighted(r.len(v, at)?, at, "WeightedCluster.ClusterWeight.name")?,
+                // RouteAction.request_mirror_policies
+                30 => r.mirror(r.len(v, at)?, at)?,
+                // RouteAction.cluster_specifier_plugin
+                37 => named.push(r.len(v, at)?),
+                // RouteAction.inline_cluster_specifier_plugin -> .extension
+                39 => {
+                    let plugin = r.len(v, at)?;
+                    let mut extension: &[u8] = &[];
+                    r.each(plugin, at, |r, field, v| {
+                        if field == 1 {
+                            extension = r.len(v, at)?;
+                        }
+                        Ok(())
+                    })?;
+                    let (_, config) = r.extension(extension, at)?;
+                    r.plugin_config(config, at)?;
+                }
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+
+    /// `WeightedCluster` (route or TCP proxy): `clusters[].name` (field 1 of field 1).
+    fn weighted(&mut self, buf: &[u8], at: &str, label: &'static str) -> Result<(), RefError> {
+        self.each(buf, at, |r, field, v| {
+            if field == 1 {
+                let weight = r.len(v, at)?;
+                r.each(weight, at, |r, field, v| {
+                    if field == 1 {
+                        let name = r.len(v, at)?;
+                        r.add(CLUSTER.type_url, name, label)?;
+                    }
+                    Ok(())
+                })?;
+            }
+            Ok(())
+        })
+    }
+
+    /// `RequestMirrorPolicy.cluster`.
+    fn mirror(&mut self, buf: &[u8], at: &str) -> Result<(), RefError> {
+        self.each(buf, at, |r, field, v| {
+            if field == 1 {
+                let name = r.len(v, at)?;
+                r.add(CLUSTER.type_url, name, "RequestMirrorPolicy.cluster")?;
+            }
+            Ok(())
+        })
+    }
+
+    /// `TcpProxy.cluster` and `TcpProxy.weighted_clusters`.
+    fn tcp_proxy(&mut self, buf: &[u8], at: &str) -> Result<(), RefError> {
+        self.each(buf, at, |r, field, v| {
+            match field {
+                2 => {
+                    let name = r.len(v, at)?;
+                    r.add(CLUSTER.type_url, name, "TcpProxy.cluster")?;
+                }
+                10 => r.weighted(r.len(v, at)?, at, "TcpProxy.WeightedCluster.ClusterWeight.name")?,
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+
+    fn cluster(&mut self, buf: &[u8]) -> Result<(), RefError> {
+        let (mut name, mut eds, mut service): (&[u8], bool, &[u8]) = (&[], false, &[]);
+        let mut aggregate: Option<&[u8]> = None;
+        let mut sockets: Vec<(&[u8], String)> = Vec::new();
+        let mut matches = 0usize;
+        self.each(buf, "", |r, field, v| {
+            match field {
+                // Cluster.name (the last one wins, as in protobuf)
+                1 => name = r.len(v, "Cluster.name")?,
+                // Cluster.type
+                2 => match v {
+                    Value::Varint(t) => eds = t == DISCOVERY_TYPE_EDS,
+                    _ => return Err(r.malformed("Cluster.type", "expected a varint")),
+                },
+                // Cluster.eds_cluster_config -> EdsClusterConfig.service_name
+                3 => {
+                    let config = r.len(v, "eds_cluster_config")?;
+                    r.each(config, "eds_cluster_config", |r, field, v| {
+                        if field == 2 {
+                            service = r.len(v, "eds_cluster_config")?;
+                        }
+                        Ok(())
+                    })?;
+                }
+                // Cluster.transport_socket
+                24 => sockets.push((r.len(v, "transport_socket")?, "transport_socket".into())),
+                // Cluster.cluster_type (CustomClusterType: name, typed_config)
+                38 => {
+                    let custom = r.len(v, "cluster_type")?;
+                    let (_, config) = r.extension(custom, "cluster_type")?;
+                    if !config.is_empty() {
+                        let (kind, value) = r.any(config, "cluster_type.typed_config")?;
+                        if kind == AGGREGATE_CLUSTER.as_bytes() {
+                            aggregate = Some(value);
+                        }
+                    }
+                }
+                // Cluster.transport_socket_matches -> TransportSocketMatch.transport_socket
+                43 => {
+                    let at = format!("transport_socket_matches[{matches}]");
+                    matches += 1;
+                    let entry = r.len(v, &at)?;
+                    r.each(entry, &at, |r, field, v| {
+                        if field == 3 {
+                            sockets.push((r.len(v, &at)?, format!("{at}.transport_socket")));
+                        }
+                        Ok(())
+                    })?;
+                }
+                _ => {}
+            }
+            Ok(())
+        })?;
+        if eds {
             if service.is_empty() {
-                self.add(ENDPOINT.type_url, &cluster.name, "Cluster.name")?;
+                self.add(ENDPOINT.type_url, name, "Cluster.name")?;
             } else {
                 self.add(ENDPOINT.type_url, service, "EdsClusterConfig.service_name")?;
             }
         }
-        if let Some(any) = cluster
-            .cluster_type
-            .as_ref()
-            .and_then(|t| t.typed_config.as_ref())
-        {
-            if holds(any, AGGREGATE_CLUSTER) {
-                let aggregate: wire::AggregateClusterConfig =
-                    self.decode_any(any, || "cluster_type.typed_config".into())?;
-                let mut children = Vec::with_capacity(aggregate.clusters.len());
-                for child in &aggregate.clusters {
-                    self.add(CLUSTER.type_url, child, "ClusterConfig.clusters")?;
-                    if let Some(added) = self.out.refs.last() {
-                        if !child.is_empty() {
-                            children.push(added.name.clone());
-                        }
+        if let Some(config) = aggregate {
+            let mut children = Vec::new();
+            // ClusterConfig.clusters
+            self.each(config, "cluster_type.typed_config", |r, field, v| {
+                if field == 1 {
+                    let child = r.len(v, "ClusterConfig.clusters")?;
+                    let before = r.out.refs.len();
+                    r.add(CLUSTER.type_url, child, "ClusterConfig.clusters")?;
+                    if let Some(added) = r.out.refs.get(before) {
+                        children.push(String::from(added.name.as_str()));
                     }
                 }
-                self.out.aggregate = Some(children);
-            }
+                Ok(())
+            })?;
+            self.out.aggregate = Some(children);
         }
-        let sockets = cluster.transport_socket.iter().map(|s| (None, s)).chain(
-            cluster
-                .transport_socket_matches
-                .iter()
-                .enumerate()
-                .filter_map(|(i, m)| Some((Some(i), m.transport_socket.as_ref()?))),
-        );
-        for (index, socket) in sockets {
-            let Some(any) = &socket.typed_config else {
-                continue;
-            };
-            if holds(any, UPSTREAM_TLS) {
-                let tls: wire::UpstreamTlsContext = self.decode_any(any, || match index {
-                    None => "transport_socket.typed_config".into(),
-                    Some(i) => {
-                        format!("transport_socket_matches[{i}].transport_socket.typed_config")
-                    }
-                })?;
-                self.tls(tls.common_tls_context.as_ref())?;
-            }
+        for (socket, at) in sockets {
+            self.transport_socket(socket, &at, UPSTREAM_TLS)?;
         }
         Ok(())
     }
 
-    fn tls(&mut self, common: Option<&wire::CommonTlsContext>) -> Result<(), RefError> {
-        let Some(common) = common else {
-            return Ok(());
-        };
-        for secret in &common.tls_certificate_sds_secret_configs {
-            self.secret(Some(secret))?;
-        }
-        self.secret(common.validation_context_sds_secret_config.as_ref())?;
-        self.secret(
-            common
-                .combined_validation_context
-                .as_ref()
-                .and_then(|c| c.validation_context_sds_secret_config.as_ref()),
-        )
+    /// A transport socket whose `typed_config` (field 3) is the TLS context `tls`.
+    fn transport_socket(&mut self, buf: &[u8], at: &str, tls: &str) -> Result<(), RefError> {
+        self.each(buf, at, |r, field, v| {
+            if field == 3 {
+                let at = format!("{at}.typed_config");
+                let (kind, value) = r.any(r.len(v, &at)?, &at)?;
+                if kind == tls.as_bytes() {
+                    r.tls_context(value, &at, tls == DOWNSTREAM_TLS)?;
+                }
+            }
+            Ok(())
+        })
     }
 
-    fn secret(&mut self, secret: Option<&wire::SdsSecretConfig>) -> Result<(), RefError> {
-        match secret {
-            Some(secret) if secret.sds_config.is_some() => {
-                self.add(SECRET.type_url, &secret.name, "SdsSecretConfig.name")
+    /// `UpstreamTlsContext` / `DownstreamTlsContext`: `common_tls_context` (1) and, in the
+    /// downstream one, `session_ticket_keys_sds_secret_config` (5; in the upstream one,
+    /// field 5 is a deprecated bool wrapper, which has no field 2 and so names nothing).
+    fn tls_context(&mut self, buf: &[u8], at: &str, downstream: bool) -> Result<(), RefError> {
+        self.each(buf, at, |r, field, v| {
+            match field {
+                1 => {
+                    // CommonTlsContext
+                    let common = r.len(v, at)?;
+                    r.each(common, at, |r, field, v| {
+                        match field {
+                            // tls_certificate_sds_secret_configs, validation_context_sds_secret_config
+                            6 | 7 => r.secret(r.len(v, at)?, at)?,
+                            // combined_validation_context -> validation_context_sds_secret_config
+                            8 => {
+                                let combined = r.len(v, at)?;
+                                r.each(combined, at, |r, field, v| {
+                                    if field == 2 {
+                                        r.secret(r.len(v, at)?, at)?;
+                                    }
+                                    Ok(())
+                                })?;
+                            }
+                            _ => {}
+                        }
+                        Ok(())
+                    })?;
+                }
+                5 if downstream => r.secret(r.len(v, at)?, at)?,
+                _ => {}
             }
-            _ => Ok(()),
+            Ok(())
+        })
+    }
+
+    /// `SdsSecretConfig`: an SDS reference when it has `sds_config`.
+    fn secret(&mut self, buf: &[u8], at: &str) -> Result<(), RefError> {
+        let (mut name, mut sds): (&[u8], bool) = (&[], false);
+        self.each(buf, at, |r, field, v| {
+            match field {
+                1 => name = r.len(v, at)?,
+                2 => sds = true,
+                _ => {}
+            }
+            Ok(())
+        })?;
+        if sds {
+            self.add(SECRET.type_url, name, "SdsSecretConfig.name")?;
         }
+        Ok(())
     }
 }
 

@@ -3,6 +3,7 @@
 //! messages).
 
 use super::*;
+use alloc::string::ToString;
 use alloc::vec;
 
 /// A length-delimited field.

@@ -1,7 +1,7 @@
 //! Minimal messages: for each Envoy message on a path to a reference, only the fields on
-//! that path, with the field numbers of the public API. prost skips every other field
-//! without decoding it, so reading these costs a fraction of a full decode and needs no
-//! protoc. Each field cites its Envoy field path (`api/envoy/...` proto files of
+//! that path, with the field numbers of the public API: what scenarios and tests encode
+//! bodies with references from (`build.rs`), the reader's paths written as messages.
+//! Each field cites its Envoy field path (`api/envoy/...` proto files of
 //! envoyproxy/envoy; `grpc/lookup/v1/rls_config.proto` of grpc/grpc-proto for RLS).
 //!
 //! A `oneof` member is written as its own optional field: on the wire a oneof is the same
@@ -174,9 +174,7 @@ pub(crate) struct WeightedCluster {
     pub clusters: Vec<ClusterWeight>,
 }
 
-/// `envoy.config.route.v3.WeightedCluster.ClusterWeight`, and
-/// `envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight`
-/// (the name is field 1 in both).
+/// `envoy.config.route.v3.WeightedCluster.ClusterWeight`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct ClusterWeight {
     /// `ClusterWeight.name`.
@@ -211,33 +209,6 @@ pub(crate) struct TypedExtensionConfig {
     pub typed_config: Option<Any>,
 }
 
-/// `grpc.lookup.v1.RouteLookupClusterSpecifier` (gRPC A28, the RLS plugin).
-#[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct RouteLookupClusterSpecifier {
-    /// `RouteLookupClusterSpecifier.route_lookup_config`.
-    #[prost(message, optional, tag = "1")]
-    pub route_lookup_config: Option<RouteLookupConfig>,
-}
-
-/// `grpc.lookup.v1.RouteLookupConfig`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct RouteLookupConfig {
-    /// `RouteLookupConfig.default_target`: a cluster when the plugin runs under xDS.
-    #[prost(string, tag = "9")]
-    pub default_target: String,
-}
-
-/// `envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct TcpProxy {
-    /// `TcpProxy.cluster` (oneof `cluster_specifier`).
-    #[prost(string, tag = "2")]
-    pub cluster: String,
-    /// `TcpProxy.weighted_clusters` (oneof `cluster_specifier`).
-    #[prost(message, optional, tag = "10")]
-    pub weighted_clusters: Option<WeightedCluster>,
-}
-
 /// `envoy.config.cluster.v3.Cluster`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct Cluster {
@@ -263,7 +234,7 @@ pub(crate) struct Cluster {
 }
 
 /// `envoy.config.cluster.v3.Cluster.DiscoveryType.EDS`.
-pub(crate) const DISCOVERY_TYPE_EDS: i32 = 3;
+pub(crate) const DISCOVERY_TYPE_EDS: i32 = super::DISCOVERY_TYPE_EDS as i32;
 
 /// `envoy.config.cluster.v3.Cluster.EdsClusterConfig`.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -303,18 +274,6 @@ pub(crate) struct UpstreamTlsContext {
     /// `UpstreamTlsContext.common_tls_context`.
     #[prost(message, optional, tag = "1")]
     pub common_tls_context: Option<CommonTlsContext>,
-}
-
-/// `envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct DownstreamTlsContext {
-    /// `DownstreamTlsContext.common_tls_context`.
-    #[prost(message, optional, tag = "1")]
-    pub common_tls_context: Option<CommonTlsContext>,
-    /// `DownstreamTlsContext.session_ticket_keys_sds_secret_config` (oneof
-    /// `session_ticket_keys_type`).
-    #[prost(message, optional, tag = "5")]
-    pub session_ticket_keys_sds_secret_config: Option<SdsSecretConfig>,
 }
 
 /// `envoy.extensions.transport_sockets.tls.v3.CommonTlsContext`.

@@ -200,7 +200,7 @@ impl<'a> View<'a> {
                     from_type: String::from(type_url),
                     from: String::from(name),
                     to_type: r.type_url,
-                    to: r.name.clone(),
+                    to: String::from(r.name.as_str()),
                     field: r.field,
                 });
             }
@@ -268,7 +268,7 @@ impl ResourceStore {
                             from_type: String::from(type_url),
                             from: String::from(name),
                             to_type: r.type_url,
-                            to: r.name.clone(),
+                            to: String::from(r.name.as_str()),
                             field: r.field,
                         });
                     }
@@ -291,7 +291,7 @@ impl ResourceStore {
                     if let Ok(refs) = references(type_url, resource.body()) {
                         named.extend(
                             refs.iter()
-                                .map(|r| (String::from(r.type_url), r.name.clone())),
+                                .map(|r| (String::from(r.type_url), String::from(r.name.as_str()))),
                         );
                     }
                 }

@@ -298,7 +298,7 @@ pub(crate) fn keys_of(refs: &References) -> Vec<ResourceKey> {
     let mut keys: Vec<ResourceKey> = refs
         .iter()
         .filter(|r| super::followed(r.type_url))
-        .map(|r| ResourceKey::new(r.type_url, r.name.clone()))
+        .map(|r| ResourceKey::new(r.type_url, r.name.as_str()))
         .collect();
     keys.sort();
     keys.dedup();
