@@ -70,7 +70,6 @@ mod wire;
 /// `envoy.config.cluster.v3.Cluster.DiscoveryType.EDS`.
 const DISCOVERY_TYPE_EDS: u64 = 3;
 
-use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
@@ -444,15 +443,10 @@ impl Reader<'_> {
     }
 
     fn listener(&mut self, buf: &[u8]) -> Result<(), RefError> {
-        let mut chain = 0usize;
         self.each(buf, "", |r, field, v| {
             match field {
                 // Listener.filter_chains
-                3 => {
-                    let at = format!("filter_chains[{chain}]");
-                    chain += 1;
-                    r.filter_chain(r.len(v, &at)?, &at)?;
-                }
+                3 => r.filter_chain(r.len(v, "filter_chains")?, "filter_chains")?,
                 // Listener.api_listener -> ApiListener.api_listener (Any)
                 19 => {
                     let api = r.len(v, "api_listener")?;
@@ -475,33 +469,40 @@ impl Reader<'_> {
         })
     }
 
-    fn filter_chain(&mut self, buf: &[u8], at: &str) -> Result<(), RefError> {
-        let mut filter = 0usize;
+    /// A filter chain (`at`: `filter_chains` or `default_filter_chain`).
+    fn filter_chain(&mut self, buf: &[u8], at: &'static str) -> Result<(), RefError> {
+        let (filters, typed, socket) = if at == "filter_chains" {
+            (
+                "filter_chains.filters",
+                "filter_chains.filters.typed_config",
+                "filter_chains.transport_socket",
+            )
+        } else {
+            (
+                "default_filter_chain.filters",
+                "default_filter_chain.filters.typed_config",
+                "default_filter_chain.transport_socket",
+            )
+        };
         self.each(buf, at, |r, field, v| {
             match field {
                 // FilterChain.filters -> Filter.typed_config (Any)
                 3 => {
-                    let filter_at = format!("{at}.filters[{filter}]");
-                    filter += 1;
-                    let bytes = r.len(v, &filter_at)?;
-                    r.each(bytes, &filter_at, |r, field, v| {
+                    let bytes = r.len(v, filters)?;
+                    r.each(bytes, filters, |r, field, v| {
                         if field == 4 {
-                            let at = format!("{filter_at}.typed_config");
-                            let (kind, value) = r.any(r.len(v, &at)?, &at)?;
+                            let (kind, value) = r.any(r.len(v, typed)?, typed)?;
                             if kind == HTTP_CONNECTION_MANAGER.as_bytes() {
-                                r.connection_manager(value, &at)?;
+                                r.connection_manager(value, typed)?;
                             } else if kind == TCP_PROXY.as_bytes() {
-                                r.tcp_proxy(value, &at)?;
+                                r.tcp_proxy(value, typed)?;
                             }
                         }
                         Ok(())
                     })?;
                 }
                 // FilterChain.transport_socket
-                6 => {
-                    let at = format!("{at}.transport_socket");
-                    r.transport_socket(r.len(v, &at)?, &at, DOWNSTREAM_TLS)?;
-                }
+                6 => r.transport_socket(r.len(v, socket)?, socket, DOWNSTREAM_TLS)?,
                 _ => {}
             }
             Ok(())
@@ -759,8 +760,7 @@ impl Reader<'_> {
     fn cluster(&mut self, buf: &[u8]) -> Result<(), RefError> {
         let (mut name, mut eds, mut service): (&[u8], bool, &[u8]) = (&[], false, &[]);
         let mut aggregate: Option<&[u8]> = None;
-        let mut sockets: Vec<(&[u8], String)> = Vec::new();
-        let mut matches = 0usize;
+        let mut sockets: Vec<(&[u8], &'static str)> = Vec::new();
         self.each(buf, "", |r, field, v| {
             match field {
                 // Cluster.name (the last one wins, as in protobuf)
@@ -781,7 +781,7 @@ impl Reader<'_> {
                     })?;
                 }
                 // Cluster.transport_socket
-                24 => sockets.push((r.len(v, "transport_socket")?, "transport_socket".into())),
+                24 => sockets.push((r.len(v, "transport_socket")?, "transport_socket")),
                 // Cluster.cluster_type (CustomClusterType: name, typed_config)
                 38 => {
                     let custom = r.len(v, "cluster_type")?;
@@ -795,12 +795,11 @@ impl Reader<'_> {
                 }
                 // Cluster.transport_socket_matches -> TransportSocketMatch.transport_socket
                 43 => {
-                    let at = format!("transport_socket_matches[{matches}]");
-                    matches += 1;
-                    let entry = r.len(v, &at)?;
-                    r.each(entry, &at, |r, field, v| {
+                    let at = "transport_socket_matches.transport_socket";
+                    let entry = r.len(v, at)?;
+                    r.each(entry, at, |r, field, v| {
                         if field == 3 {
-                            sockets.push((r.len(v, &at)?, format!("{at}.transport_socket")));
+                            sockets.push((r.len(v, at)?, at));
                         }
                         Ok(())
                     })?;
@@ -833,7 +832,7 @@ impl Reader<'_> {
             self.out.aggregate = Some(children);
         }
         for (socket, at) in sockets {
-            self.transport_socket(socket, &at, UPSTREAM_TLS)?;
+            self.transport_socket(socket, at, UPSTREAM_TLS)?;
         }
         Ok(())
     }
@@ -842,10 +841,9 @@ impl Reader<'_> {
     fn transport_socket(&mut self, buf: &[u8], at: &str, tls: &str) -> Result<(), RefError> {
         self.each(buf, at, |r, field, v| {
             if field == 3 {
-                let at = format!("{at}.typed_config");
-                let (kind, value) = r.any(r.len(v, &at)?, &at)?;
+                let (kind, value) = r.any(r.len(v, at)?, at)?;
                 if kind == tls.as_bytes() {
-                    r.tls_context(value, &at, tls == DOWNSTREAM_TLS)?;
+                    r.tls_context(value, at, tls == DOWNSTREAM_TLS)?;
                 }
             }
             Ok(())

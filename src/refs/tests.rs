@@ -3,6 +3,7 @@
 //! messages).
 
 use super::*;
+use alloc::format;
 use alloc::string::ToString;
 use alloc::vec;
 
@@ -108,10 +109,10 @@ fn malformed_nested_config_names_the_resource_and_the_field() {
         panic!("{error:?}")
     };
     assert_eq!(resource, "listener-7");
-    assert_eq!(field, "filter_chains[0].filters[0].typed_config");
+    assert_eq!(field, "filter_chains.filters.typed_config");
     let text = error.to_string();
     assert!(
-        text.starts_with("envoy.config.listener.v3.Listener \"listener-7\": filter_chains[0]"),
+        text.starts_with("envoy.config.listener.v3.Listener \"listener-7\": filter_chains.filters.typed_config: truncated"),
         "{text}"
     );
 }
