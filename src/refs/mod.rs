@@ -408,7 +408,12 @@ impl Reader<'_> {
         Ok((any_type(type_url), value))
     }
 
-    fn add(&mut self, type_url: &'static str, name: &[u8], field: &'static str) -> Result<(), RefError> {
+    fn add(
+        &mut self,
+        type_url: &'static str,
+        name: &[u8],
+        field: &'static str,
+    ) -> Result<(), RefError> {
         if name.is_empty() {
             return Ok(());
         }
@@ -432,7 +437,8 @@ impl Reader<'_> {
             }
         } else {
             // A slice of the body: no copy.
-            SharedStr::from_utf8(self.body.slice_ref(name)).unwrap_or_else(|_| SharedStr::from(text))
+            SharedStr::from_utf8(self.body.slice_ref(name))
+                .unwrap_or_else(|_| SharedStr::from(text))
         };
         self.out.refs.push(Reference {
             type_url,
@@ -567,7 +573,11 @@ impl Reader<'_> {
                 // ScopedRouteConfiguration.route_configuration_name
                 2 => {
                     let name = r.len(v, at)?;
-                    r.add(ROUTE.type_url, name, "ScopedRouteConfiguration.route_configuration_name")?;
+                    r.add(
+                        ROUTE.type_url,
+                        name,
+                        "ScopedRouteConfiguration.route_configuration_name",
+                    )?;
                 }
                 // ScopedRouteConfiguration.route_configuration
                 5 => r.route_configuration(r.len(v, at)?, at)?,
@@ -750,7 +760,11 @@ impl Reader<'_> {
                     let name = r.len(v, at)?;
                     r.add(CLUSTER.type_url, name, "TcpProxy.cluster")?;
                 }
-                10 => r.weighted(r.len(v, at)?, at, "TcpProxy.WeightedCluster.ClusterWeight.name")?,
+                10 => r.weighted(
+                    r.len(v, at)?,
+                    at,
+                    "TcpProxy.WeightedCluster.ClusterWeight.name",
+                )?,
                 _ => {}
             }
             Ok(())

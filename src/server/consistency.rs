@@ -289,10 +289,10 @@ impl ResourceStore {
             for type_url in REFERRING {
                 for resource in self.iter(type_url) {
                     if let Ok(refs) = references(type_url, resource.body()) {
-                        named.extend(
-                            refs.iter()
-                                .map(|r| (String::from(r.type_url), String::from(r.name.as_str()))),
-                        );
+                        named
+                            .extend(refs.iter().map(|r| {
+                                (String::from(r.type_url), String::from(r.name.as_str()))
+                            }));
                     }
                 }
             }
