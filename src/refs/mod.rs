@@ -875,7 +875,8 @@ impl Reader<'_> {
                     let common = r.len(v, at)?;
                     r.each(common, at, |r, field, v| {
                         match field {
-                            // tls_certificate_sds_secret_configs, validation_context_sds_secret_config
+                            // tls_certificate_sds_secret_configs,
+                            // validation_context_sds_secret_config
                             6 | 7 => r.secret(r.len(v, at)?, at)?,
                             // combined_validation_context -> validation_context_sds_secret_config
                             8 => {

@@ -72,9 +72,9 @@
 //!
 //! Options: `dne-timeout=15s|off`, `nack-policy=reject-all|keep-valid`,
 //! `node-on-every-request`, `sotw-refetch-on-ttl-expiry`, `sticky-legacy-wildcard`,
-//! `sotw-not-found-errors` (booleans,
-//! `true` or `false`; see [`Options`]), `not-found=removed|bodyless`, and
-//! `deps-grace=30s`, and `server-encoded=true`, which drains the server with `poll_response_encoded` and decodes
+//! `sotw-not-found-errors` (booleans, `true` or `false`; see [`Options`]),
+//! `not-found=removed|bodyless`, `deps-grace=30s` (the dependency manager's grace), and
+//! `server-encoded=true`, which drains the server with `poll_response_encoded` and decodes
 //! what it sends (the test suite runs every server scenario both ways). An unknown option or
 //! a bad value is an error of its line.
 //!

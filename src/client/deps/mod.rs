@@ -25,8 +25,9 @@
 //!
 //! # Decisions
 //!
-//! - **Two shapes.** gRPC's: the application names listeners ([`DependencyManager::watch_listener`]);
-//!   everything else is subscribed by name as references reach it. Envoy's
+//! - **Two shapes.** gRPC's: the application names listeners
+//!   ([`DependencyManager::watch_listener`]); everything else is subscribed by name as
+//!   references reach it. Envoy's
 //!   ([`DependencyManager::watch_all`]): LDS and CDS are legacy wildcards, every listener
 //!   and every cluster is a root, and route configurations, endpoints and secrets are
 //!   subscribed by name. Either works over SotW or incremental, ADS or per-type streams:
