@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, set-up included: creates .venv with the official Python xDS classes
 # for the cross-language wire check (skipped loudly if python3 is missing), then runs every
-# test with every feature.
+# test of the workspace (the core and the adapter, xds-sansio-tonic) with every feature.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if command -v python3 >/dev/null; then
@@ -14,4 +14,4 @@ else
 fi
 # quickcheck: at least 10k cases per property.
 export QUICKCHECK_TESTS="${QUICKCHECK_TESTS:-10000}"
-cargo test --all-features "$@"
+cargo test --workspace --all-features "$@"

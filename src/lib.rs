@@ -89,6 +89,7 @@ pub mod json;
 pub mod message;
 pub mod name;
 pub mod pb;
+mod queue;
 pub mod refs;
 pub mod resource;
 #[cfg(feature = "json")]

@@ -14,6 +14,23 @@ use core::ops::Deref;
 ///
 /// It hashes, compares and orders exactly like the `str` it holds, so maps keyed by
 /// `SharedStr` can be looked up with a `&str`.
+///
+/// Where it appears and where `String` does: the client's events and reads, and the type
+/// URL of every server event, carry `SharedStr`, since they hand out the same names,
+/// versions and type URLs many times (every event, every cache read) and a SotW name is a
+/// slice of the body it was read from. What the application hands in (store entries,
+/// subscriptions) and the names of server events are `String`s or `&str`s, taken once and
+/// kept. Either derefs to `&str`, which is what to write functions against:
+///
+/// ```
+/// # use xds_sansio::text::SharedStr;
+/// fn short(type_url: &str) -> &str {
+///     type_url.rsplit('.').next().unwrap_or(type_url)
+/// }
+/// let shared = SharedStr::from("type.googleapis.com/envoy.config.cluster.v3.Cluster");
+/// let owned = String::from("type.googleapis.com/envoy.config.cluster.v3.Cluster");
+/// assert_eq!(short(&shared), short(&owned));
+/// ```
 #[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SharedStr(Bytes);
 

@@ -47,16 +47,16 @@ pub struct ResourceType {
     pub short_name: &'static str,
     /// The v3 type URL.
     pub type_url: &'static str,
-    /// The v2 type URL.
-    pub type_url_v2: &'static str,
+    /// The v2 type URL, `None` for a type born in v3 (ECDS).
+    pub type_url_v2: Option<&'static str>,
     /// The SotW gRPC method path (v3), `None` where the type has no SotW method (VHDS).
     pub sotw_method: Option<&'static str>,
     /// The incremental gRPC method path (v3).
     pub delta_method: &'static str,
     /// The SotW gRPC method path (v2).
     pub sotw_method_v2: Option<&'static str>,
-    /// The incremental gRPC method path (v2).
-    pub delta_method_v2: &'static str,
+    /// The incremental gRPC method path (v2), `None` for a type born in v3.
+    pub delta_method_v2: Option<&'static str>,
     /// The REST-JSON polling path (v3), `None` where REST is not offered (VHDS).
     pub rest_path: Option<&'static str>,
     /// The REST-JSON polling path (v2).
@@ -76,11 +76,11 @@ macro_rules! resource_type {
         ResourceType {
             short_name: $short,
             type_url: concat!("type.googleapis.com/", $v3),
-            type_url_v2: concat!("type.googleapis.com/", $v2),
+            type_url_v2: Some(concat!("type.googleapis.com/", $v2)),
             sotw_method: $sotw,
             delta_method: $delta,
             sotw_method_v2: $sotw2,
-            delta_method_v2: $delta2,
+            delta_method_v2: Some($delta2),
             rest_path: $rest,
             rest_path_v2: $rest2,
             full_state_in_sotw: $full,
@@ -218,9 +218,28 @@ pub const RUNTIME: ResourceType = resource_type!(
     7
 );
 
+/// Extension configurations (ECDS): typed filter configs fetched on their own, v3 only.
+pub const EXTENSION_CONFIG: ResourceType = ResourceType {
+    short_name: "ECDS",
+    type_url: "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig",
+    type_url_v2: None,
+    sotw_method: Some(
+        "/envoy.service.extension.v3.ExtensionConfigDiscoveryService/StreamExtensionConfigs",
+    ),
+    delta_method:
+        "/envoy.service.extension.v3.ExtensionConfigDiscoveryService/DeltaExtensionConfigs",
+    sotw_method_v2: None,
+    delta_method_v2: None,
+    rest_path: Some("/v3/discovery:extension_configs"),
+    rest_path_v2: None,
+    full_state_in_sotw: false,
+    legacy_wildcard: false,
+    ads_rank: 8,
+};
+
 /// Every known type, in make-before-break ADS order (CDS, EDS, LDS, RDS, VHDS, then the
 /// rest).
-pub const CATALOG: [ResourceType; 8] = [
+pub const CATALOG: [ResourceType; 9] = [
     CLUSTER,
     ENDPOINT,
     LISTENER,
@@ -229,6 +248,7 @@ pub const CATALOG: [ResourceType; 8] = [
     SCOPED_ROUTE,
     SECRET,
     RUNTIME,
+    EXTENSION_CONFIG,
 ];
 
 /// The ADS rank of types the catalog does not know: after all known ones.
@@ -245,10 +265,10 @@ impl ResourceType {
             .find(|t| t.short_name.eq_ignore_ascii_case(short))
     }
 
-    /// The type URL for `version`.
+    /// The type URL for `version` (the v3 one for a type that has no v2 URL).
     pub fn type_url_for(&self, version: ApiVersion) -> &'static str {
         match version {
-            ApiVersion::V2 => self.type_url_v2,
+            ApiVersion::V2 => self.type_url_v2.unwrap_or(self.type_url),
             ApiVersion::V3 => self.type_url,
         }
     }
@@ -267,7 +287,7 @@ impl TypeInfo {
         let known = CATALOG.iter().find_map(|t| {
             if t.type_url == type_url {
                 Some((*t, ApiVersion::V3))
-            } else if t.type_url_v2 == type_url {
+            } else if t.type_url_v2 == Some(type_url) {
                 Some((*t, ApiVersion::V2))
             } else {
                 None
@@ -324,10 +344,9 @@ mod tests {
         for (i, t) in CATALOG.iter().enumerate() {
             assert_eq!(t.ads_rank as usize, i);
             assert_eq!(TypeInfo::of(t.type_url).known, Some((*t, ApiVersion::V3)));
-            assert_eq!(
-                TypeInfo::of(t.type_url_v2).known,
-                Some((*t, ApiVersion::V2))
-            );
+            if let Some(v2) = t.type_url_v2 {
+                assert_eq!(TypeInfo::of(v2).known, Some((*t, ApiVersion::V2)));
+            }
             assert_eq!(ResourceType::by_short_name(t.short_name), Some(*t));
         }
         assert_eq!(ResourceType::by_short_name("v2:eds"), Some(ENDPOINT));

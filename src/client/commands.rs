@@ -29,7 +29,21 @@ impl Client {
     /// for other types). An `xdstp://` name is sent, cached and reported in canonical form
     /// (context parameters sorted); a glob collection (`xdstp://authority/TYPE/path/*`)
     /// subscribes to every member the server sends under it. The change is sent with the
-    /// next request of the type.
+    /// next request of the type. To make a list the whole subscription, see
+    /// [`Client::set_subscription`].
+    ///
+    /// ```
+    /// # use xds_sansio::{Client, ClientConfig, ClientError, Transport, Variant};
+    /// # use xds_sansio::client::WILDCARD;
+    /// # use xds_sansio::pb::envoy::config::core::v3::Node;
+    /// # use xds_sansio::types::{CLUSTER, ENDPOINT};
+    /// let mut client = Client::new(ClientConfig::new(Variant::Sotw, Transport::Aggregated, Node::default()));
+    /// client.subscribe(CLUSTER.type_url, &[])?;            // every Cluster (legacy wildcard)
+    /// client.subscribe(ENDPOINT.type_url, &[WILDCARD])?;   // every endpoint set: say "*"
+    /// assert_eq!(client.subscribe(ENDPOINT.type_url, &[]), Err(ClientError::EmptyName));
+    /// client.subscribe(ENDPOINT.type_url, &["c1", "c2"])?; // and these by name, too
+    /// # Ok::<(), ClientError>(())
+    /// ```
     pub fn subscribe(&mut self, type_url: &str, names: &[&str]) -> Result<(), ClientError> {
         self.check_type(type_url)?;
         if names.is_empty() && !TypeInfo::of(type_url).legacy_wildcard() {
@@ -65,6 +79,45 @@ impl Client {
         }
         self.enqueue(idx);
         Ok(())
+    }
+
+    /// Makes `names` the whole subscription of `type_url`: subscribes to those not
+    /// subscribed yet and unsubscribes from the others, as one change sent with the next
+    /// request of the type. `"*"` among them is the explicit wildcard; an empty list
+    /// unsubscribes from everything (never the legacy wildcard: [`Client::subscribe`] with
+    /// no names asks for that). Checked as `subscribe` checks; on error nothing changes.
+    ///
+    /// ```
+    /// # use xds_sansio::{Client, ClientConfig, ClientError, Transport, Variant};
+    /// # use xds_sansio::pb::envoy::config::core::v3::Node;
+    /// # use xds_sansio::types::ENDPOINT;
+    /// let mut client = Client::new(ClientConfig::new(Variant::Sotw, Transport::Aggregated, Node::default()));
+    /// client.subscribe(ENDPOINT.type_url, &["a", "b"])?;
+    /// client.set_subscription(ENDPOINT.type_url, &["b", "c"])?;
+    /// let names: Vec<String> = client.subscribed_names(ENDPOINT.type_url).iter().map(|n| n.to_string()).collect();
+    /// assert_eq!(names, ["b", "c"]);
+    /// # Ok::<(), ClientError>(())
+    /// ```
+    pub fn set_subscription(&mut self, type_url: &str, names: &[&str]) -> Result<(), ClientError> {
+        let wanted = names
+            .iter()
+            .map(|n| canonical_name(n))
+            .collect::<Result<Vec<SharedStr>, ClientError>>()?;
+        let current = self.subscribed_names(type_url);
+        let added: Vec<&str> = wanted
+            .iter()
+            .filter(|n| !current.contains(n))
+            .map(|n| &**n)
+            .collect();
+        if !added.is_empty() {
+            self.subscribe(type_url, &added)?;
+        }
+        let removed: Vec<&str> = current
+            .iter()
+            .filter(|c| !wanted.contains(c))
+            .map(|c| &**c)
+            .collect();
+        self.unsubscribe(type_url, &removed)
     }
 
     /// Unsubscribes from `names` of `type_url` (`"*"` leaves the wildcard). Resources no

@@ -119,7 +119,10 @@ pub enum ClientEvent {
         version: SharedStr,
         /// The response nonce.
         nonce: SharedStr,
-        /// The message sent in `error_detail` (capped).
+        /// The message sent in `error_detail` (capped): the validator's text, as the client
+        /// produced it. The server sees it as a `google.rpc.Status` (code
+        /// `INVALID_ARGUMENT`, this message), hence `ServerEvent::Nacked::error` is a
+        /// `Status` there.
         error: String,
         /// The names whose content was rejected; empty when the response as a whole broke a
         /// protocol rule.

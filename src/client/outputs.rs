@@ -38,7 +38,11 @@ impl Client {
     /// Call after every input and command, after draining [`Client::poll_request`]; until
     /// `None`.
     pub fn poll_event(&mut self) -> Option<ClientEvent> {
-        self.events.pop_front()
+        let event = self.events.pop_front();
+        if event.is_none() {
+            crate::queue::shrink_after_burst(&mut self.events);
+        }
+        event
     }
 
     /// When to call [`Client::handle_timeout`]: the last `now` while output is queued, else

@@ -16,6 +16,17 @@ impl Client {
         ts.record(&comparable(name)).and_then(|r| r.cached.as_ref())
     }
 
+    /// The names subscribed for `type_url`, sorted (`*` for the wildcard, legacy or
+    /// explicit), as [`Client::subscribe`], [`Client::unsubscribe`] and
+    /// [`Client::set_subscription`] left them.
+    pub fn subscribed_names(&self, type_url: &str) -> Vec<SharedStr> {
+        self.index
+            .get(type_url)
+            .and_then(|&i| self.types.get(i))
+            .map(|ts| ts.sub.desired.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// The names of the resources of `type_url` held, sorted.
     pub fn resource_names(&self, type_url: &str) -> Vec<SharedStr> {
         let mut names: Vec<SharedStr> = self

@@ -198,7 +198,7 @@ pub fn type_url_for_path(path: &str) -> Option<&'static str> {
         if t.rest_path == Some(path) {
             Some(t.type_url)
         } else if t.rest_path_v2 == Some(path) {
-            Some(t.type_url_v2)
+            t.type_url_v2
         } else {
             None
         }

@@ -38,7 +38,7 @@
 //! expect server quiet
 //! ```
 //!
-//! Types are short names (LDS, RDS, SRDS, VHDS, CDS, EDS, SDS, RTDS), `v2:CDS`, or a full
+//! Types are short names (LDS, RDS, SRDS, VHDS, CDS, EDS, SDS, RTDS, ECDS), `v2:CDS`, or a full
 //! type URL; `T=-` is an empty `type_url`, which a per-type stream allows (it stands for
 //! the stream's type: `C->S (V=,R={a},N=,T=-)` on `transport: EDS`). `node=ID` on a request
 //! gives its node (`node=-`: none; by default the first request of a stream the scenario

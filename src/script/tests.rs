@@ -93,7 +93,7 @@ fn parses_delta_messages_with_attributes() {
     else {
         panic!()
     };
-    assert_eq!(type_url, CLUSTER.type_url_v2);
+    assert_eq!(Some(type_url.as_str()), CLUSTER.type_url_v2);
     let foo = &resources.as_ref().unwrap()[0];
     assert_eq!(foo.ttl, Some(core::time::Duration::from_millis(1500)));
     assert_eq!(foo.aliases, vec!["f".to_string()]);

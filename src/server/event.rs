@@ -48,7 +48,19 @@ pub enum ServerEvent {
         nonce: String,
         /// The version the rejected response carried.
         version: String,
-        /// Why, as the client put it.
+        /// Why, as the client put it: its `error_detail`, a `google.rpc.Status` (code,
+        /// message, details), kept whole since it is the peer's data. The client side's
+        /// `ClientEvent::Nacked::error` is a `String`: there it is the text the client's own
+        /// validator produced, before it becomes this `Status` on the wire.
+        ///
+        /// ```
+        /// # use xds_sansio::server::ServerEvent;
+        /// fn log(event: &ServerEvent) {
+        ///     if let ServerEvent::Nacked { type_url, version, error, .. } = event {
+        ///         eprintln!("{type_url} {version} rejected (code {}): {}", error.code, error.message);
+        ///     }
+        /// }
+        /// ```
         error: Status,
     },
     /// A request whose nonce is not the latest this stream sent for its type: it is neither

@@ -57,6 +57,12 @@ impl Flow {
         self.latest.is_none() || (self.answered && !self.nacked)
     }
 
+    /// Whether the latest response sent has not been answered yet (no ACK or NACK of its
+    /// nonce arrived).
+    pub(crate) fn awaiting_answer(&self) -> bool {
+        self.latest.is_some() && !self.answered
+    }
+
     /// Classifies a request that is not the first of its type. `nonce` is the request's
     /// `response_nonce`. NACK is decided by `error_detail` alone, never by the version.
     pub(crate) fn classify(

@@ -11,7 +11,6 @@ use super::store::{ResourceStore, Revision};
 use super::stream::{IndexOp, ServerConfig, ServerStream};
 use super::wire::EncodedResponse;
 use crate::message::{Request, Response};
-use crate::name::collection_of;
 use crate::time::Instant;
 
 /// Names a stream inside a [`StreamSet`]: a slot and a generation, so an id is never
@@ -253,12 +252,8 @@ impl StreamSet {
                         entry.by_name.values().flatten().for_each(&mut mark);
                         continue;
                     }
-                    let glob = collection_of(&change.name);
-                    for name in core::iter::once(&change.name)
-                        .chain(change.aliases.iter())
-                        .chain(glob.as_ref())
-                    {
-                        if let Some(ids) = entry.by_name.get(name.as_str()) {
+                    for name in change.subscription_keys() {
+                        if let Some(ids) = entry.by_name.get(name.as_ref()) {
                             ids.iter().for_each(&mut mark);
                         }
                     }

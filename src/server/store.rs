@@ -219,6 +219,30 @@ pub struct Change {
     pub aliases: Vec<String>,
 }
 
+impl Change {
+    /// The subscription names this change concerns besides a wildcard: its name, its
+    /// aliases, and the `xdstp://` glob collection its name belongs to; nothing when the
+    /// type itself was published (then every subscriber of the type is concerned). What
+    /// [`super::StreamSet::sync`] looks up in its index; an embedding that keeps its own
+    /// index of which stream subscribes to what (to wake only those streams) looks up the
+    /// same keys.
+    pub fn subscription_keys(&self) -> impl Iterator<Item = alloc::borrow::Cow<'_, str>> {
+        use alloc::borrow::Cow;
+        let named = !self.name.is_empty();
+        let glob = named.then(|| collection_of(&self.name)).flatten();
+        named
+            .then_some(Cow::Borrowed(self.name.as_str()))
+            .into_iter()
+            .chain(
+                self.aliases
+                    .iter()
+                    .filter(move |_| named)
+                    .map(|a| Cow::Borrowed(a.as_str())),
+            )
+            .chain(glob.map(Cow::Owned))
+    }
+}
+
 /// The log no longer reaches back to the revision asked about: rescan everything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogTruncated;
@@ -315,6 +339,28 @@ pub const DEFAULT_LOG_CAPACITY: usize = 65_536;
 
 /// What the server publishes. Different nodes may see different stores: the application
 /// decides which store a stream reads.
+///
+/// # Sharing it between tasks
+///
+/// The store is plain data: an async server shares it behind a lock (the adapter,
+/// `xds-sansio-tonic`, does this for you). Hold the lock only for the synchronous call
+/// (`apply`, `poll_response_encoded`), never across an `.await`: a stream waiting to write
+/// to a slow peer would then hold up every publish and every other stream. Take the
+/// response out, drop the guard, then send:
+///
+/// ```
+/// # use std::sync::RwLock;
+/// # use xds_sansio::{ResourceStore, ServerConfig, ServerStream, Transport, Variant, Instant};
+/// # async fn send(_: bytes::Bytes) {}
+/// # async fn example(store: &RwLock<ResourceStore>, stream: &mut ServerStream) {
+/// loop {
+///     // The guard lives for this statement only.
+///     let next = stream.poll_response_encoded(Instant::ZERO, &store.read().unwrap());
+///     let Some(response) = next else { break };
+///     send(response.bytes).await; // no lock held here
+/// }
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct ResourceStore {
     types: BTreeMap<String, TypeTable>,
@@ -387,12 +433,13 @@ impl ResourceStore {
     pub fn set_entry(
         &mut self,
         type_url: &str,
-        entry: ResourceEntry,
+        mut entry: ResourceEntry,
     ) -> Result<Revision, StoreError> {
-        self.apply(alloc::vec![StoreOp::Set {
-            type_url: String::from(type_url),
-            entry,
-        }])
+        canonicalize_name(&mut entry.name)?;
+        self.check_set(type_url, &entry, &Overlay::default())?;
+        let next = self.next_revision();
+        self.set_at(type_url, entry, next);
+        Ok(self.revision)
     }
 
     /// Removes a resource; `None` when it was not there, or, under
@@ -471,20 +518,61 @@ impl ResourceStore {
         type_url: &str,
         entries: Vec<ResourceEntry>,
     ) -> Result<Revision, StoreError> {
+        let mut ops = Vec::new();
+        self.replace_ops(type_url, entries, &mut ops)?;
+        self.apply(ops)
+    }
+
+    /// [`ResourceStore::replace_type`] for several types as one revision: each listed type
+    /// holds exactly its entries afterwards (published, even when empty), types not listed
+    /// are left as they are, and every stream sees all of it or none of it. A snapshot, as
+    /// go-control-plane's `SetSnapshot` takes one. Checked before anything changes.
+    ///
+    /// ```
+    /// # use std::collections::BTreeMap;
+    /// # use bytes::Bytes;
+    /// # use xds_sansio::server::{ResourceEntry, ResourceStore};
+    /// # use xds_sansio::types::{CLUSTER, LISTENER};
+    /// let mut store = ResourceStore::new();
+    /// let mut snapshot = BTreeMap::new();
+    /// snapshot.insert(CLUSTER.type_url.to_string(), vec![ResourceEntry::new("c1", Bytes::from_static(b"..."))]);
+    /// snapshot.insert(LISTENER.type_url.to_string(), vec![]);
+    /// let revision = store.replace_types(snapshot).unwrap();
+    /// assert!(store.is_published(LISTENER.type_url));
+    /// assert_eq!(store.get(CLUSTER.type_url, "c1").unwrap().revision(), revision);
+    /// ```
+    pub fn replace_types(
+        &mut self,
+        types: BTreeMap<String, Vec<ResourceEntry>>,
+    ) -> Result<Revision, StoreError> {
+        let mut ops = Vec::new();
+        for (type_url, entries) in types {
+            self.replace_ops(&type_url, entries, &mut ops)?;
+        }
+        self.apply(ops)
+    }
+
+    /// The operations that make `entries` the whole content of `type_url`.
+    fn replace_ops(
+        &self,
+        type_url: &str,
+        entries: Vec<ResourceEntry>,
+        ops: &mut Vec<StoreOp>,
+    ) -> Result<(), StoreError> {
         let mut names = BTreeMap::new();
         for entry in &entries {
             if names.insert(comparable(&entry.name), ()).is_some() {
                 return Err(StoreError::DuplicateName(entry.name.clone()));
             }
         }
-        let mut ops: Vec<StoreOp> = self
-            .iter(type_url)
-            .filter(|r| !names.contains_key(r.name()))
-            .map(|r| StoreOp::Remove {
-                type_url: String::from(type_url),
-                name: String::from(r.name()),
-            })
-            .collect();
+        ops.extend(
+            self.iter(type_url)
+                .filter(|r| !names.contains_key(r.name()))
+                .map(|r| StoreOp::Remove {
+                    type_url: String::from(type_url),
+                    name: String::from(r.name()),
+                }),
+        );
         drop(names);
         ops.push(StoreOp::Publish {
             type_url: String::from(type_url),
@@ -493,7 +581,7 @@ impl ResourceStore {
             type_url: String::from(type_url),
             entry,
         }));
-        self.apply(ops)
+        Ok(())
     }
 
     fn next_revision(&self) -> Revision {
@@ -504,39 +592,58 @@ impl ResourceStore {
     /// aliases against the store as the earlier operations of the batch leave it.
     fn check_ops(&self, ops: &[StoreOp]) -> Result<(), StoreError> {
         let mut overlay = Overlay::default();
-        for op in ops {
+        for (i, op) in ops.iter().enumerate() {
+            // The last operation leaves nothing for a later one to check against.
+            let more = i + 1 < ops.len();
             match op {
                 StoreOp::Set { type_url, entry } => {
-                    check_entry(type_url, entry)?;
-                    let t = type_url.as_str();
-                    for alias in &entry.aliases {
-                        let owner = if overlay.exists(self, t, alias) {
-                            Some(alias.clone())
-                        } else {
-                            overlay.owner(self, t, alias)
-                        };
-                        if let Some(owner) = owner.filter(|o| *o != entry.name) {
-                            return Err(StoreError::AliasTaken {
-                                alias: alias.clone(),
-                                owner,
-                            });
-                        }
+                    self.check_set(type_url, entry, &overlay)?;
+                    if more {
+                        overlay.set(self, type_url, &entry.name, &entry.aliases);
                     }
-                    if let Some(owner) = overlay.owner(self, t, &entry.name) {
-                        return Err(StoreError::AliasTaken {
-                            alias: entry.name.clone(),
-                            owner,
-                        });
-                    }
-                    overlay.set(self, t, &entry.name, &entry.aliases);
                 }
-                StoreOp::Remove { type_url, name } => overlay.remove(self, type_url, name),
+                StoreOp::Remove { type_url, name } => {
+                    if more {
+                        overlay.remove(self, type_url, name);
+                    }
+                }
                 StoreOp::Publish { type_url } => {
                     if type_url.is_empty() {
                         return Err(StoreError::EmptyTypeUrl);
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Checks one entry, and its aliases against the store as `overlay` says the earlier
+    /// operations of a batch leave it.
+    fn check_set(
+        &self,
+        type_url: &str,
+        entry: &ResourceEntry,
+        overlay: &Overlay,
+    ) -> Result<(), StoreError> {
+        check_entry(type_url, entry)?;
+        for alias in &entry.aliases {
+            let owner = if overlay.exists(self, type_url, alias) {
+                Some(alias.clone())
+            } else {
+                overlay.owner(self, type_url, alias)
+            };
+            if let Some(owner) = owner.filter(|o| *o != entry.name) {
+                return Err(StoreError::AliasTaken {
+                    alias: alias.clone(),
+                    owner,
+                });
+            }
+        }
+        if let Some(owner) = overlay.owner(self, type_url, &entry.name) {
+            return Err(StoreError::AliasTaken {
+                alias: entry.name.clone(),
+                owner,
+            });
         }
         Ok(())
     }
@@ -757,11 +864,15 @@ impl ResourceStore {
 /// only in the order of their context parameters are the same resource), so they match
 /// what clients subscribe to whichever way either side wrote them.
 fn canonicalize_op(op: &mut StoreOp) -> Result<(), StoreError> {
-    let name = match op {
-        StoreOp::Set { entry, .. } => &mut entry.name,
-        StoreOp::Remove { name, .. } => name,
-        StoreOp::Publish { .. } => return Ok(()),
-    };
+    match op {
+        StoreOp::Set { entry, .. } => canonicalize_name(&mut entry.name),
+        StoreOp::Remove { name, .. } => canonicalize_name(name),
+        StoreOp::Publish { .. } => Ok(()),
+    }
+}
+
+/// [`canonicalize_op`] for one name.
+fn canonicalize_name(name: &mut String) -> Result<(), StoreError> {
     if name.starts_with(XDSTP_SCHEME) {
         let urn = XdstpName::parse(name).map_err(|error| StoreError::BadXdstpName {
             name: name.clone(),

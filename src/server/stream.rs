@@ -59,6 +59,16 @@ pub struct ServerConfig {
     /// clients that predate the field ignore it and fall back on their does-not-exist
     /// timer, so turning it on is safe but changes the bytes sent.
     pub sotw_not_found_errors: bool,
+    /// Flow control: at most one response per type in flight. After a response of a type,
+    /// the next one for that type waits until the client answers it (a request carrying
+    /// its nonce: ACK or NACK); what changes meanwhile stays state, so the next response
+    /// carries the newest. A type never waits for another type's answer (Envoy holds its
+    /// CDS ACK until the EDS of warming clusters arrives), and delta removals still wait
+    /// for every type's upserts, held ones included. A client that never answers gets
+    /// nothing more for that type. Off by default (the protocol allows sending before the
+    /// ACK); a server whose transport buffers responses (HTTP/2 does) turns it on so a slow
+    /// reader is never sent a queue of stale states. go-control-plane's watches behave so.
+    pub await_ack: bool,
 }
 
 impl ServerConfig {
@@ -73,6 +83,7 @@ impl ServerConfig {
             heartbeat_divisor: 2,
             sticky_legacy_wildcard: false,
             sotw_not_found_errors: false,
+            await_ack: false,
             limits: ServerLimits::default(),
         }
     }
@@ -376,7 +387,11 @@ impl ServerStream {
 
     /// The next event for the application.
     pub fn poll_event(&mut self) -> Option<ServerEvent> {
-        self.events.pop_front()
+        let event = self.events.pop_front();
+        if event.is_none() {
+            crate::queue::shrink_after_burst(&mut self.events);
+        }
+        event
     }
 
     /// Reads the store's change log since the last call and marks what concerns this
@@ -556,12 +571,21 @@ impl ServerStream {
                 .filter(|(_, e)| e.has_upserts())
                 .map(|(i, _)| i)
                 .collect();
-            let (index, upserts, removals) = match with_upserts.first() {
+            // A type held for the client's answer (`await_ack`) sends nothing, but its
+            // upserts still hold every type's removals back.
+            let open = with_upserts
+                .iter()
+                .find(|i| self.types.get(**i).is_some_and(|e| !e.held_for_answer()));
+            let (index, upserts, removals) = match open {
                 Some(i) => (*i, true, with_upserts.len() == 1),
-                None => {
-                    let last = self.types.iter().rposition(TypeState::has_removals)?;
+                None if with_upserts.is_empty() => {
+                    let last = self
+                        .types
+                        .iter()
+                        .rposition(|e| e.has_removals() && !e.held_for_answer())?;
                     (last, false, true)
                 }
+                None => return None,
             };
             let entry = self.types.get_mut(index)?;
             let Some(mut response) = entry.emit(store, ctx, upserts, removals) else {

@@ -32,6 +32,8 @@ pub(crate) struct TypeState {
     /// The store had not published the type at the last build: nothing is built until it
     /// is (a server that has not loaded its configuration says nothing rather than "none").
     unpublished: bool,
+    /// [`ServerConfig::await_ack`].
+    await_ack: bool,
 }
 
 impl TypeState {
@@ -50,6 +52,7 @@ impl TypeState {
             state,
             timers: Timers::default(),
             unpublished: false,
+            await_ack: config.await_ack,
         }
     }
 
@@ -85,9 +88,15 @@ impl TypeState {
         }
     }
 
+    /// Whether the type's next response waits for the client's answer to its latest one
+    /// ([`ServerConfig::await_ack`]).
+    pub(crate) fn held_for_answer(&self) -> bool {
+        self.await_ack && self.flow.awaiting_answer()
+    }
+
     /// Whether the next build has something to consider.
     pub(crate) fn has_work(&self) -> bool {
-        if self.unpublished {
+        if self.unpublished || self.held_for_answer() {
             return false;
         }
         match &self.state {
@@ -155,7 +164,7 @@ impl TypeState {
         ctx: SendCtx,
         sink: &mut S,
     ) -> Option<DiscoveryResponse> {
-        if !self.published(store) {
+        if !self.published(store) || self.held_for_answer() {
             return None;
         }
         match &mut self.state {

@@ -41,6 +41,27 @@ pub fn hex16(value: u64) -> String {
 }
 
 /// The default version of a resource: FNV-1a 64 of its body as 16 hex digits.
+///
+/// This is the version of *one resource*: what a delta response carries in
+/// `Resource.version` and a client sends back in `initial_resource_versions`. A SotW
+/// response's `version_info` is something else, the version of *the set* the response
+/// leaves the client holding ([`VersionSum`] of each resource's `(name, version, TTL)`), so
+/// the same single body has two different versions on the two variants; delta's
+/// `system_version_info` is the [`VersionSum`] of the whole type in the store.
+///
+/// ```
+/// # use bytes::Bytes;
+/// # use xds_sansio::server::{body_version, entry_hash, ResourceStore, VersionSum};
+/// # use xds_sansio::types::CLUSTER;
+/// let body = Bytes::from_static(b"\x0a\x02c1");
+/// let mut store = ResourceStore::new();
+/// store.set(CLUSTER.type_url, "c1", body.clone()).unwrap();
+/// let resource = store.get(CLUSTER.type_url, "c1").unwrap();
+/// assert_eq!(resource.version(), body_version(&body)); // delta: Resource.version
+/// let mut set = VersionSum::EMPTY;
+/// set.add(entry_hash("c1", &body_version(&body), None));
+/// assert_eq!(store.type_digest(CLUSTER.type_url), set); // SotW version_info of {c1}
+/// ```
 pub fn body_version(body: &[u8]) -> String {
     hex16(fnv1a64(body))
 }

@@ -11,11 +11,12 @@ START=$(date +%s)
 step() { printf '\n=== interop: %s (%ss) ===\n' "$*" "$(( $(date +%s) - START ))"; }
 loud_skip() { printf '\n!!!!!!!!!! SKIPPED: %s !!!!!!!!!!\n\n' "$*" >&2; }
 
-step "our client <-> our server over tonic, four variants"
-timeout 900 cargo test --all-features --test interop
+step "our client <-> our server over the adapter (xds-sansio-tonic), four variants"
+timeout 900 cargo test -p xds-sansio-tonic --all-features --test loopback
 
-step "build ads_server and the checker"
-timeout 900 cargo build --all-features --example ads_server --bin xds-sansio
+step "build ads_server (on the adapter) and the checker"
+timeout 900 cargo build -p xds-sansio-tonic --features record --example ads_server
+timeout 900 cargo build --all-features --bin xds-sansio
 ADS_SERVER=$PWD/target/debug/examples/ads_server
 CHECK=$PWD/target/debug/xds-sansio
 

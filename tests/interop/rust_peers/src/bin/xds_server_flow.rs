@@ -1,4 +1,4 @@
-//! Interop: our client (the tonic driver of the examples, `examples/xds_tonic`) <->
+//! Interop: our client (the client driver of `xds-sansio-tonic`) <->
 //! `xds-server` 0.1.0 (crates.io) on 127.0.0.1, SotW and delta over ADS, and SotW on the
 //! per-type CDS service.
 //!
@@ -10,9 +10,6 @@
 //! side; the checker must find no violation of ours; what the peer breaks is listed.
 //!
 //! usage: xds_server_flow WORKDIR
-
-#[path = "../../../../../examples/xds_tonic/mod.rs"]
-mod xds_tonic;
 
 #[path = "../common.rs"]
 mod common;
@@ -33,8 +30,8 @@ use xds_sansio::json::JsonCodec;
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::time::StdClock;
 use xds_sansio::{Client, ClientConfig, Transport, Variant};
-use xds_tonic::client::{run_stream, Command, Io};
-use xds_tonic::Recorder;
+use xds_sansio_tonic::client::{run_stream, Command, Io};
+use xds_sansio_tonic::record::Recorder;
 
 const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 const EDS: &str = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
@@ -159,7 +156,7 @@ async fn fetch(
             clock: &clock,
             commands: &mut commands,
             on_event: &mut on_event,
-            recorder: Some((&recorder_ref, 1)),
+            tap: Some(&recorder_ref.client(1)),
         };
         run_stream(&mut client, io).await;
         client

@@ -1,12 +1,11 @@
-//! The client's driver: one gRPC call driving a `Client` until the stream ends.
+//! A minimal client driver: one gRPC call driving an [`xds_sansio::Client`] until the
+//! stream ends (reconnecting, backoff and the bootstrap are the caller's, for now).
 //!
 //! The loop is the contract of `xds_sansio::client`: `connected(now)`, then after every
 //! input (a response, a deadline, an application command) drain `poll_request` into the
 //! call and `poll_event` to the application, then sleep until the next response, command
 //! or `poll_timeout`; `disconnected(now)` when the call ends. The `Client` outlives the
 //! call, so the caller reconnects by calling [`run_stream`] again with the same client.
-
-use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -18,10 +17,17 @@ use xds_sansio::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
 use xds_sansio::time::StdClock;
-use xds_sansio::transcript::Entry;
-use xds_sansio::{Client, ClientEvent, Variant};
+use xds_sansio::{Client, ClientEvent, Request, Response, Variant};
 
-use super::{method_path, Recorder, WireRequest, WireResponse};
+use crate::wire::{method_path, WireRequest, WireResponse};
+
+/// Sees every message of a client's call (to record the conversation, log it, ...).
+pub trait Tap: Send + Sync {
+    /// A request is about to be sent.
+    fn request(&self, request: &Request);
+    /// A response arrived (before the client handles it).
+    fn response(&self, response: &Response);
+}
 
 /// What the application can ask of a running stream.
 pub enum Command {
@@ -52,14 +58,20 @@ pub struct Io<'a> {
     pub commands: &'a mut mpsc::UnboundedReceiver<Command>,
     /// Gets every event, with the client to look things up in.
     pub on_event: &'a mut (dyn FnMut(&Client, ClientEvent) + Send),
-    /// Records the conversation under this stream id.
-    pub recorder: Option<(&'a Arc<Recorder>, u64)>,
+    /// Sees every message.
+    pub tap: Option<&'a dyn Tap>,
 }
 
-/// Runs one gRPC call for `client` (its variant and transport choose the method).
+/// Runs one gRPC call for `client` (its variant and transport choose the method; a
+/// transport with no method in the catalog ends at once with `UNIMPLEMENTED`).
 pub async fn run_stream(client: &mut Client, io: Io<'_>) -> StreamEnd {
-    let path = method_path(client.config().variant, &client.config().transport)
-        .expect("a v3 method exists for this variant and transport");
+    let Some(path) = method_path(client.config().variant, &client.config().transport) else {
+        return StreamEnd {
+            got_response: false,
+            status: Some(Status::unimplemented("no gRPC method for this transport")),
+            stopped: false,
+        };
+    };
     match client.config().variant {
         Variant::Sotw => run::<DiscoveryRequest, DiscoveryResponse>(client, io, path).await,
         Variant::Delta => {
@@ -78,7 +90,7 @@ async fn run<Req: WireRequest, Resp: WireResponse>(
         clock,
         commands,
         on_event,
-        recorder,
+        tap,
     } = io;
     let mut end = StreamEnd {
         got_response: false,
@@ -93,7 +105,7 @@ async fn run<Req: WireRequest, Resp: WireResponse>(
     }
     client.connected(clock.now());
     // The first requests are queued before the call starts: they leave with it.
-    flush(client, clock, &tx, on_event, recorder);
+    flush(client, clock, &tx, on_event, tap);
     let call = grpc.streaming(
         tonic::Request::new(UnboundedReceiverStream::new(rx)),
         PathAndQuery::from_static(path),
@@ -104,21 +116,20 @@ async fn run<Req: WireRequest, Resp: WireResponse>(
         Err(status) => {
             end.status = Some(status);
             client.disconnected(clock.now());
-            flush(client, clock, &tx, on_event, recorder);
+            flush(client, clock, &tx, on_event, tap);
             return end;
         }
     };
     loop {
-        flush(client, clock, &tx, on_event, recorder);
+        flush(client, clock, &tx, on_event, tap);
         let deadline = client.poll_timeout().map(|t| clock.to_std(t));
         tokio::select! {
             message = inbound.message() => match message {
                 Ok(Some(message)) => {
                     end.got_response = true;
                     let response = message.into_response();
-                    if let Some((recorder, stream)) = recorder {
-                        let response = response.clone();
-                        recorder.record(|line| Entry::Response { line, stream, response });
+                    if let Some(tap) = tap {
+                        tap.response(&response);
                     }
                     client.handle_response(clock.now(), response);
                 }
@@ -139,7 +150,7 @@ async fn run<Req: WireRequest, Resp: WireResponse>(
         }
     }
     client.disconnected(clock.now());
-    flush(client, clock, &tx, on_event, recorder);
+    flush(client, clock, &tx, on_event, tap);
     end
 }
 
@@ -149,17 +160,12 @@ fn flush<Req: WireRequest>(
     clock: &StdClock,
     tx: &mpsc::UnboundedSender<Req>,
     on_event: &mut (dyn FnMut(&Client, ClientEvent) + Send),
-    recorder: Option<(&Arc<Recorder>, u64)>,
+    tap: Option<&dyn Tap>,
 ) {
     let now = clock.now();
     while let Some(request) = client.poll_request(now) {
-        if let Some((recorder, stream)) = recorder {
-            let request = request.clone();
-            recorder.record(|line| Entry::Request {
-                line,
-                stream,
-                request,
-            });
+        if let Some(tap) = tap {
+            tap.request(&request);
         }
         if let Some(message) = Req::from_request(request) {
             // The receiver lives as long as the call; a closed call ends the loop anyway.

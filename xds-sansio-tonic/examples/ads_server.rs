@@ -1,7 +1,8 @@
-//! An xDS management server on tokio + tonic, serving the resources of a JSON file.
+//! An xDS management server on the adapter, serving the resources of a JSON file; the
+//! server side of the interop suite (`tests/interop/run.sh`).
 //!
 //! It answers the ADS service and every per-type discovery service, SotW and delta, on
-//! one port, from one `ResourceStore`. The file is reloaded when it changes (checked every
+//! one port, from one node group. The file is reloaded when it changes (checked every
 //! 200 ms) or on SIGHUP; only what changed is pushed. SIGUSR1 ends every open stream with
 //! `UNAVAILABLE` (clients reconnect and resume with the versions they hold).
 //!
@@ -19,16 +20,14 @@
 //! `xds-protos`); a resource of a type without a schema is written
 //! `{"@type": URL, "value": "<base64 of the message>"}`.
 //!
-//! Run: `cargo run --example ads_server --features check -- --resources
-//! examples/data/resources.json --descriptors examples/data/envoy.desc`
+//! Run: `cargo run -p xds-sansio-tonic --example ads_server --features record --
+//! --resources examples/data/resources.json --descriptors examples/data/envoy.desc`
 //!
 //! Options: `--listen ADDR` (default `127.0.0.1:18000`; port 0 picks one, the first stdout
 //! line says which), `--record FILE` (every message as JSON lines for `xds-sansio check`),
 //! `--verbose` (every event and message on stderr).
 
-mod xds_tonic;
-
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,10 +36,10 @@ use base64::Engine;
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage};
 use xds_sansio::pb::google::protobuf::Any;
-use xds_sansio::server::ResourceEntry;
-use xds_sansio::time::StdClock;
-use xds_tonic::server::XdsServer;
-use xds_tonic::Recorder;
+use xds_sansio::server::{EncodedResponse, ResourceEntry, ServerEvent};
+use xds_sansio::{Request, Response};
+use xds_sansio_tonic::record::Recorder;
+use xds_sansio_tonic::{Callbacks, StreamInfo, XdsServer, DEFAULT_GROUP};
 
 struct Args {
     listen: String,
@@ -151,23 +150,101 @@ fn parse_duration(text: &str) -> Option<Duration> {
         .map(Duration::from_secs_f64)
 }
 
-/// Makes the store hold exactly what the file says; types no longer in the file are emptied.
-fn apply(server: &XdsServer, mut types: BTreeMap<String, Vec<ResourceEntry>>) {
-    server.update(|store| {
-        let mut all: Vec<String> = Vec::new();
-        for ty in xds_sansio::types::CATALOG {
-            all.push(ty.type_url.into());
-        }
-        all.extend(types.keys().cloned());
-        all.sort();
-        all.dedup();
-        for type_url in all {
-            let entries = types.remove(&type_url).unwrap_or_default();
-            if let Err(e) = store.replace_type(&type_url, entries) {
-                eprintln!("ads_server: {type_url}: {e:?} (type left unchanged)");
-            }
-        }
-    });
+/// Makes the store hold exactly what the file says, as one revision; types no longer in
+/// the file (`seen` holds every type loaded so far) are emptied.
+fn apply(
+    server: &XdsServer,
+    mut types: BTreeMap<String, Vec<ResourceEntry>>,
+    seen: &mut BTreeSet<String>,
+) {
+    seen.extend(types.keys().cloned());
+    seen.extend(xds_sansio::types::CATALOG.iter().map(|t| t.type_url.into()));
+    for type_url in seen.iter() {
+        types.entry(type_url.clone()).or_default();
+    }
+    if let Err(e) = server.publish_snapshot(DEFAULT_GROUP, types) {
+        eprintln!("ads_server: {e} (store left unchanged)");
+    }
+}
+
+/// `--verbose`: every event and a summary of every message on stderr.
+struct Verbose;
+
+impl Callbacks for Verbose {
+    fn stream_closed(&self, stream: &StreamInfo, status: Option<&tonic::Status>) {
+        eprintln!("[server stream {}] closed: {status:?}", stream.id);
+    }
+    fn request(&self, stream: &StreamInfo, request: &Request) {
+        eprintln!(
+            "[server stream {}] <- {}",
+            stream.id,
+            request_summary(request)
+        );
+    }
+    fn response(&self, stream: &StreamInfo, response: &EncodedResponse) {
+        let line = match response.decode() {
+            Ok(response) => summary(&response),
+            Err(e) => format!("undecodable response: {e}"),
+        };
+        eprintln!("[server stream {}] -> {line}", stream.id);
+    }
+    fn event(&self, stream: &StreamInfo, event: &ServerEvent) {
+        eprintln!("[server stream {}] {event:?}", stream.id);
+    }
+}
+
+/// One line about a response: type, version, nonce, names.
+fn summary(response: &Response) -> String {
+    match response {
+        Response::Sotw(r) => format!(
+            "{} V={} N={} ({} resources)",
+            short(&r.type_url),
+            r.version_info,
+            r.nonce,
+            r.resources.len()
+        ),
+        Response::Delta(r) => format!(
+            "{} N={} +{:?} -{:?}",
+            short(&r.type_url),
+            r.nonce,
+            r.resources
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>(),
+            r.removed_resources
+        ),
+    }
+}
+
+/// One line about a request: type, version, nonce, names, error.
+fn request_summary(request: &Request) -> String {
+    let nack = |e: Option<&xds_sansio::pb::google::rpc::Status>| {
+        e.map(|e| format!(" NACK: {}", e.message))
+            .unwrap_or_default()
+    };
+    match request {
+        Request::Sotw(r) => format!(
+            "{} V={} N={} R={:?}{}",
+            short(&r.type_url),
+            r.version_info,
+            r.response_nonce,
+            r.resource_names,
+            nack(r.error_detail.as_ref())
+        ),
+        Request::Delta(r) => format!(
+            "{} N={} +{:?} -{:?} initial={:?}{}",
+            short(&r.type_url),
+            r.response_nonce,
+            r.resource_names_subscribe,
+            r.resource_names_unsubscribe,
+            r.initial_resource_versions,
+            nack(r.error_detail.as_ref())
+        ),
+    }
+}
+
+fn short(type_url: &str) -> &str {
+    type_url.rsplit('.').next().unwrap_or(type_url)
 }
 
 fn modified(path: &Path) -> Option<std::time::SystemTime> {
@@ -191,11 +268,13 @@ async fn main() {
             std::fs::File::create(path).expect("create --record file"),
         )))
     });
-    let mut server = XdsServer::new(StdClock::new(), recorder);
-    Arc::get_mut(&mut server).expect("not shared yet").verbose = args.verbose;
+    let server = XdsServer::builder()
+        .callbacks((recorder, args.verbose.then_some(Verbose)))
+        .build();
     let mut stamp = modified(&args.resources);
+    let mut seen = BTreeSet::new();
     match load(&pool, &args.resources) {
-        Ok(types) => apply(&server, types),
+        Ok(types) => apply(&server, types, &mut seen),
         Err(e) => {
             eprintln!("ads_server: {e}");
             std::process::exit(1);
@@ -210,7 +289,11 @@ async fn main() {
         .await
         .expect("bind --listen");
     println!("listening on {}", listener.local_addr().expect("bound"));
-    let serving = tokio::spawn(server.clone().serve(listener));
+    let serving = tokio::spawn(
+        server
+            .clone()
+            .serve_with_listener(listener, std::future::pending()),
+    );
 
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     loop {
@@ -231,15 +314,16 @@ async fn main() {
         stamp = now;
         match load(&pool, &args.resources) {
             Ok(types) => {
-                apply(&server, types);
+                apply(&server, types, &mut seen);
                 eprintln!(
                     "ads_server: reloaded {} (store revision {})",
                     args.resources.display(),
-                    server.with_store(|s| s.revision().0)
+                    server.read(DEFAULT_GROUP, |s| s.revision().0)
                 );
             }
             Err(e) => eprintln!("ads_server: reload failed, keeping the old store: {e}"),
         }
     }
-    serving.abort();
+    server.shutdown();
+    let _ = serving.await;
 }

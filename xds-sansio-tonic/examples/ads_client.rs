@@ -2,7 +2,7 @@
 //! prints every event, and reconnects with jittered exponential backoff.
 //!
 //! Run (with `ads_server` listening on 127.0.0.1:18000):
-//! `cargo run --example ads_client -- --server http://127.0.0.1:18000 CDS=c1,c2 LDS`
+//! `cargo run -p xds-sansio-tonic --example ads_client -- --server http://127.0.0.1:18000 CDS=c1,c2 LDS`
 //!
 //! With `--listener NAME`, the client watches that listener through the dependency manager
 //! (`client::deps`, gRPC A74's shape): every route configuration, cluster, endpoint set and
@@ -19,8 +19,6 @@
 //! drawn uniformly from its upper half by a seeded generator, reset once a stream has
 //! delivered a response. Time comes from the loop's clock, never from the library.
 
-mod xds_tonic;
-
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -30,7 +28,7 @@ use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::time::StdClock;
 use xds_sansio::types::ResourceType;
 use xds_sansio::{Client, ClientConfig, Transport, Variant};
-use xds_tonic::client::{run_stream, Command, Io};
+use xds_sansio_tonic::client::{run_stream, Command, Io};
 
 /// Jittered exponential backoff with a deterministic generator (splitmix64).
 struct Backoff {
@@ -236,7 +234,7 @@ async fn main() {
                     clock: &clock,
                     commands: &mut commands,
                     on_event: &mut on_event,
-                    recorder: None,
+                    tap: None,
                 };
                 let run = run_stream(&mut client, io);
                 match deadline {
@@ -246,7 +244,7 @@ async fn main() {
                     None => Some(run.await),
                 }
             }
-            Err(e) => Some(xds_tonic::client::StreamEnd {
+            Err(e) => Some(xds_sansio_tonic::client::StreamEnd {
                 got_response: false,
                 status: Some(tonic::Status::unavailable(format!("connect failed: {e}"))),
                 stopped: false,

@@ -1,5 +1,5 @@
-//! Interop over real gRPC: our client and our server, each driven by the tonic glue of the
-//! examples (`examples/xds_tonic`), talking HTTP/2 on 127.0.0.1, in all four variants
+//! Interop over real gRPC: our client (the adapter's client driver) and our server (the
+//! adapter's `XdsServer`), talking HTTP/2 on 127.0.0.1, in all four variants
 //! (SotW and delta, ADS and per-type streams). Every message is recorded and the checker
 //! must find no violation on either side.
 //!
@@ -8,10 +8,7 @@
 //! fixed; a cluster removal; an endpoint change; the server ends every stream and the
 //! clients resume with the versions they hold (nothing re-delivered as a change); an
 //! endpoint change on the new streams. Every wait is bounded.
-#![cfg(feature = "check")]
-
-#[path = "../../examples/xds_tonic/mod.rs"]
-mod xds_tonic;
+#![cfg(feature = "record")]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,13 +18,14 @@ use tokio::sync::mpsc;
 use xds_sansio::check::{check, CheckSide};
 use xds_sansio::client::{ClientEvent, RemovalReason};
 use xds_sansio::pb::envoy::config::core::v3::Node;
+use xds_sansio::server::ResourceStore;
 use xds_sansio::time::StdClock;
 use xds_sansio::transcript::Entry;
 use xds_sansio::types::{CLUSTER, ENDPOINT};
 use xds_sansio::{Client, ClientConfig, Request, Transport, Variant};
-use xds_tonic::client::{run_stream, Command, Io};
-use xds_tonic::server::XdsServer;
-use xds_tonic::Recorder;
+use xds_sansio_tonic::client::{run_stream, Command, Io};
+use xds_sansio_tonic::record::Recorder;
+use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
 
 const STEP: Duration = Duration::from_secs(10);
 const CDS: &str = CLUSTER.type_url;
@@ -46,8 +44,23 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
+/// The one group this test uses.
+struct Server(XdsServer);
+
+impl Server {
+    fn update<R>(&self, change: impl FnOnce(&mut ResourceStore) -> R) -> R {
+        self.0.update(DEFAULT_GROUP, change)
+    }
+    fn with_store<R>(&self, read: impl FnOnce(&ResourceStore) -> R) -> R {
+        self.0.read(DEFAULT_GROUP, read)
+    }
+    fn end_streams(&self) {
+        self.0.end_streams()
+    }
+}
+
 struct Harness {
-    server: Arc<XdsServer>,
+    server: Server,
     recorder: Arc<Recorder>,
     events: mpsc::UnboundedReceiver<ClientEvent>,
     stops: Vec<mpsc::UnboundedSender<Command>>,
@@ -73,7 +86,7 @@ async fn client_loop(
                 clock: &clock,
                 commands: &mut commands,
                 on_event: &mut on_event,
-                recorder: None,
+                tap: None,
             };
             if run_stream(&mut client, io).await.stopped {
                 return;
@@ -86,10 +99,15 @@ async fn client_loop(
 impl Harness {
     async fn start(variant: Variant, per_type: bool) -> Harness {
         let recorder = Arc::new(Recorder::new(None));
-        let server = XdsServer::new(StdClock::new(), Some(recorder.clone()));
+        let server = XdsServer::builder().callbacks(recorder.clone()).build();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let uri = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(server.clone().serve(listener));
+        tokio::spawn(
+            server
+                .clone()
+                .serve_with_listener(listener, std::future::pending()),
+        );
+        let server = Server(server);
         server.update(|s| {
             s.set(CDS, "c1", body("c1", "a")).unwrap();
             s.set(CDS, "c2", body("c2", "a")).unwrap();

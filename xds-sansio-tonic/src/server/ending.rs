@@ -1,0 +1,134 @@
+//! Why a stream ends, and the one place each reason becomes a gRPC status, a metric label
+//! and a tracing event.
+
+use tonic::{Code, Status};
+use xds_sansio::server::ProtocolError;
+
+/// Why a stream ended.
+#[derive(Debug)]
+pub(crate) enum Ending {
+    /// The client half-closed the stream.
+    ClientClosed,
+    /// The transport reported an error (reset, connection lost); nothing can be sent.
+    Broken(Status),
+    /// The response stream was dropped (the client went away).
+    Gone,
+    /// The client broke a protocol rule (the core closed the stream).
+    Protocol(ProtocolError),
+    /// The authorization hook refused the group the stream's node maps to.
+    Denied(String),
+    /// No first request within the configured time.
+    NoFirstRequest,
+    /// A response larger than the configured maximum.
+    ResponseTooLarge { bytes: usize, limit: usize },
+    /// The server is shutting down.
+    Shutdown,
+    /// The application ended every stream ([`XdsServer::end_streams`](super::XdsServer::end_streams)).
+    Ended,
+}
+
+/// Why a call was refused before it became a stream.
+#[derive(Debug)]
+pub(crate) enum Refusal {
+    /// The method is not a discovery method of the catalog.
+    UnknownMethod(String),
+    /// As many streams as allowed are open.
+    TooManyStreams(usize),
+    /// The server is shutting down.
+    ShuttingDown,
+}
+
+impl Ending {
+    /// The status the call ends with; `None` when nothing can or need be sent.
+    pub(crate) fn status(&self) -> Option<Status> {
+        Some(match self {
+            Ending::ClientClosed | Ending::Broken(_) | Ending::Gone => return None,
+            Ending::Protocol(e) => Status::new(Code::from_i32(e.grpc_code()), e.to_string()),
+            Ending::Denied(why) => Status::permission_denied(why.clone()),
+            Ending::NoFirstRequest => {
+                Status::deadline_exceeded("no discovery request arrived in time")
+            }
+            Ending::ResponseTooLarge { bytes, limit } => Status::resource_exhausted(format!(
+                "a response of {bytes} bytes exceeds the server's limit of {limit}"
+            )),
+            Ending::Shutdown => Status::unavailable("the server is shutting down"),
+            Ending::Ended => Status::unavailable("the server ended the stream"),
+        })
+    }
+
+    /// The metric label.
+    pub(crate) fn label(&self) -> &'static str {
+        match self {
+            Ending::ClientClosed => "client_closed",
+            Ending::Broken(_) => "broken",
+            Ending::Gone => "gone",
+            Ending::Protocol(ProtocolError::LimitExceeded(_)) => "limit",
+            Ending::Protocol(_) => "protocol_error",
+            Ending::Denied(_) => "permission_denied",
+            Ending::NoFirstRequest => "no_first_request",
+            Ending::ResponseTooLarge { .. } => "response_too_large",
+            Ending::Shutdown => "shutdown",
+            Ending::Ended => "ended",
+        }
+    }
+
+    /// Tells the tracing subscriber, at the level the reason deserves.
+    pub(crate) fn trace(&self) {
+        match self {
+            Ending::ClientClosed | Ending::Gone | Ending::Shutdown | Ending::Ended => {
+                tracing::debug!(reason = self.label(), "stream ended")
+            }
+            Ending::Broken(status) => {
+                tracing::debug!(reason = self.label(), %status, "stream broke")
+            }
+            Ending::Protocol(ProtocolError::LimitExceeded(what)) => {
+                tracing::warn!(reason = self.label(), limit = %what, "stream closed: limit exceeded")
+            }
+            Ending::Protocol(e) => {
+                tracing::info!(reason = self.label(), error = %e, "stream closed: protocol error")
+            }
+            Ending::Denied(why) => {
+                tracing::warn!(reason = self.label(), why = %why, "stream refused: permission denied")
+            }
+            Ending::NoFirstRequest | Ending::ResponseTooLarge { .. } => {
+                tracing::warn!(reason = self.label(), status = ?self.status(), "stream closed: limit")
+            }
+        }
+    }
+}
+
+impl Refusal {
+    /// The status the call is refused with.
+    pub(crate) fn status(&self) -> Status {
+        match self {
+            Refusal::UnknownMethod(path) => Status::unimplemented(format!("no method {path}")),
+            Refusal::TooManyStreams(limit) => Status::resource_exhausted(format!(
+                "the server already serves its maximum of {limit} streams"
+            )),
+            Refusal::ShuttingDown => Status::unavailable("the server is shutting down"),
+        }
+    }
+
+    /// The metric label.
+    pub(crate) fn label(&self) -> &'static str {
+        match self {
+            Refusal::UnknownMethod(_) => "unknown_method",
+            Refusal::TooManyStreams(_) => "too_many_streams",
+            Refusal::ShuttingDown => "shutting_down",
+        }
+    }
+
+    /// Tells the tracing subscriber.
+    pub(crate) fn trace(&self) {
+        match self {
+            Refusal::TooManyStreams(limit) => {
+                tracing::warn!(
+                    reason = self.label(),
+                    limit,
+                    "stream refused: too many streams"
+                )
+            }
+            _ => tracing::debug!(reason = self.label(), status = ?self.status(), "call refused"),
+        }
+    }
+}

@@ -1,0 +1,721 @@
+//! The management server: [`XdsServer`], built by [`Builder`].
+//!
+//! # Shape
+//!
+//! - **Node groups** (go-control-plane's `NodeHash` + `SnapshotCache`): a function maps a
+//!   stream's node to a group key ([`Builder::node_group`]; by default every node reads
+//!   [`DEFAULT_GROUP`]). Each group has its own [`ResourceStore`]; the application
+//!   publishes into a group by key ([`XdsServer::publish`], [`XdsServer::update`]), and a
+//!   publish wakes only the streams of that group whose subscriptions it touches (by name,
+//!   alias, `xdstp://` glob or wildcard). Several types published in one call are one
+//!   revision: every stream sees all of it or none of it.
+//! - **One task per stream** owns its [`ServerStream`](xds_sansio::ServerStream) and
+//!   drives it by the core's contract; the store is read-locked only while a response is
+//!   built, never across an `.await`.
+//! - **Flow control, latest state wins**: a stream builds its next response only when the
+//!   one before it has left for the transport; the core keeps what changed meanwhile as
+//!   state, so a slow or stalled peer never holds a queue of stale responses and never
+//!   blocks the publisher or another stream.
+//! - **Authorization** ([`Builder::authorize`]): sees the peer ([`Peer`]: address,
+//!   metadata, with feature `tls` the client certificate) and the node the stream claims,
+//!   and decides whether it may read the node's group; a refusal ends the stream with
+//!   `PERMISSION_DENIED` before it reads anything.
+//! - **Limits**, each a clear gRPC status, a tracing event and a metric, never a panic or
+//!   a silent drop: streams in all (`RESOURCE_EXHAUSTED`), request size (tonic:
+//!   `OUT_OF_RANGE`), response size (`RESOURCE_EXHAUSTED`), time to the first request
+//!   (`DEADLINE_EXCEEDED`), and the core's [`ServerLimits`] per request and stream
+//!   (`RESOURCE_EXHAUSTED`). Protocol errors end the stream with the code the core gives
+//!   ([`ProtocolError::grpc_code`](xds_sansio::server::ProtocolError::grpc_code)); every
+//!   reason maps to its status in one place (`ending.rs`).
+//! - **Shutdown** ([`XdsServer::shutdown`], or the signal given to
+//!   [`XdsServer::serve_with_shutdown`]): the listener stops accepting, the health service
+//!   says `NOT_SERVING`, each stream lets its response in flight go and ends with
+//!   `UNAVAILABLE`, and serving returns once the connections have closed (or after the
+//!   grace period).
+//! - **Observability**: a `tracing` span per stream (`xds_stream`, with id, method, peer,
+//!   node and group), events for ACK, NACK, subscriptions and every ending; metrics through
+//!   the `metrics` facade ([`metrics::names`]); [`Callbacks`] for the application.
+
+mod ending;
+mod group;
+mod hooks;
+pub mod metrics;
+mod stream;
+
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::body::Body;
+use tonic::codec::CompressionEncoding;
+use tonic::codegen::{http, Service};
+use tonic::server::{Grpc, NamedService, StreamingService};
+use tonic::service::Routes;
+use tonic::transport::server::TcpIncoming;
+use tonic::{Status, Streaming};
+use xds_sansio::pb::discovery::{DeltaDiscoveryRequest, DiscoveryRequest};
+use xds_sansio::pb::envoy::config::core::v3::Node;
+use xds_sansio::server::{ResourceEntry, ResourceStore, Revision, StoreError, StoreOp};
+use xds_sansio::time::StdClock;
+use xds_sansio::{ServerConfig, Transport, Variant};
+
+use crate::wire::{route, EncodedCodec, WireRequest, SERVICES};
+use ending::Refusal;
+use group::Group;
+pub use hooks::{Authorize, Callbacks, Peer, StreamInfo, DEFAULT_GROUP};
+pub use xds_sansio::server::ServerLimits;
+
+/// How the server behaves; set through [`Builder`].
+#[derive(Clone, Debug)]
+struct Options {
+    /// The core's per-stream configuration (variant and transport are the method's).
+    stream: ServerConfig,
+    max_streams: Option<usize>,
+    first_request_timeout: Option<Duration>,
+    max_decoding_message_size: Option<usize>,
+    max_encoding_message_size: Option<usize>,
+    accept_compressed: Vec<CompressionEncoding>,
+    send_compressed: Vec<CompressionEncoding>,
+    shutdown_grace: Duration,
+    health: bool,
+}
+
+type NodeGroupFn = dyn Fn(&Node) -> String + Send + Sync;
+
+/// What every stream task and every handle shares.
+struct Shared {
+    options: Options,
+    node_group: Box<NodeGroupFn>,
+    authorize: Box<dyn Authorize>,
+    callbacks: Box<dyn Callbacks>,
+    groups: Mutex<HashMap<Arc<str>, Arc<Group>>>,
+    clock: StdClock,
+    next_stream: AtomicU64,
+    open_streams: AtomicUsize,
+    /// `true` once shutdown began.
+    shutdown: watch::Sender<bool>,
+    /// Bumped to end every open stream.
+    generation: watch::Sender<u64>,
+    health: tonic_health::server::HealthReporter,
+}
+
+impl Shared {
+    fn next_stream_id(&self) -> u64 {
+        self.next_stream.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Counts a new stream, or refuses it.
+    fn acquire_stream(self: &Arc<Self>) -> Result<stream::OpenSlot, Refusal> {
+        if *self.shutdown.borrow() {
+            return Err(Refusal::ShuttingDown);
+        }
+        let limit = self.options.max_streams.unwrap_or(usize::MAX);
+        self.open_streams
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .map_err(|_| Refusal::TooManyStreams(limit))?;
+        Ok(stream::OpenSlot(self.clone()))
+    }
+
+    fn release_stream(&self) {
+        self.open_streams.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn groups(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Arc<Group>>> {
+        self.groups.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The group `key`, created empty if new.
+    fn group(&self, key: &str) -> Arc<Group> {
+        let mut groups = self.groups();
+        if let Some(group) = groups.get(key) {
+            return group.clone();
+        }
+        let group = Arc::new(Group::new(key));
+        groups.insert(group.key.clone(), group.clone());
+        group
+    }
+
+    /// Drops a group no stream reads and nothing was published to (created by a stream
+    /// whose node maps to a key the application never used), so clients cannot make the
+    /// server hold groups without end.
+    fn forget_if_unused(&self, group: &Arc<Group>) {
+        let mut groups = self.groups();
+        if group.is_unused() {
+            groups.remove(&group.key);
+        }
+    }
+
+    fn begin_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+}
+
+/// Configures an [`XdsServer`].
+pub struct Builder {
+    options: Options,
+    node_group: Box<NodeGroupFn>,
+    authorize: Box<dyn Authorize>,
+    callbacks: Box<dyn Callbacks>,
+    transport: tonic::transport::Server,
+    #[cfg(feature = "tls")]
+    tls: Option<tonic::transport::ServerTlsConfig>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            options: Options {
+                // One response per type in flight: HTTP/2 buffers what is written (up to
+                // hundreds of KiB per stream), so without it a slow reader would be sent a
+                // queue of stale states.
+                stream: ServerConfig {
+                    await_ack: true,
+                    ..ServerConfig::new(Variant::Sotw, Transport::Aggregated)
+                },
+                max_streams: Some(100_000),
+                first_request_timeout: Some(Duration::from_secs(60)),
+                max_decoding_message_size: None,
+                max_encoding_message_size: None,
+                accept_compressed: Vec::new(),
+                send_compressed: Vec::new(),
+                shutdown_grace: Duration::from_secs(5),
+                health: true,
+            },
+            node_group: Box::new(|_: &Node| String::from(DEFAULT_GROUP)),
+            authorize: Box::new(hooks::AllowAll),
+            callbacks: Box::new(()),
+            transport: tonic::transport::Server::builder(),
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
+    }
+}
+
+impl Builder {
+    /// Maps a node to the key of the group it reads (go-control-plane's `NodeHash`). By
+    /// default every node reads [`DEFAULT_GROUP`].
+    pub fn node_group(mut self, f: impl Fn(&Node) -> String + Send + Sync + 'static) -> Self {
+        self.node_group = Box::new(f);
+        self
+    }
+
+    /// Decides whether a stream may read its node's group (default: every stream may).
+    pub fn authorize(mut self, authorize: impl Authorize) -> Self {
+        self.authorize = Box::new(authorize);
+        self
+    }
+
+    /// Callbacks on streams, requests, responses, ACKs and NACKs, and publishes.
+    pub fn callbacks(mut self, callbacks: impl Callbacks) -> Self {
+        self.callbacks = Box::new(callbacks);
+        self
+    }
+
+    /// Adjusts the core's configuration of every stream (not-found reporting, heartbeats,
+    /// SotW `resource_errors`, sticky legacy wildcard, limits); the variant and transport are
+    /// the gRPC method's.
+    pub fn stream_config(mut self, f: impl FnOnce(&mut ServerConfig)) -> Self {
+        f(&mut self.options.stream);
+        self
+    }
+
+    /// The core's limits on what one client may make a stream hold (names per request,
+    /// name length, types per stream); beyond them the stream ends with
+    /// `RESOURCE_EXHAUSTED`.
+    pub fn limits(mut self, limits: ServerLimits) -> Self {
+        self.options.stream.limits = limits;
+        self
+    }
+
+    /// At most this many streams at once, all methods and connections together (default
+    /// 100 000; `None`: no limit); a call beyond it is refused with `RESOURCE_EXHAUSTED`.
+    pub fn max_streams(mut self, limit: Option<usize>) -> Self {
+        self.options.max_streams = limit;
+        self
+    }
+
+    /// A stream whose first request (with its node) has not arrived this long after it
+    /// opened ends with `DEADLINE_EXCEEDED` (default 60 s; `None`: wait for ever).
+    pub fn first_request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.options.first_request_timeout = timeout;
+        self
+    }
+
+    /// The largest request accepted, in bytes (tonic's default, 4 MiB, when unset); a
+    /// larger one ends the stream with `OUT_OF_RANGE`.
+    pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+        self.options.max_decoding_message_size = Some(limit);
+        self
+    }
+
+    /// The largest response sent, in bytes (default: no limit); a stream whose next
+    /// response is larger ends with `RESOURCE_EXHAUSTED`. Clients have their own limit
+    /// (gRPC's default is 4 MiB): a full-state LDS/CDS response grows with the store.
+    pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+        self.options.max_encoding_message_size = Some(limit);
+        self
+    }
+
+    /// Accepts requests compressed with `encoding` (features `gzip`, `zstd`).
+    pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
+        self.options.accept_compressed.push(encoding);
+        self
+    }
+
+    /// Compresses responses with `encoding` when the client accepts it (features `gzip`,
+    /// `zstd`). Compression applies to the encoded bytes: responses are still never
+    /// re-encoded.
+    pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
+        self.options.send_compressed.push(encoding);
+        self
+    }
+
+    /// HTTP/2 keepalive: a PING every `interval`, the connection closed when one is not
+    /// answered within `timeout`.
+    pub fn keepalive(mut self, interval: Duration, timeout: Duration) -> Self {
+        self.transport = self
+            .transport
+            .http2_keepalive_interval(Some(interval))
+            .http2_keepalive_timeout(Some(timeout));
+        self
+    }
+
+    /// Any other setting of tonic's server (timeouts, concurrency per connection, HTTP/2
+    /// windows, TCP keepalive, layers are not supported here: use [`XdsServer::routes`]).
+    pub fn transport(
+        mut self,
+        f: impl FnOnce(tonic::transport::Server) -> tonic::transport::Server,
+    ) -> Self {
+        self.transport = f(self.transport);
+        self
+    }
+
+    /// Serves over TLS (with a client CA in the config: mutual TLS, and [`Peer`] carries
+    /// the client's certificate chain).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: tonic::transport::ServerTlsConfig) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// How long shutdown waits for a stream's response in flight and closing status, and
+    /// then for connections to close (default 5 s).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.options.shutdown_grace = grace;
+        self
+    }
+
+    /// Whether [`XdsServer::serve`] also serves the gRPC health service
+    /// (`grpc.health.v1.Health`, default on): `SERVING` for `""` and every discovery
+    /// service while serving, `NOT_SERVING` once shutdown begins.
+    pub fn health(mut self, on: bool) -> Self {
+        self.options.health = on;
+        self
+    }
+
+    /// The server (nothing is listening yet: see [`XdsServer::serve`]).
+    pub fn build(self) -> XdsServer {
+        let health = tonic_health::server::HealthReporter::new();
+        XdsServer {
+            shared: Arc::new(Shared {
+                options: self.options,
+                node_group: self.node_group,
+                authorize: self.authorize,
+                callbacks: self.callbacks,
+                groups: Mutex::new(HashMap::new()),
+                clock: StdClock::new(),
+                next_stream: AtomicU64::new(0),
+                open_streams: AtomicUsize::new(0),
+                shutdown: watch::channel(false).0,
+                generation: watch::channel(0).0,
+                health,
+            }),
+            transport: self.transport,
+            #[cfg(feature = "tls")]
+            tls: self.tls,
+        }
+    }
+}
+
+/// An xDS management server: the ADS and every per-type discovery service of the catalog,
+/// SotW and delta, v3 and v2, answering from node groups. Cheap to clone: every clone is a
+/// handle on the same server. See the [module docs](self).
+#[derive(Clone)]
+pub struct XdsServer {
+    shared: Arc<Shared>,
+    transport: tonic::transport::Server,
+    #[cfg(feature = "tls")]
+    tls: Option<tonic::transport::ServerTlsConfig>,
+}
+
+impl std::fmt::Debug for XdsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XdsServer")
+            .field("streams", &self.stream_count())
+            .field("groups", &self.groups())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for XdsServer {
+    fn default() -> Self {
+        XdsServer::builder().build()
+    }
+}
+
+impl XdsServer {
+    /// A builder with the defaults: every node in [`DEFAULT_GROUP`], every stream allowed,
+    /// health on, at most 100 000 streams.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// Applies `ops` to `group`'s store as one revision (creating the group if new): every
+    /// stream of the group sees all of them or none, and only the streams whose
+    /// subscriptions they touch are woken. Checked before anything changes.
+    ///
+    /// ```
+    /// # use bytes::Bytes;
+    /// # use xds_sansio::server::{ResourceEntry, StoreOp};
+    /// # use xds_sansio::types::{CLUSTER, ENDPOINT};
+    /// # let server = xds_sansio_tonic::XdsServer::builder().build();
+    /// server.publish("edge", vec![
+    ///     StoreOp::Set { type_url: CLUSTER.type_url.into(), entry: ResourceEntry::new("c1", Bytes::from_static(b"...")) },
+    ///     StoreOp::Set { type_url: ENDPOINT.type_url.into(), entry: ResourceEntry::new("c1", Bytes::from_static(b"...")) },
+    /// ])?;
+    /// # Ok::<(), xds_sansio::server::StoreError>(())
+    /// ```
+    pub fn publish(&self, group: &str, ops: Vec<StoreOp>) -> Result<Revision, StoreError> {
+        self.update(group, |store| store.apply(ops))
+    }
+
+    /// Makes each listed type of `group` hold exactly its entries, as one revision
+    /// ([`ResourceStore::replace_types`]; types not listed are left as they are): a
+    /// snapshot.
+    pub fn publish_snapshot(
+        &self,
+        group: &str,
+        types: BTreeMap<String, Vec<ResourceEntry>>,
+    ) -> Result<Revision, StoreError> {
+        self.update(group, |store| store.replace_types(types))
+    }
+
+    /// Runs `change` on `group`'s store (creating the group if new) and wakes the streams
+    /// the changes concern. The store is locked for writing while `change` runs: it must
+    /// not block (there is no `.await` in a closure, by construction).
+    pub fn update<R>(&self, group: &str, change: impl FnOnce(&mut ResourceStore) -> R) -> R {
+        let group = self.shared.group(group);
+        let callbacks = &self.shared.callbacks;
+        let (result, woken) = group.update(change, |store, since| {
+            callbacks.published(&group.key, store, since);
+        });
+        if let Some(woken) = woken {
+            metrics::published(woken);
+            tracing::debug!(group = %group.key, woken, "published");
+        }
+        result
+    }
+
+    /// Reads `group`'s store (an empty store if the group does not exist). The store is
+    /// read-locked while `read` runs.
+    pub fn read<R>(&self, group: &str, read: impl FnOnce(&ResourceStore) -> R) -> R {
+        let existing = self.shared.groups().get(group).cloned();
+        match existing {
+            Some(group) => read(&group.read()),
+            None => read(&ResourceStore::new()),
+        }
+    }
+
+    /// The keys of every group (published to, or read by a stream), sorted.
+    pub fn groups(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.shared.groups().keys().map(|k| k.to_string()).collect();
+        keys.sort();
+        keys
+    }
+
+    /// How many streams are open.
+    pub fn stream_count(&self) -> usize {
+        self.shared.open_streams.load(Ordering::Acquire)
+    }
+
+    /// Ends every open stream with `UNAVAILABLE` (clients reconnect and resume with what
+    /// they hold); the server goes on serving.
+    pub fn end_streams(&self) {
+        self.shared
+            .generation
+            .send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    /// Begins a graceful shutdown: new calls are refused, every stream ends with
+    /// `UNAVAILABLE` after its response in flight, and `serve` returns once connections
+    /// have closed (at most about twice the grace period later).
+    pub fn shutdown(&self) {
+        self.shared.begin_shutdown();
+    }
+
+    /// Every discovery service (and, if on, the health service) as tonic routes, to serve
+    /// beside other services or behind layers of your own. Call
+    /// [`XdsServer::report_health`] when it starts serving.
+    pub fn routes(&self) -> Routes {
+        let s = &self.shared;
+        let mut routes = Routes::builder();
+        routes
+            .add_service(Svc::<0>(s.clone()))
+            .add_service(Svc::<1>(s.clone()))
+            .add_service(Svc::<2>(s.clone()))
+            .add_service(Svc::<3>(s.clone()))
+            .add_service(Svc::<4>(s.clone()))
+            .add_service(Svc::<5>(s.clone()))
+            .add_service(Svc::<6>(s.clone()))
+            .add_service(Svc::<7>(s.clone()))
+            .add_service(Svc::<8>(s.clone()))
+            .add_service(Svc::<9>(s.clone()))
+            .add_service(Svc::<10>(s.clone()))
+            .add_service(Svc::<11>(s.clone()))
+            .add_service(Svc::<12>(s.clone()))
+            .add_service(Svc::<13>(s.clone()))
+            .add_service(Svc::<14>(s.clone()))
+            .add_service(Svc::<15>(s.clone()))
+            .add_service(Svc::<16>(s.clone()))
+            .add_service(Svc::<17>(s.clone()))
+            .add_service(Svc::<18>(s.clone()));
+        if s.options.health {
+            let service =
+                tonic_health::server::HealthService::from_health_reporter(s.health.clone());
+            routes.add_service(tonic_health::pb::health_server::HealthServer::new(service));
+        }
+        routes.routes()
+    }
+
+    /// Sets the health service's status of `""` and every discovery service: `SERVING`
+    /// unless shutdown has begun.
+    pub async fn report_health(&self) {
+        let status = if *self.shared.shutdown.borrow() {
+            tonic_health::ServingStatus::NotServing
+        } else {
+            tonic_health::ServingStatus::Serving
+        };
+        for service in std::iter::once("").chain(SERVICES) {
+            self.shared.health.set_service_status(service, status).await;
+        }
+    }
+
+    /// Serves on `addr` until [`XdsServer::shutdown`].
+    pub async fn serve(self, addr: SocketAddr) -> Result<(), ServeError> {
+        self.serve_with_shutdown(addr, std::future::pending()).await
+    }
+
+    /// Serves on `addr` until `signal` completes or [`XdsServer::shutdown`], then shuts
+    /// down gracefully.
+    pub async fn serve_with_shutdown(
+        self,
+        addr: SocketAddr,
+        signal: impl Future<Output = ()> + Send,
+    ) -> Result<(), ServeError> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| ServeError::Bind(addr, e))?;
+        self.serve_with_listener(listener, signal).await
+    }
+
+    /// Serves on a bound listener (port 0: read its address first) until `signal`
+    /// completes or [`XdsServer::shutdown`], then shuts down gracefully.
+    pub async fn serve_with_listener(
+        self,
+        listener: tokio::net::TcpListener,
+        signal: impl Future<Output = ()> + Send,
+    ) -> Result<(), ServeError> {
+        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+        #[allow(unused_mut)]
+        let mut transport = self.transport.clone();
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            transport = transport.tls_config(tls.clone())?;
+        }
+        self.report_health().await;
+        let shared = self.shared.clone();
+        let mut requested = shared.shutdown.subscribe();
+        let me = self.clone();
+        let stop = async move {
+            tokio::select! {
+                () = signal => {}
+                _ = requested.wait_for(|down| *down) => {}
+            }
+            me.shutdown();
+            me.report_health().await;
+            tracing::info!("shutting down");
+        };
+        let mut started = shared.shutdown.subscribe();
+        let grace = shared.options.shutdown_grace;
+        let serving = transport
+            .add_routes(self.routes())
+            .serve_with_incoming_shutdown(incoming, stop);
+        tokio::select! {
+            result = serving => result.map_err(ServeError::from),
+            // Connections that do not close (a stalled peer) do not hold the shutdown.
+            _ = async {
+                let _ = started.wait_for(|down| *down).await;
+                tokio::time::sleep(grace * 2).await;
+            } => Ok(()),
+        }
+    }
+}
+
+/// Why serving failed.
+#[derive(Debug)]
+pub enum ServeError {
+    /// The address could not be bound.
+    Bind(SocketAddr, std::io::Error),
+    /// tonic's transport failed (TLS configuration, accept loop).
+    Transport(tonic::transport::Error),
+}
+
+impl std::fmt::Display for ServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServeError::Bind(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
+            ServeError::Transport(e) => write!(f, "transport: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ServeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServeError::Bind(_, e) => Some(e),
+            ServeError::Transport(e) => Some(e),
+        }
+    }
+}
+
+impl From<tonic::transport::Error> for ServeError {
+    fn from(e: tonic::transport::Error) -> Self {
+        ServeError::Transport(e)
+    }
+}
+
+/// One discovery service (`SERVICES[I]`); every method is routed by its path.
+#[derive(Clone)]
+struct Svc<const I: usize>(Arc<Shared>);
+
+impl<const I: usize> NamedService for Svc<I> {
+    // Evaluated at compile time: an index out of range is a build error, not a panic.
+    #[allow(clippy::indexing_slicing)]
+    const NAME: &'static str = SERVICES[I];
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl<const I: usize> Service<http::Request<Body>> for Svc<I> {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let shared = self.0.clone();
+        Box::pin(async move { Ok(answer(shared, request).await) })
+    }
+}
+
+/// Routes a call to a stream task, or refuses it.
+async fn answer(shared: Arc<Shared>, request: http::Request<Body>) -> http::Response<Body> {
+    let refuse = |refusal: Refusal| {
+        refusal.trace();
+        metrics::refused(refusal.label());
+        refusal.status().into_http()
+    };
+    let path = request.uri().path();
+    let Some((method, variant, transport)) = route(path) else {
+        return refuse(Refusal::UnknownMethod(path.to_string()));
+    };
+    let slot = match shared.acquire_stream() {
+        Ok(slot) => slot,
+        Err(refusal) => return refuse(refusal),
+    };
+    let mut config = shared.options.stream.clone();
+    config.variant = variant;
+    config.transport = transport;
+    let handler = Handler {
+        shared: shared.clone(),
+        config,
+        method,
+        slot: Some(slot),
+    };
+    match variant {
+        Variant::Sotw => {
+            let mut grpc = configure(
+                &shared,
+                Grpc::new(EncodedCodec::<DiscoveryRequest>::default()),
+            );
+            grpc.streaming(handler, request).await
+        }
+        Variant::Delta => {
+            let codec = EncodedCodec::<DeltaDiscoveryRequest>::default();
+            configure(&shared, Grpc::new(codec))
+                .streaming(handler, request)
+                .await
+        }
+    }
+}
+
+/// Message sizes and compression, as the builder set them.
+fn configure<C: tonic::codec::Codec>(shared: &Shared, mut grpc: Grpc<C>) -> Grpc<C> {
+    let options = &shared.options;
+    if let Some(limit) = options.max_decoding_message_size {
+        grpc = grpc.max_decoding_message_size(limit);
+    }
+    for encoding in &options.accept_compressed {
+        grpc = grpc.accept_compressed(*encoding);
+    }
+    for encoding in &options.send_compressed {
+        grpc = grpc.send_compressed(*encoding);
+    }
+    grpc
+}
+
+struct Handler {
+    shared: Arc<Shared>,
+    config: ServerConfig,
+    method: &'static str,
+    slot: Option<stream::OpenSlot>,
+}
+
+impl<Req: WireRequest> StreamingService<Req> for Handler {
+    type Response = Bytes;
+    type ResponseStream = ReceiverStream<Result<Bytes, Status>>;
+    type Future = std::future::Ready<Result<tonic::Response<Self::ResponseStream>, Status>>;
+
+    fn call(&mut self, request: tonic::Request<Streaming<Req>>) -> Self::Future {
+        // Answer with the response headers at once (some clients, junction-core among them,
+        // send their first request only after them) and run the stream in its own task.
+        // One slot: the next response is built only when this one has left (flow control).
+        let (tx, rx) = mpsc::channel(1);
+        let info = stream::info_of(&self.shared, self.method, &self.config, &request);
+        if let Some(slot) = self.slot.take() {
+            stream::spawn(
+                self.shared.clone(),
+                slot,
+                info,
+                self.config.clone(),
+                request.into_inner(),
+                tx,
+            );
+        }
+        std::future::ready(Ok(tonic::Response::new(ReceiverStream::new(rx))))
+    }
+}

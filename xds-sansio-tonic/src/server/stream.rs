@@ -1,0 +1,375 @@
+//! One task per gRPC stream, driving one `ServerStream` exactly as the core's contract
+//! says: after every input (a request, a store change that concerns the stream, a
+//! deadline) drain `poll_event`, then `poll_response_encoded` until `None`, then sleep until
+//! the next input or `poll_timeout`.
+//!
+//! Flow control ("latest state wins"): the task builds the next response only when the
+//! one before it has left for the transport (a channel of one slot between the task and
+//! tonic, which takes from it only as fast as HTTP/2 flow control lets it write). Until
+//! then the core keeps what changed as state, not as queued responses, so a burst of store
+//! changes while the peer is slow becomes one response with the newest state. A stalled
+//! peer holds at most one built response in the slot and one in the transport; it never
+//! blocks the publisher (which only wakes the task) nor any other stream.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, Notify};
+use tonic::{Status, Streaming};
+use tracing::Instrument;
+use xds_sansio::server::{EncodedResponse, ServerEvent};
+use xds_sansio::time::Instant;
+use xds_sansio::{ServerConfig, ServerStream};
+
+use super::ending::Ending;
+use super::group::Group;
+use super::hooks::{Peer, StreamInfo};
+use super::{metrics, Shared};
+use crate::wire::WireRequest;
+
+/// The sending half of a stream: what tonic writes, in order.
+pub(crate) type Outbound = mpsc::Sender<Result<Bytes, Status>>;
+
+/// Counts the stream as open while it lives.
+pub(crate) struct OpenSlot(pub(crate) Arc<Shared>);
+
+impl Drop for OpenSlot {
+    fn drop(&mut self) {
+        self.0.release_stream();
+    }
+}
+
+/// Everything the task holds besides the core's stream.
+struct Driver {
+    shared: Arc<Shared>,
+    info: StreamInfo,
+    group: Option<Arc<Group>>,
+    waker: Arc<Notify>,
+    /// What the stream subscribes to, as the core reported it (to leave the index).
+    subscriptions: HashSet<(String, String)>,
+    /// The store change the next responses carry, for the push latency metric.
+    pending_push: Option<std::time::Instant>,
+    /// Per type, the last response built for a store change: its nonce and that change.
+    pushes: HashMap<String, (String, std::time::Instant)>,
+}
+
+/// Spawns the task for a new stream.
+pub(crate) fn spawn<Req: WireRequest>(
+    shared: Arc<Shared>,
+    slot: OpenSlot,
+    info: StreamInfo,
+    config: ServerConfig,
+    inbound: Streaming<Req>,
+    tx: Outbound,
+) {
+    let span = tracing::info_span!(
+        "xds_stream",
+        id = info.id,
+        method = info.method,
+        peer = ?info.peer.remote_addr,
+        node = tracing::field::Empty,
+        group = tracing::field::Empty,
+    );
+    tokio::spawn(
+        async move {
+            let _slot = slot;
+            let driver = Driver {
+                shared,
+                info,
+                group: None,
+                waker: Arc::new(Notify::new()),
+                subscriptions: HashSet::new(),
+                pending_push: None,
+                pushes: HashMap::new(),
+            };
+            driver.run(config, inbound, tx).await;
+        }
+        .instrument(span),
+    );
+}
+
+impl Driver {
+    async fn run<Req: WireRequest>(
+        mut self,
+        config: ServerConfig,
+        mut inbound: Streaming<Req>,
+        tx: Outbound,
+    ) {
+        metrics::stream_opened(self.info.variant, &self.info.transport);
+        self.shared.callbacks.stream_opened(&self.info);
+        tracing::debug!("stream opened");
+        let mut stream = ServerStream::new(config);
+        let ending = self.drive(&mut stream, &mut inbound, &tx).await;
+        let status = ending.status();
+        ending.trace();
+        metrics::stream_closed(ending.label());
+        if let Some(status) = &status {
+            // After the response in flight, if the transport takes it in time.
+            let grace = self.shared.options.shutdown_grace;
+            let _ = tokio::time::timeout(grace, tx.send(Err(status.clone()))).await;
+        }
+        if let Some(group) = self.group.take() {
+            let subscriptions: Vec<(String, String)> = self.subscriptions.drain().collect();
+            group.leave(self.info.id, &subscriptions);
+            self.shared.forget_if_unused(&group);
+        }
+        self.shared
+            .callbacks
+            .stream_closed(&self.info, status.as_ref());
+    }
+
+    /// Runs the stream until it ends; returns why.
+    async fn drive<Req: WireRequest>(
+        &mut self,
+        stream: &mut ServerStream,
+        inbound: &mut Streaming<Req>,
+        tx: &Outbound,
+    ) -> Ending {
+        let shared = self.shared.clone();
+        let mut shutdown = shared.shutdown.subscribe();
+        let mut generation = shared.generation.subscribe();
+        generation.mark_unchanged();
+        if *shutdown.borrow_and_update() {
+            return Ending::Shutdown;
+        }
+        let first_deadline = shared
+            .options
+            .first_request_timeout
+            .map(|t| tokio::time::Instant::now() + t);
+        // Whether the core may have a response to build (after an input).
+        let mut want_send = false;
+        // The time of the last poll that built nothing: a deadline not after it is spent.
+        let mut quiet_at: Option<Instant> = None;
+        let mut protocol_error = None;
+        loop {
+            if let Some(ending) = self.drain_events(stream, &mut protocol_error) {
+                return ending;
+            }
+            if stream.is_closed() {
+                return match protocol_error.take() {
+                    Some(e) => Ending::Protocol(e),
+                    None => Ending::Protocol(xds_sansio::server::ProtocolError::NodeMissing),
+                };
+            }
+            let deadline = if want_send {
+                None
+            } else {
+                stream
+                    .poll_timeout()
+                    .filter(|t| quiet_at.is_none_or(|quiet| *t > quiet))
+                    .map(|t| shared.clock.to_std(t))
+            };
+            let waiting_for_node = self.group.is_none();
+            // No `biased`: a peer that floods requests must not starve its responses, nor
+            // a busy store its requests.
+            tokio::select! {
+                _ = shutdown.changed() => return Ending::Shutdown,
+                _ = generation.changed() => return Ending::Ended,
+                message = inbound.message() => match message {
+                    Ok(Some(message)) => {
+                        let request = message.into_request();
+                        metrics::request(request.type_url());
+                        shared.callbacks.request(&self.info, &request);
+                        stream.handle_request(shared.clock.now(), request);
+                        want_send = true;
+                    }
+                    Ok(None) => return Ending::ClientClosed,
+                    Err(status) => return Ending::Broken(status),
+                },
+                permit = tx.reserve(), if want_send && self.group.is_some() => {
+                    let Ok(permit) = permit else { return Ending::Gone };
+                    let now = shared.clock.now();
+                    stream.handle_timeout(now);
+                    match self.build(stream, now) {
+                        Some(response) => {
+                            if let Some(limit) = shared.options.max_encoding_message_size {
+                                if response.bytes.len() > limit {
+                                    return Ending::ResponseTooLarge {
+                                        bytes: response.bytes.len(),
+                                        limit,
+                                    };
+                                }
+                            }
+                            self.sent(&response);
+                            permit.send(Ok(response.bytes));
+                        }
+                        None => {
+                            want_send = false;
+                            quiet_at = Some(now);
+                            self.pending_push = None;
+                        }
+                    }
+                }
+                _ = self.waker.notified() => {
+                    want_send = true;
+                    if self.pending_push.is_none() {
+                        self.pending_push = self.group.as_ref().and_then(|g| g.last_publish());
+                    }
+                }
+                _ = sleep_until(deadline) => want_send = true,
+                _ = sleep_until(first_deadline), if waiting_for_node => {
+                    return Ending::NoFirstRequest;
+                }
+            }
+        }
+    }
+
+    /// The next response, built from the group's store (read-locked for the build only).
+    fn build(&mut self, stream: &mut ServerStream, now: Instant) -> Option<EncodedResponse> {
+        let group = self.group.as_ref()?;
+        let store = group.read();
+        stream.poll_response_encoded(now, &store)
+    }
+
+    /// Hooks, metrics and the push clock for a response about to leave.
+    fn sent(&mut self, response: &EncodedResponse) {
+        metrics::response(&response.type_url, response.bytes.len());
+        tracing::trace!(
+            type_url = %response.type_url,
+            nonce = %response.nonce,
+            version = %response.version,
+            bytes = response.bytes.len(),
+            "response"
+        );
+        if let Some(published) = self.pending_push {
+            self.pushes.insert(
+                response.type_url.clone(),
+                (response.nonce.clone(), published),
+            );
+        }
+        self.shared.callbacks.response(&self.info, response);
+    }
+
+    /// Handles every event the core has; `Some` when the stream must end.
+    fn drain_events(
+        &mut self,
+        stream: &mut ServerStream,
+        protocol_error: &mut Option<xds_sansio::server::ProtocolError>,
+    ) -> Option<Ending> {
+        while let Some(event) = stream.poll_event() {
+            self.shared.callbacks.event(&self.info, &event);
+            match event {
+                ServerEvent::NodeIdentified(node) => {
+                    if let Some(ending) = self.attach(node) {
+                        return Some(ending);
+                    }
+                }
+                ServerEvent::Subscribed { type_url, names } => {
+                    tracing::debug!(%type_url, ?names, "subscribed");
+                    if let Some(group) = &self.group {
+                        group.subscribe(self.info.id, &type_url, &names);
+                    }
+                    for name in names {
+                        self.subscriptions.insert((type_url.to_string(), name));
+                    }
+                }
+                ServerEvent::Unsubscribed { type_url, names } => {
+                    tracing::debug!(%type_url, ?names, "unsubscribed");
+                    if let Some(group) = &self.group {
+                        group.unsubscribe(self.info.id, &type_url, &names);
+                    }
+                    for name in names {
+                        self.subscriptions.remove(&(type_url.to_string(), name));
+                    }
+                }
+                ServerEvent::Acked {
+                    type_url,
+                    nonce,
+                    version,
+                } => {
+                    tracing::debug!(%type_url, %nonce, %version, "ACK");
+                    metrics::ack(&type_url);
+                    if let Some((sent, published)) = self.pushes.get(&*type_url) {
+                        if *sent == nonce {
+                            let latency = published.elapsed().as_secs_f64();
+                            metrics::push_latency(&type_url, latency);
+                            self.pushes.remove(&*type_url);
+                        }
+                    }
+                    self.shared
+                        .callbacks
+                        .acked(&self.info, &type_url, &version, &nonce);
+                }
+                ServerEvent::Nacked {
+                    type_url,
+                    nonce,
+                    version,
+                    error,
+                } => {
+                    tracing::warn!(
+                        %type_url, %nonce, %version,
+                        node = self.info.node.as_ref().map(|n| n.id.as_str()),
+                        error = %error.message,
+                        "NACK"
+                    );
+                    metrics::nack(&type_url);
+                    self.pushes.remove(&*type_url);
+                    self.shared
+                        .callbacks
+                        .nacked(&self.info, &type_url, &version, &nonce, &error);
+                }
+                ServerEvent::StaleRequest { type_url, nonce } => {
+                    tracing::debug!(%type_url, %nonce, "stale request");
+                }
+                ServerEvent::Ignored { type_url, what } => {
+                    tracing::debug!(%type_url, ?what, "part of a request ignored");
+                }
+                ServerEvent::ProtocolError(e) => *protocol_error = Some(e),
+            }
+        }
+        // A first request without a node, on a server that does not require one.
+        if self.group.is_none() && stream.node().is_none() && stream.type_urls().next().is_some() {
+            return self.attach(Default::default());
+        }
+        None
+    }
+
+    /// The stream's node is known: pick its group, ask whether the peer may read it, and
+    /// join it.
+    fn attach(&mut self, node: xds_sansio::pb::envoy::config::core::v3::Node) -> Option<Ending> {
+        let key = (self.shared.node_group)(&node);
+        let span = tracing::Span::current();
+        span.record("node", node.id.as_str());
+        span.record("group", key.as_str());
+        if let Err(why) = self
+            .shared
+            .authorize
+            .authorize(&self.info.peer, &node, &key)
+        {
+            self.info.node = Some(node);
+            return Some(Ending::Denied(why));
+        }
+        let group = self.shared.group(&key);
+        group.join(self.info.id, self.waker.clone());
+        self.info.node = Some(node);
+        self.info.group = Some(group.key.clone());
+        self.group = Some(group);
+        None
+    }
+}
+
+async fn sleep_until(deadline: Option<impl Into<tokio::time::Instant>>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A new stream's identity, from the call.
+pub(crate) fn info_of<T>(
+    shared: &Shared,
+    method: &'static str,
+    config: &ServerConfig,
+    request: &tonic::Request<T>,
+) -> StreamInfo {
+    StreamInfo {
+        id: shared.next_stream_id(),
+        method,
+        variant: config.variant,
+        transport: config.transport.clone(),
+        peer: Arc::new(Peer::of(request)),
+        node: None,
+        group: None,
+    }
+}
