@@ -176,6 +176,9 @@ impl<'a> View<'a> {
     }
 
     fn exists(&self, type_url: &str, name: &str) -> bool {
+        if self.overlay.is_empty() {
+            return self.store.get(type_url, name).is_some();
+        }
         match self.overlay.get(&(type_url, String::from(name))) {
             Some(body) => body.is_some(),
             None => self.store.get(type_url, name).is_some(),
@@ -212,7 +215,10 @@ impl<'a> View<'a> {
         let kept = REFERRING.into_iter().flat_map(move |t| {
             self.store
                 .iter(t)
-                .filter(move |r| !self.overlay.contains_key(&(t, String::from(r.name()))))
+                .filter(move |r| {
+                    self.overlay.is_empty()
+                        || !self.overlay.contains_key(&(t, String::from(r.name())))
+                })
                 .map(move |r| (t, r.name(), r.body()))
         });
         let set = self

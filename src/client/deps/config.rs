@@ -15,8 +15,8 @@ use crate::types::{TypeInfo, CLUSTER, ENDPOINT, LISTENER, ROUTE, SCOPED_ROUTE, S
 /// The deepest chain of aggregate clusters followed (gRPC A37: "maximum depth of 16").
 pub const MAX_AGGREGATE_DEPTH: usize = 16;
 
-/// A resource: its type URL and name.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A resource: its type URL and name. Ordered by type URL, then name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ResourceKey {
     /// The type URL (v3).
     pub type_url: &'static str,
@@ -31,6 +31,26 @@ impl ResourceKey {
             type_url,
             name: name.into(),
         }
+    }
+}
+
+impl Ord for ResourceKey {
+    fn cmp(&self, other: &ResourceKey) -> core::cmp::Ordering {
+        // Type URLs are the catalog's constants: the same pointer is the same type, which
+        // spares comparing their long common prefix on every map step.
+        let same_type = core::ptr::eq(self.type_url, other.type_url);
+        let types = if same_type {
+            core::cmp::Ordering::Equal
+        } else {
+            self.type_url.cmp(other.type_url)
+        };
+        types.then_with(|| self.name.cmp(&other.name))
+    }
+}
+
+impl PartialOrd for ResourceKey {
+    fn partial_cmp(&self, other: &ResourceKey) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 

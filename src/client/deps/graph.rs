@@ -122,8 +122,10 @@ impl Graph {
         if node.state.as_ref() == Some(&state) {
             return;
         }
-        let old_refs: Vec<ResourceKey> = node.refs().to_vec();
-        node.state = Some(state);
+        let old_refs: Vec<ResourceKey> = match node.state.replace(state) {
+            Some(State::Present(held)) => held.refs,
+            _ => Vec::new(),
+        };
         let live = node.live;
         let new_refs: Vec<ResourceKey> = node.refs().to_vec();
         self.file(key, false);
