@@ -217,3 +217,53 @@ fn envoy_shape_over_sotw_wildcards() {
     assert_eq!(deps.config("l").unwrap().status, Ok(()));
     assert!(deps.config("tcp").unwrap().status.is_err());
 }
+
+#[test]
+fn grpc_shape_over_per_type_streams() {
+    // One client (and one server stream) per type; the manager's commands go to the
+    // client of their type, and every client's events come back to it.
+    for variant in [Variant::Sotw, Variant::Delta] {
+        let types = [LISTENER, ROUTE, CLUSTER, ENDPOINT, SECRET];
+        let mut pairs: Vec<Pair> = types
+            .iter()
+            .map(|t| {
+                let transport = Transport::PerType(t.type_url.into());
+                let mut pair = Pair::new(PairConfig {
+                    client: ClientConfig::new(variant, transport.clone(), Default::default()),
+                    server: ServerConfig::new(variant, transport),
+                    latency: Duration::from_millis(5),
+                });
+                store_config(&mut pair);
+                pair
+            })
+            .collect();
+        let mut deps = DependencyManager::new(DepsConfig::default());
+        deps.watch_listener(pairs[0].now(), "l").unwrap();
+        let mut snapshots = 0;
+        for _ in 0..50 {
+            while let Some(command) = deps.poll_command() {
+                let at = types
+                    .iter()
+                    .position(|t| t.type_url == command.type_url())
+                    .unwrap();
+                command.apply_to(&mut pairs[at].client).unwrap();
+            }
+            let mut events = Vec::new();
+            for pair in &mut pairs {
+                pair.drive().unwrap();
+                events.extend(pair.take_client_events());
+            }
+            if events.is_empty() {
+                break;
+            }
+            for (at, event) in &events {
+                deps.handle_event(*at, event);
+            }
+            snapshots += std::iter::from_fn(|| deps.poll_snapshot()).count();
+        }
+        assert_eq!(snapshots, 1, "{variant:?}");
+        let config = deps.config("l").unwrap();
+        assert_eq!(config.status, Ok(()));
+        assert_eq!(config.resources.len(), 10, "{variant:?}");
+    }
+}
