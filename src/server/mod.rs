@@ -210,7 +210,9 @@
 //!   the store serves; the check lists each [`Dangling`] reference, and under enforcement
 //!   an inconsistent publication is refused whole. [`ResourceStore::apply`] makes a
 //!   publication of several types one revision, which is what a consistent change across
-//!   types needs (the route and its new cluster together).
+//!   types needs (the route and its new cluster together); the adapter's node groups
+//!   publish through it (`XdsServer::publish(group, ops)` in xds-sansio-tonic), and its
+//!   `update(group, ..)` gives the store for `set_consistency` and the two phases below.
 //! - **Make-before-break** ([`ResourceStore::plan_make_before_break`]): a publication that
 //!   removes what something published still names is split in two ([`TwoPhase`]): first
 //!   every set and the removals nothing names, then, once the streams are settled
