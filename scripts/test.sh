@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, set-up included: creates .venv with the official Python xDS classes
-# for the cross-language wire check (skipped loudly if python3 is missing), then runs every
-# test of the workspace (the core and the adapter, xds-sansio-tonic) with every feature.
+# and jsonschema, for the cross-language wire check and the record-format checks (skipped
+# loudly if python3 is missing), then runs every test of the workspace (the core and the
+# adapter, xds-sansio-tonic) with every feature.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if command -v python3 >/dev/null; then
@@ -10,7 +11,7 @@ if command -v python3 >/dev/null; then
   fi
   .venv/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 else
-  echo "!!! python3 not found: the Python wire check will be SKIPPED !!!" >&2
+  echo "!!! python3 not found: the Python wire check and the record schema checks will be SKIPPED !!!" >&2
 fi
 # quickcheck: at least 10k cases per property.
 export QUICKCHECK_TESTS="${QUICKCHECK_TESTS:-10000}"

@@ -87,8 +87,13 @@ fn check_accepts_what_replay_recorded_and_catches_a_mutation() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let rejected = lines[1]["message"]["versionInfo"].clone();
-    lines[2]["message"]["versionInfo"] = rejected;
+    // Line 1 is the header: the format, its version, whose view.
+    assert_eq!(
+        lines[0],
+        serde_json::json!({"record": "xds-sansio", "version": 1, "view": "client"})
+    );
+    let rejected = lines[2]["message"]["versionInfo"].clone();
+    lines[3]["message"]["versionInfo"] = rejected;
     let mutated = dir.join("mutated.jsonl");
     std::fs::write(
         &mutated,

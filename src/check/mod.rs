@@ -64,7 +64,10 @@ mod requests;
 mod responses;
 mod rules;
 
-pub use record::{parse_jsonl, parse_jsonl_with, to_jsonl, Entry};
+pub use record::{
+    header_jsonl, parse_jsonl, parse_jsonl_with, to_jsonl, write_jsonl, Entry, RECORD_FORMAT,
+    RECORD_VERSION,
+};
 pub use rules::{Rule, RuleSide, ALL_RULES};
 
 use alloc::collections::{BTreeMap, BTreeSet};

@@ -6,6 +6,7 @@ use crate::pb::google::protobuf::Any;
 use crate::pb::google::rpc::Status;
 use crate::transcript::notation::body;
 use crate::types::{CLUSTER, ENDPOINT, RESOURCE_WRAPPER_TYPE_URL};
+use alloc::format;
 use alloc::string::ToString;
 use alloc::vec;
 
@@ -528,6 +529,91 @@ fn records_round_trip_through_json_lines() {
     let err = parse_jsonl("{\"dir\":\"C->S\"}\nnot json", Variant::Sotw).unwrap_err();
     assert_eq!(err.line, 1);
     assert!(err.message.contains("message"));
+}
+
+#[test]
+fn a_recording_has_an_optional_header_of_a_version_this_reader_knows() {
+    let codec = JsonCodec::new();
+    let story = stale_story();
+    // Written with the header: read back the same, lines numbered as in the file.
+    let text = write_jsonl(&story, Some(CheckSide::Client), &codec).unwrap();
+    assert!(text.starts_with(r#"{"record":"xds-sansio","version":1,"view":"client"}"#));
+    let parsed = parse_jsonl(&text, Variant::Sotw).unwrap();
+    assert_eq!(parsed.len(), story.len());
+    assert_eq!(
+        parsed.first().map(|e| match e {
+            Entry::Request { line, .. } | Entry::Response { line, .. } => *line,
+            Entry::Store { line, .. } => *line,
+        }),
+        Some(2)
+    );
+    // Without it, the same lines are version 1.
+    let body = text.split_once('\n').unwrap().1;
+    assert_eq!(parse_jsonl(body, Variant::Sotw).unwrap().len(), story.len());
+    // A newer version, a header further down, or another format: errors naming the line.
+    let line_of = |text: &str| {
+        let err = parse_jsonl(text, Variant::Sotw).unwrap_err();
+        (err.line, err.message)
+    };
+    let (line, message) = line_of(&format!(
+        "\n{{\"record\":\"xds-sansio\",\"version\":2}}\n{body}"
+    ));
+    assert_eq!(line, 2);
+    assert!(
+        message.contains("version 2") && message.contains("newer"),
+        "{message}"
+    );
+    let (line, message) = line_of(&format!("{body}{}", header_jsonl(None)));
+    assert_eq!(line, story.len() + 1);
+    assert!(message.contains("first line"), "{message}");
+    for bad in [
+        r#"{"record":"other","version":1}"#,
+        r#"{"record":"xds-sansio"}"#,
+        r#"{"record":"xds-sansio","version":0}"#,
+        r#"{"record":"xds-sansio","version":1,"view":"both"}"#,
+    ] {
+        assert_eq!(line_of(bad).0, 1, "{bad}");
+    }
+}
+
+#[test]
+fn envelope_values_of_the_wrong_shape_are_errors_not_defaults() {
+    let ok = |line: &str| parse_jsonl(line, Variant::Sotw);
+    // Streams: a whole number, or its digits in a string.
+    let stream = |line: &str| match ok(line).unwrap().first() {
+        Some(Entry::Response { stream, .. }) => *stream,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(stream(r#"{"dir":"S->C","stream":"2","binary":""}"#), 2);
+    assert_eq!(
+        stream(r#"{"dir":"S->C","stream":3,"time":"2024-05-01T10:00:00Z","binary":""}"#),
+        3
+    );
+    for bad in [
+        r#"{"dir":"S->C","stream":-1,"binary":""}"#,
+        r#"{"dir":"S->C","stream":1.5,"binary":""}"#,
+        r#"{"dir":"S->C","stream":"two","binary":""}"#,
+        r#"{"dir":"S->C","variant":1,"binary":""}"#,
+        r#"{"dir":"S->C","time":true,"binary":""}"#,
+        r#"{"dir":"S->C","binary":"","message":{}}"#,
+        r#"{"dir":"S->C","binary":7}"#,
+        r#"{"dir":"S->C","store":"set","type_url":"t","name":"a"}"#,
+        r#"{"store":"set","type_url":"t","name":"a","version":1}"#,
+    ] {
+        assert_eq!(ok(bad).map_err(|e| e.line), Err(1), "{bad}");
+    }
+    // Base64 as proto3 JSON takes it: standard or URL-safe, padded or not.
+    let version = |line: &str| match ok(line).unwrap().first() {
+        Some(Entry::Response {
+            response: Response::Sotw(r),
+            ..
+        }) => r.version_info.clone(),
+        other => panic!("{other:?}"),
+    };
+    for encoded in ["CgI/Pg==", "CgI/Pg", "CgI_Pg==", "CgI_Pg"] {
+        let line = format!(r#"{{"dir":"S->C","binary":"{encoded}"}}"#);
+        assert_eq!(version(&line), "?>", "{encoded}");
+    }
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! The parsed form of a scenario file. See the [`script`](super) module for the language.
+//! The parsed form of a scenario file. The language is documented in
+//! `docs/scenario-language.md`.
 
 use alloc::string::String;
 use alloc::vec::Vec;

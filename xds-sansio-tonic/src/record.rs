@@ -35,17 +35,24 @@ impl Recorder {
     }
 
     /// The same, writing resources with `codec`'s schemas (canonical JSON of known types).
-    pub fn with_codec(file: Option<std::fs::File>, codec: JsonCodec) -> Recorder {
+    /// The file begins with the record format's header line
+    /// ([`xds_sansio::check::header_jsonl`]), so entries are numbered from line 2, in the
+    /// file and in memory alike.
+    pub fn with_codec(mut file: Option<std::fs::File>, codec: JsonCodec) -> Recorder {
+        if let Some(file) = file.as_mut() {
+            let _ = writeln!(file, "{}", xds_sansio::check::header_jsonl(None));
+        }
         Recorder {
             inner: Mutex::new((Vec::new(), file)),
             codec,
         }
     }
 
-    /// Records one entry; `make` gets the 1-based line number.
+    /// Records one entry; `make` gets its line number in the recording (the header is
+    /// line 1).
     pub fn record(&self, make: impl FnOnce(usize) -> Entry) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let entry = make(inner.0.len() + 1);
+        let entry = make(inner.0.len() + 2);
         if let Some(file) = inner.1.as_mut() {
             match xds_sansio::check::to_jsonl(&entry, &self.codec) {
                 Ok(line) => {

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use xds_sansio::check::{self, CheckSide};
 use xds_sansio::script::{self, LineKind, LineReport, Report};
 
 use crate::output::{complain, say};
@@ -92,7 +93,8 @@ fn json_report(name: &str, report: Option<&Report>, error: Option<String>) -> se
     })
 }
 
-/// Writes both views of a scenario's conversation as JSON lines into `dir`.
+/// Writes both views of a scenario's conversation into `dir`, each a recording in the
+/// `check` format (docs/record-format.md) behind its header line.
 fn record(dir: &Path, file: &Path, report: &Report) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let codec = xds_sansio::json::JsonCodec::new();
@@ -100,18 +102,12 @@ fn record(dir: &Path, file: &Path, report: &Report) -> std::io::Result<()> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    for (side, view) in [
-        ("client", &report.client_view),
-        ("server", &report.server_view),
+    for (side, name, view) in [
+        (CheckSide::Client, "client", &report.client_view),
+        (CheckSide::Server, "server", &report.server_view),
     ] {
-        let lines: Vec<String> = view
-            .iter()
-            .map(|e| xds_sansio::check::to_jsonl(e, &codec).map_err(std::io::Error::other))
-            .collect::<Result<_, _>>()?;
-        std::fs::write(
-            dir.join(format!("{stem}.{side}.jsonl")),
-            lines.join("\n") + "\n",
-        )?;
+        let text = check::write_jsonl(view, Some(side), &codec).map_err(std::io::Error::other)?;
+        std::fs::write(dir.join(format!("{stem}.{name}.jsonl")), text)?;
     }
     Ok(())
 }
