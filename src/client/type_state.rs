@@ -404,6 +404,7 @@ impl TypeState {
             cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, &name);
         }
         let v = version.as_ref().unwrap_or(response_version);
+        let replaced = rec.cached.is_some();
         let changed = match rec.cached.as_mut() {
             // Same content: keep the held buffers, note the version and TTL.
             Some(c) if c.body == body && c.aliases == aliases => {
@@ -442,6 +443,15 @@ impl TypeState {
         }
         if !self.awaiting.is_empty() {
             self.awaiting.remove(name.as_str());
+        }
+        if changed && replaced && cx.variant() == Variant::Sotw {
+            // A SotW key is a zero-copy slice of the body it was read with: keyed by the
+            // old one, the record would keep the old response's whole buffer alive for a
+            // name. Re-keyed with the new body's slice, it holds only what the body holds.
+            // (Incremental names have buffers of their own.)
+            if let Some((_, rec)) = self.records.remove_entry(name.as_str()) {
+                self.records.insert(name.clone(), rec);
+            }
         }
         if changed {
             cx.events.push_back(ClientEvent::Upserted {
