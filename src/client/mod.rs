@@ -159,6 +159,7 @@ mod commands;
 mod config;
 mod defect;
 mod delta;
+pub mod deps;
 mod event;
 mod inputs;
 mod intake;

@@ -4,6 +4,11 @@
 //! Run (with `ads_server` listening on 127.0.0.1:18000):
 //! `cargo run -p xds-sansio-tonic --example ads_client -- --server http://127.0.0.1:18000 CDS=c1,c2 LDS`
 //!
+//! With `--listener NAME`, the client watches that listener through the dependency manager
+//! (`client::deps`, gRPC A74's shape): every route configuration, cluster, endpoint set and
+//! secret it reaches is subscribed as references lead to it, and each complete
+//! configuration is printed (`cargo run --example ads_client -- --listener l1`).
+//!
 //! Each subscription is `TYPE=name,name,...` (`TYPE` alone: wildcard); `TYPE` is a short
 //! name (`LDS`, `RDS`, `CDS`, `EDS`, `SDS`, ...) or a type URL. Options: `--delta`
 //! (incremental instead of SotW), `--per-type` (one stream per type instead of ADS; then
@@ -20,6 +25,7 @@
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+use xds_sansio::client::deps::{DependencyManager, DepsConfig};
 use xds_sansio::client::{ClientEvent, WILDCARD};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::time::StdClock;
@@ -35,8 +41,37 @@ fn type_url(short: &str) -> String {
 
 fn usage(e: &str) -> ! {
     eprintln!("ads_client: {e}");
-    eprintln!("usage: ads_client --server URI [--delta] [--per-type] [--seed N] [--node ID] [--exit-after-acks N] [--max-time SECS] TYPE[=name,...]...");
+    eprintln!("usage: ads_client --server URI [--delta] [--per-type] [--seed N] [--node ID] [--exit-after-acks N] [--max-time SECS] [--listener NAME] TYPE[=name,...]...");
     std::process::exit(2);
+}
+
+/// A complete configuration, as the dependency manager resolved it.
+fn print_config(generation: u64, deps: &DependencyManager, listener: &str) {
+    let Some(config) = deps.config(listener) else {
+        return;
+    };
+    println!("configuration {generation} of listener {listener}:");
+    match &config.status {
+        Ok(()) => println!("  usable"),
+        Err(failure) => println!("  NOT usable: {failure}"),
+    }
+    for resource in &config.resources {
+        println!(
+            "  {} (version {}, {} bytes)",
+            resource.key,
+            resource.version,
+            resource.body.len()
+        );
+    }
+    for cluster in &config.clusters {
+        match &cluster.leaves {
+            Ok(leaves) => println!("  cluster {} -> {}", cluster.name, leaves.join(", ")),
+            Err(failure) => println!("  cluster {}: {failure}", cluster.name),
+        }
+    }
+    for failure in &config.failed {
+        println!("  failed: {failure}");
+    }
 }
 
 #[tokio::main]
@@ -50,6 +85,7 @@ async fn main() {
     );
     let (mut exit_after_acks, mut max_time) = (None::<usize>, None::<f64>);
     let mut subscriptions: Vec<(String, Vec<String>)> = Vec::new();
+    let mut listener: Option<String> = None;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = || {
@@ -64,6 +100,7 @@ async fn main() {
             "--node" => node_id = value(),
             "--exit-after-acks" => exit_after_acks = value().parse().ok(),
             "--max-time" => max_time = value().parse().ok(),
+            "--listener" => listener = Some(value()),
             s if s.starts_with("--") => usage(&format!("unknown option {s}")),
             s => {
                 let (ty, names) = s.split_once('=').unwrap_or((s, ""));
@@ -72,8 +109,11 @@ async fn main() {
             }
         }
     }
-    if subscriptions.is_empty() || (per_type && subscriptions.len() != 1) {
-        usage("give one subscription (--per-type) or at least one (ADS)");
+    if listener.is_some() && per_type {
+        usage("--listener follows references across types: it needs ADS");
+    }
+    if (subscriptions.is_empty() && listener.is_none()) || (per_type && subscriptions.len() != 1) {
+        usage("give one subscription (--per-type) or at least one (ADS), or --listener");
     }
     let variant = if delta { Variant::Delta } else { Variant::Sotw };
     let transport = if per_type {
@@ -101,11 +141,40 @@ async fn main() {
     }
 
     let clock = StdClock::new();
+    // The dependency manager: its commands go to the client, its snapshots are printed.
+    let mut deps = listener.as_ref().map(|name| {
+        let mut deps = DependencyManager::new(DepsConfig::default());
+        deps.watch_listener(clock.now(), name)
+            .unwrap_or_else(|e| usage(&format!("--listener: {e}")));
+        while let Some(command) = deps.poll_command() {
+            command
+                .apply_to(&mut client)
+                .unwrap_or_else(|e| usage(&format!("--listener: {e}")));
+        }
+        (deps, name.clone(), StdClock::new())
+    });
     let deadline = max_time.map(|s| clock.now().saturating_add(Duration::from_secs_f64(s)));
     let (commands_tx, mut commands) = mpsc::unbounded_channel();
     let mut acks = 0usize;
+    let deps_tx = commands_tx.clone();
     let mut on_event = move |_: &Client, event: ClientEvent| {
-        println!("{event:?}");
+        if let Some((deps, listener, clock)) = deps.as_mut() {
+            let now = clock.now();
+            deps.handle_timeout(now);
+            deps.handle_event(now, &event);
+            while let Some(command) = deps.poll_command() {
+                let _ = deps_tx.send(Command::Apply(Box::new(move |client| {
+                    if let Err(e) = command.apply_to(client) {
+                        eprintln!("subscription refused: {e}");
+                    }
+                })));
+            }
+            while let Some(snapshot) = deps.poll_snapshot() {
+                print_config(snapshot.generation, deps, listener);
+            }
+        } else {
+            println!("{event:?}");
+        }
         if matches!(event, ClientEvent::Acked { .. }) {
             acks += 1;
             if exit_after_acks.is_some_and(|n| acks >= n) {

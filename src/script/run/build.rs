@@ -26,7 +26,7 @@ use crate::pb::google::protobuf::{Any, Duration as PbDuration};
 use crate::pb::google::rpc::Status;
 use crate::script::ast::{ErrorPattern, Item, MessagePattern, LATEST_NONCE, NO_NODE};
 use crate::transcript::notation;
-use crate::types::RESOURCE_WRAPPER_TYPE_URL;
+use crate::types::{CLUSTER, LISTENER, RESOURCE_WRAPPER_TYPE_URL, ROUTE};
 
 /// The `error_detail` a scenario's `E=` stands for.
 fn status(error: &ErrorPattern) -> Option<Status> {
@@ -86,13 +86,31 @@ fn control_plane_of(identifier: &Option<String>) -> Option<ControlPlane> {
     }
 }
 
-/// The body an item stands for: its tag, else its version, else `fallback_tag`.
-pub(super) fn body_of(item: &Item, fallback_tag: &str) -> bytes::Bytes {
+/// The body an item of `type_url` stands for: its tag, else its version, else
+/// `fallback_tag`. With references (`[ref=..]`), or in a scenario that runs the dependency
+/// manager (`refs_bodies`) for a type whose references are read, a real message of the
+/// type that carries them ([`crate::refs`]), so the manager and the consistency check read
+/// what the scenario says.
+pub(super) fn body_of(
+    item: &Item,
+    type_url: &str,
+    fallback_tag: &str,
+    refs_bodies: bool,
+) -> bytes::Bytes {
     let tag = item
         .tag
         .as_deref()
         .or(item.version.as_deref())
         .unwrap_or(fallback_tag);
+    let reads_refs = [LISTENER.type_url, ROUTE.type_url, CLUSTER.type_url].contains(&type_url);
+    if !item.refs.is_empty() || (refs_bodies && reads_refs) {
+        let refs: Vec<(&str, &str)> = item
+            .refs
+            .iter()
+            .map(|(t, n)| (t.as_str(), n.as_str()))
+            .collect();
+        return crate::refs::build::body_with_refs(type_url, &item.name, &refs, tag);
+    }
     notation::body(&item.name, tag)
 }
 
@@ -191,7 +209,7 @@ impl Runner {
                     .clone()
                     .unwrap_or_else(|| type_url.into())
                     .into(),
-                value: body_of(item, fallback_tag),
+                value: body_of(item, type_url, fallback_tag, self.refs_bodies),
             }),
             ttl: item.ttl.map(ttl_of),
             ..Default::default()
@@ -213,7 +231,7 @@ impl Runner {
                     .clone()
                     .unwrap_or_else(|| type_url.into())
                     .into(),
-                value: body_of(item, version_info),
+                value: body_of(item, type_url, version_info, self.refs_bodies),
             }
         }
     }

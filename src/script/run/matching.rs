@@ -305,7 +305,8 @@ impl Runner {
             let what = format!("version of {}", item.name);
             self.check_version(type_url, &what, &item.version, actual)?;
             if let Some(tag) = &item.tag {
-                if seen.body.as_ref() != Some(&notation::body(&item.name, tag)) {
+                let expected = super::build::body_of(item, type_url, "", self.refs_bodies);
+                if seen.body.as_ref() != Some(&expected) {
                     return Err(format!("body of {}: expected tag {tag}", item.name));
                 }
             }
