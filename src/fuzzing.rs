@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 use prost::Message;
 
-use crate::client::{Client, ClientConfig, ClientEvent, NackPolicy, VerdictTicket};
+use crate::client::{Client, ClientConfig, ClientEvent, EventShape, NackPolicy, VerdictTicket};
 use crate::message::{Request, Response, Transport, Variant};
 use crate::name::{ResourceName, XdstpName};
 use crate::pb::discovery::{
@@ -273,10 +273,16 @@ pub fn client_session(data: &[u8]) {
     if config & 4 != 0 {
         client_config.nack_policy = NackPolicy::KeepValid;
     }
+    // A twin with batched events must send the same requests and stand for the same events.
+    let mut twin = Client::new(ClientConfig {
+        event_shape: EventShape::Batched,
+        ..client_config.clone()
+    });
     let mut client = Client::new(client_config);
     let mut now = Instant::ZERO;
     let mut connected = true;
     client.connected(now);
+    twin.connected(now);
     let mut nonces: BTreeSet<String> = BTreeSet::new();
     let mut tickets: Vec<(VerdictTicket, Vec<String>)> = Vec::new();
     let mut ops = 0;
@@ -299,26 +305,32 @@ pub fn client_session(data: &[u8]) {
                     if connected && !response.nonce().is_empty() {
                         nonces.insert(response.nonce().into());
                     }
+                    twin.handle_response(now, response.clone());
                     client.handle_response(now, response);
                 }
             }
             Op::Subscribe(t, n) => {
+                let _ = twin.subscribe(pick(&TYPES, t), &[pick(&NAMES, n)]);
                 let _ = client.subscribe(pick(&TYPES, t), &[pick(&NAMES, n)]);
             }
             Op::Unsubscribe(t, n) => {
+                let _ = twin.unsubscribe(pick(&TYPES, t), &[pick(&NAMES, n)]);
                 let _ = client.unsubscribe(pick(&TYPES, t), &[pick(&NAMES, n)]);
             }
             Op::Wait(cs) => {
                 now = now + Duration::from_millis(u64::from(cs) * 10);
                 client.handle_timeout(now);
+                twin.handle_timeout(now);
             }
             Op::Disconnect => {
                 client.disconnected(now);
+                twin.disconnected(now);
                 connected = false;
                 nonces.clear();
             }
             Op::Connect => {
                 client.connected(now);
+                twin.connected(now);
                 connected = true;
                 nonces.clear();
             }
@@ -331,14 +343,24 @@ pub fn client_session(data: &[u8]) {
                         .filter(|(i, _)| *i < 8 && mask & (1 << i) != 0)
                         .map(|(_, n)| (n.as_str(), "fuzz says no"))
                         .collect();
+                    let _ = twin.verdict(ticket, &rejected);
                     let _ = client.verdict(ticket, &rejected);
                 }
             }
-            Op::Defer(t, on) => client.set_deferred_validation(pick(&TYPES, t), on & 1 == 1),
+            Op::Defer(t, on) => {
+                client.set_deferred_validation(pick(&TYPES, t), on & 1 == 1);
+                twin.set_deferred_validation(pick(&TYPES, t), on & 1 == 1);
+            }
             Op::Set(..) => {}
         }
         for _ in 0..DRAIN {
-            let Some(request) = client.poll_request(now) else {
+            let request = client.poll_request(now);
+            assert_eq!(
+                request,
+                twin.poll_request(now),
+                "the batched twin sent otherwise"
+            );
+            let Some(request) = request else {
                 break;
             };
             assert!(connected, "a request while disconnected: {request:?}");
@@ -351,8 +373,23 @@ pub fn client_session(data: &[u8]) {
                 "nonce {nonce:?} was never received on this stream"
             );
         }
+        let mut expected = Vec::new();
         for _ in 0..DRAIN {
-            match client.poll_event() {
+            match twin.poll_event() {
+                Some(ClientEvent::Changed { type_url, changes }) => {
+                    expected.extend(twin.owned_events(&type_url, &changes));
+                }
+                Some(event) => expected.push(event),
+                None => break,
+            }
+        }
+        let mut seen = Vec::new();
+        for _ in 0..DRAIN {
+            let event = client.poll_event();
+            if let Some(event) = &event {
+                seen.push(event.clone());
+            }
+            match event {
                 Some(ClientEvent::ValidationNeeded {
                     ticket, resources, ..
                 }) => {
@@ -368,6 +405,7 @@ pub fn client_session(data: &[u8]) {
                 None => break,
             }
         }
+        assert_eq!(seen, expected, "the batched twin's events stand for others");
         if let Some(deadline) = client.poll_timeout() {
             assert!(
                 deadline >= now,

@@ -121,3 +121,33 @@ fn every_server_scenario_passes_through_the_encoded_path() {
     assert!(failures.is_empty(), "encoded path failed: {failures:?}");
     eprintln!("{ran} server scenarios passed through the encoded path");
 }
+
+/// Every scenario in which the model plays the client, again with batched events
+/// (option `client-events=batched`): the batches stand for exactly the per-resource events
+/// the scenarios expect, and the client sends the same conversation.
+#[test]
+fn every_client_scenario_passes_with_batched_events() {
+    use xds_sansio::client::EventShape;
+    use xds_sansio::script::Model;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut paths = Vec::new();
+    files(&root, &mut paths);
+    let (mut ran, mut failures) = (0, Vec::new());
+    for path in &paths {
+        let text = std::fs::read_to_string(path).unwrap();
+        let name = path.strip_prefix(&root).unwrap().display().to_string();
+        let mut scenario = xds_sansio::script::parse(&text, &name).unwrap();
+        if scenario.model == Model::Server {
+            continue;
+        }
+        scenario.options.client_event_shape = Some(EventShape::Batched);
+        ran += 1;
+        let report = xds_sansio::script::run(&scenario);
+        if !report.passed() {
+            failures.push(name);
+        }
+    }
+    assert!(ran >= 40, "only {ran} client scenarios");
+    assert!(failures.is_empty(), "batched events failed: {failures:?}");
+    eprintln!("{ran} client scenarios passed with batched events");
+}

@@ -3,6 +3,8 @@
 
 use core::time::Duration;
 
+use super::changes::EventShape;
+
 use crate::message::{Transport, Variant};
 use crate::pb::envoy::config::core::v3::Node;
 
@@ -78,6 +80,10 @@ pub struct ClientConfig {
     /// [`ResourceStatus::deletion_ignored`](super::ResourceStatus::deletion_ignored) until
     /// it arrives again. Names never held still go does-not-exist. Off by default.
     pub ignore_resource_deletion: bool,
+    /// One owned event per cache change (the default), or one batch per response whose
+    /// entries borrow from the cache ([`EventShape::Batched`]: the cheaper path for large
+    /// configurations).
+    pub event_shape: EventShape,
 }
 
 impl ClientConfig {
@@ -94,6 +100,7 @@ impl ClientConfig {
             limits: Limits::default(),
             sotw_refetch_on_ttl_expiry: false,
             ignore_resource_deletion: false,
+            event_shape: EventShape::PerResource,
         }
     }
 }

@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
 
+use super::changes::ChangeBatch;
 use super::defect::ResponseDefect;
 use crate::name::NameParseError;
 use crate::text::SharedStr;
@@ -70,6 +71,15 @@ pub enum ClientEvent {
         body: Bytes,
         /// Other names the resource goes by (incremental).
         aliases: Vec<SharedStr>,
+    },
+    /// With [`EventShape::Batched`](super::EventShape::Batched): a run of changes of one
+    /// type, in place of their `Upserted`, `Removed` and `DoesNotExist` events; read the
+    /// resources with [`Client::changes`](super::Client::changes).
+    Changed {
+        /// Type URL.
+        type_url: SharedStr,
+        /// What changed, in order.
+        changes: ChangeBatch,
     },
     /// A resource left the cache.
     Removed {

@@ -142,6 +142,17 @@
 //!   response of N bodies of which one stays held keeps its whole buffer: the memory held
 //!   is bounded by the responses the cache holds a body of. An application that keeps a
 //!   body for long where that matters copies it (`Bytes::copy_from_slice`).
+//! * **Event shapes.** By default every change to the cache is its own owned event
+//!   ([`ClientEvent::Upserted`], [`ClientEvent::Removed`], [`ClientEvent::DoesNotExist`]),
+//!   each holding its type URL, name, version and body: simple, and as costly as the decode
+//!   on a large response (four reference counts per resource, `benches/README.md`). With
+//!   [`ClientConfig::event_shape`] = [`EventShape::Batched`] a run of changes of one type is
+//!   one [`ClientEvent::Changed`] whose [`ChangeBatch`] holds a name and a [`Change`] per
+//!   entry; [`Client::changes`] lends each resource from the cache (nothing copied, nothing
+//!   counted), and [`Client::owned_events`] rebuilds the owned events where wanted. Read a
+//!   batch before the next input: it shows the cache as it is now. Both shapes send the
+//!   same requests and stand for the same changes (the `client_session` fuzz target runs
+//!   them as twins; every client scenario passes in both).
 //! * **Not interpreted.** The newest, not-implemented-hide fields are decoded but ignored:
 //!   SotW `canary`, `Resource.cache_control` and `metadata`, `DynamicParameterConstraints`.
 //!   `resource_locators` are never sent.
@@ -155,6 +166,7 @@
 //!   every SotW request carries the latest nonce of its type on the stream.
 
 mod cache;
+mod changes;
 mod commands;
 mod config;
 mod defect;
@@ -183,6 +195,7 @@ use hashbrown::HashMap;
 
 pub use crate::text::SharedStr;
 pub use cache::CachedResource;
+pub use changes::{Change, ChangeBatch, ChangeView, EventShape};
 pub use config::{ClientConfig, Limits, NackPolicy};
 pub use defect::{At, ResponseDefect};
 pub use event::{
@@ -355,6 +368,7 @@ impl Client {
             judges,
             timers,
             events,
+            batch_hint: 1,
         };
         Some((ts, cx))
     }

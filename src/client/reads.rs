@@ -3,7 +3,10 @@
 use alloc::vec::Vec;
 
 use super::cache::Record;
-use super::{CachedResource, Client, ResourceStatus, SharedStr, StatusEntry};
+use super::{
+    CachedResource, Change, ChangeBatch, ChangeView, Client, ClientEvent, ResourceStatus,
+    SharedStr, StatusEntry,
+};
 use crate::message::Variant;
 use crate::name::comparable;
 
@@ -14,6 +17,60 @@ impl Client {
     pub fn resource(&self, type_url: &str, name: &str) -> Option<&CachedResource> {
         let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
         ts.record(&comparable(name)).and_then(|r| r.cached.as_ref())
+    }
+
+    /// The changes of a [`ClientEvent::Changed`](super::ClientEvent::Changed) of `type_url`,
+    /// each with the resource as the cache holds it now: read before the next input, an
+    /// upsert shows the resource it put there. Nothing is copied.
+    pub fn changes<'a>(
+        &'a self,
+        type_url: &str,
+        batch: &'a ChangeBatch,
+    ) -> impl ExactSizeIterator<Item = ChangeView<'a>> + 'a {
+        let ts = self.index.get(type_url).and_then(|&i| self.types.get(i));
+        batch.iter().map(move |(name, change)| ChangeView {
+            name,
+            change,
+            resource: ts.and_then(|ts| ts.records.get(name.as_str())?.cached.as_ref()),
+        })
+    }
+
+    /// The owned per-resource events a batch stands for ([`ClientEvent::Upserted`],
+    /// [`ClientEvent::Removed`], [`ClientEvent::DoesNotExist`], as
+    /// [`EventShape::PerResource`](super::EventShape::PerResource) would have emitted
+    /// them), made from the cache: call before the next input. An upsert whose resource
+    /// is no longer held (changed again since) has no event.
+    ///
+    /// [`ClientEvent::Upserted`]: super::ClientEvent::Upserted
+    /// [`ClientEvent::Removed`]: super::ClientEvent::Removed
+    /// [`ClientEvent::DoesNotExist`]: super::ClientEvent::DoesNotExist
+    pub fn owned_events<'a>(
+        &'a self,
+        type_url: &'a SharedStr,
+        batch: &'a ChangeBatch,
+    ) -> impl Iterator<Item = ClientEvent> + 'a {
+        self.changes(type_url, batch).filter_map(move |view| {
+            let type_url = type_url.clone();
+            let name = view.name.clone();
+            Some(match view.change {
+                Change::Upserted => {
+                    let held = view.resource?;
+                    ClientEvent::Upserted {
+                        type_url,
+                        name,
+                        version: held.version.clone(),
+                        body: held.body.clone(),
+                        aliases: held.aliases.clone(),
+                    }
+                }
+                Change::Removed(reason) => ClientEvent::Removed {
+                    type_url,
+                    name,
+                    reason,
+                },
+                Change::DoesNotExist => ClientEvent::DoesNotExist { type_url, name },
+            })
+        })
     }
 
     /// The names subscribed for `type_url`, sorted (`*` for the wildcard, legacy or

@@ -11,6 +11,7 @@ use core::time::Duration;
 use hashbrown::{HashMap, HashSet};
 
 use super::cache::{CachedResource, Record};
+use super::changes::{self, Change, EventShape};
 use super::config::{ClientConfig, NackPolicy};
 use super::defect::ResponseDefect;
 use super::event::{ClientEvent, RemovalReason, VerdictTicket};
@@ -54,6 +55,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) judges: &'a mut Judges,
     pub(crate) timers: &'a mut Timers,
     pub(crate) events: &'a mut VecDeque<ClientEvent>,
+    /// How many changes the input at hand may make (room for a batch).
+    pub(crate) batch_hint: usize,
 }
 
 impl Ctx<'_> {
@@ -63,6 +66,26 @@ impl Ctx<'_> {
 
     fn policy(&self) -> NackPolicy {
         self.config.nack_policy
+    }
+
+    /// Queues one cache change in the configured [`EventShape`].
+    fn change(
+        &mut self,
+        type_url: &SharedStr,
+        name: SharedStr,
+        change: Change,
+        owned: impl FnOnce(SharedStr, SharedStr) -> ClientEvent,
+    ) {
+        let shape = self.config.event_shape;
+        changes::emit(
+            self.events,
+            shape,
+            self.batch_hint,
+            type_url,
+            name,
+            change,
+            owned,
+        );
     }
 }
 
@@ -266,7 +289,12 @@ impl TypeState {
             if self.records.is_empty() {
                 self.records.reserve(resources.len());
             }
-            cx.events.reserve(resources.len().saturating_add(2));
+            match cx.config.event_shape {
+                EventShape::PerResource => cx.events.reserve(resources.len().saturating_add(2)),
+                EventShape::Batched => {
+                    cx.batch_hint = resources.len().saturating_add(removed.len())
+                }
+            }
             let rejected: HashSet<&SharedStr> = rejections.iter().map(|(n, _)| n).collect();
             for mut inc in resources {
                 if rejected.contains(&inc.name) {
@@ -376,14 +404,14 @@ impl TypeState {
     fn upsert(
         &mut self,
         inc: Incoming,
-        body: Bytes,
+        mut body: Bytes,
         response_version: &SharedStr,
         cx: &mut Ctx<'_>,
     ) {
         let Incoming {
             name,
             version,
-            aliases,
+            mut aliases,
             ttl,
             ..
         } = inc;
@@ -430,10 +458,20 @@ impl TypeState {
                 for a in &aliases {
                     self.aliases.insert(a.clone(), name.clone());
                 }
+                // The cache owns the buffers; an owned event takes its own handles.
+                let owned_event = cx.config.event_shape == EventShape::PerResource;
                 rec.cached = Some(CachedResource {
                     version: v.clone(),
-                    body: body.clone(),
-                    aliases: aliases.clone(),
+                    body: if owned_event {
+                        body.clone()
+                    } else {
+                        core::mem::take(&mut body)
+                    },
+                    aliases: if owned_event {
+                        aliases.clone()
+                    } else {
+                        core::mem::take(&mut aliases)
+                    },
                     ttl,
                 });
                 true
@@ -459,12 +497,14 @@ impl TypeState {
             }
         }
         if changed {
-            cx.events.push_back(ClientEvent::Upserted {
-                type_url: self.url.clone(),
-                name,
-                version: version.unwrap_or_else(|| response_version.clone()),
-                body,
-                aliases,
+            cx.change(&self.url, name, Change::Upserted, |type_url, name| {
+                ClientEvent::Upserted {
+                    type_url,
+                    name,
+                    version: version.unwrap_or_else(|| response_version.clone()),
+                    body,
+                    aliases,
+                }
             });
         }
     }
@@ -571,11 +611,16 @@ impl TypeState {
                 }
             }
         }
-        cx.events.push_back(ClientEvent::Removed {
-            type_url: self.url.clone(),
-            name: name.clone(),
-            reason,
-        });
+        cx.change(
+            &self.url,
+            name.clone(),
+            Change::Removed(reason),
+            |type_url, name| ClientEvent::Removed {
+                type_url,
+                name,
+                reason,
+            },
+        );
         true
     }
 
@@ -628,10 +673,12 @@ impl TypeState {
         }
         if rec.state != ResourceState::DoesNotExist {
             rec.state = ResourceState::DoesNotExist;
-            cx.events.push_back(ClientEvent::DoesNotExist {
-                type_url: self.url.clone(),
-                name: name.clone(),
-            });
+            cx.change(
+                &self.url,
+                name.clone(),
+                Change::DoesNotExist,
+                |type_url, name| ClientEvent::DoesNotExist { type_url, name },
+            );
         }
         self.awaiting.remove(name.as_str());
     }

@@ -5,7 +5,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use crate::client::NackPolicy;
+use crate::client::{EventShape, NackPolicy};
 use crate::message::Variant;
 use crate::server::NotFoundReporting;
 
@@ -40,6 +40,9 @@ pub struct Options {
     pub sotw_refetch_on_ttl_expiry: Option<bool>,
     /// `ignore-resource-deletion=true|false`: [`ClientConfig::ignore_resource_deletion`](crate::client::ClientConfig::ignore_resource_deletion).
     pub ignore_resource_deletion: Option<bool>,
+    /// `client-events=per-resource|batched`: [`ClientConfig::event_shape`](crate::client::ClientConfig::event_shape)
+    /// (batches are checked as the per-resource events they stand for).
+    pub client_event_shape: Option<EventShape>,
     /// `sticky-legacy-wildcard=true|false`: [`ServerConfig::sticky_legacy_wildcard`](crate::server::ServerConfig::sticky_legacy_wildcard).
     pub sticky_legacy_wildcard: Option<bool>,
     /// `sotw-not-found-errors=true|false`: [`ServerConfig::sotw_not_found_errors`](crate::server::ServerConfig::sotw_not_found_errors).

@@ -8,7 +8,7 @@ use core::fmt;
 use core::time::Duration;
 
 use super::ast::*;
-use crate::client::NackPolicy;
+use crate::client::{EventShape, NackPolicy};
 use crate::message::Variant;
 use crate::server::NotFoundReporting;
 use crate::types::{ApiVersion, ResourceType};
@@ -895,6 +895,13 @@ fn option(options: &mut Options, key: &str, value: &str) -> Result<(), String> {
         }
         "sotw-not-found-errors" => {
             options.sotw_not_found_errors = Some(flag(value).ok_or_else(bad)?)
+        }
+        "client-events" => {
+            options.client_event_shape = Some(match value {
+                "per-resource" => EventShape::PerResource,
+                "batched" => EventShape::Batched,
+                _ => return Err(bad()),
+            })
         }
         "server-encoded" => options.server_encoded = flag(value).ok_or_else(bad)?,
         "deps-grace" => options.deps_grace = Some(parse_duration(value).ok_or_else(bad)?),

@@ -285,7 +285,16 @@ impl<C: ClientSlot> Sim<C> {
                 self.to_server.push_back((now, request));
             }
             while let Some(event) = client.poll_event() {
-                self.client_events.push((now, event));
+                match event {
+                    // Batched events are logged as the per-resource events they stand for,
+                    // so every harness reads one shape.
+                    ClientEvent::Changed { type_url, changes } => self.client_events.extend(
+                        client
+                            .owned_events(&type_url, &changes)
+                            .map(|event| (now, event)),
+                    ),
+                    event => self.client_events.push((now, event)),
+                }
             }
         }
         if let Some(server) = self.server.as_mut() {

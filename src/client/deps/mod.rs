@@ -76,10 +76,12 @@ pub use config::{
 };
 use graph::{keys_of, Graph, Held, State};
 
-use super::{Client, ClientError, ClientEvent, RemovalReason};
+use super::{Change, ChangeBatch, Client, ClientError, ClientEvent, RemovalReason};
 use crate::name::{XdstpName, XDSTP_SCHEME};
+use crate::text::SharedStr;
 use crate::time::Instant;
 use crate::types::{ads_order, CLUSTER, ENDPOINT, LISTENER, ROUTE, SCOPED_ROUTE, SECRET};
+use bytes::Bytes;
 
 /// How a [`DependencyManager`] behaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -280,6 +282,76 @@ impl DependencyManager {
         self.wildcard && (type_url == LISTENER.type_url || type_url == CLUSTER.type_url)
     }
 
+    /// Takes the changes of a [`ClientEvent::Changed`] (the client's
+    /// [`EventShape::Batched`](super::EventShape::Batched)), reading each body from
+    /// `client`'s cache; call it where the event is drained, before the next input.
+    pub fn handle_changes(
+        &mut self,
+        now: Instant,
+        client: &Client,
+        type_url: &str,
+        batch: &ChangeBatch,
+    ) {
+        self.last_now = self.last_now.max(now);
+        for view in client.changes(type_url, batch) {
+            match (view.change, view.resource) {
+                (Change::Upserted, Some(held)) => {
+                    self.upserted(type_url, view.name, &held.version, &held.body)
+                }
+                // Changed again since: a later batch says how.
+                (Change::Upserted, None) => {}
+                (Change::Removed(reason), _) => self.removed(type_url, view.name, reason),
+                (Change::DoesNotExist, _) => self.does_not_exist(type_url, view.name),
+            }
+        }
+        self.settle();
+    }
+
+    fn upserted(&mut self, type_url: &str, name: &str, version: &SharedStr, body: &Bytes) {
+        let Some(key) = self.tracked(type_url, name) else {
+            return;
+        };
+        let held = match crate::refs::references(key.type_url, body) {
+            Ok(refs) => Held {
+                version: version.clone(),
+                body: body.clone(),
+                refs: keys_of(&refs),
+                aggregate: refs.aggregate,
+                malformed: None,
+            },
+            Err(error) => Held {
+                version: version.clone(),
+                body: body.clone(),
+                refs: Vec::new(),
+                aggregate: None,
+                malformed: Some(Failure::Malformed(error)),
+            },
+        };
+        self.graph.set_state(&key, State::Present(held));
+        if self.covered(key.type_url) {
+            self.graph.set_root(&key, true);
+        }
+    }
+
+    fn removed(&mut self, type_url: &str, name: &str, reason: RemovalReason) {
+        let Some(key) = self.tracked(type_url, name) else {
+            return;
+        };
+        match reason {
+            RemovalReason::Unsubscribed => self.graph.forget(&key),
+            RemovalReason::ServerRemoved | RemovalReason::AbsentFromResponse => {
+                self.gone(&key, Failure::DoesNotExist(key.clone()))
+            }
+            RemovalReason::Expired => self.gone(&key, Failure::Expired(key.clone())),
+        }
+    }
+
+    fn does_not_exist(&mut self, type_url: &str, name: &str) {
+        if let Some(key) = self.tracked(type_url, name) {
+            self.gone(&key, Failure::DoesNotExist(key.clone()));
+        }
+    }
+
     /// Takes one event of the client (every event, in the order the client emitted them;
     /// those about other types or names are ignored).
     pub fn handle_event(&mut self, now: Instant, event: &ClientEvent) {
@@ -291,52 +363,15 @@ impl DependencyManager {
                 version,
                 body,
                 ..
-            } => {
-                let Some(key) = self.tracked(type_url, name) else {
-                    return;
-                };
-                let held = match crate::refs::references(key.type_url, body) {
-                    Ok(refs) => Held {
-                        version: version.clone(),
-                        body: body.clone(),
-                        refs: keys_of(&refs),
-                        aggregate: refs.aggregate,
-                        malformed: None,
-                    },
-                    Err(error) => Held {
-                        version: version.clone(),
-                        body: body.clone(),
-                        refs: Vec::new(),
-                        aggregate: None,
-                        malformed: Some(Failure::Malformed(error)),
-                    },
-                };
-                self.graph.set_state(&key, State::Present(held));
-                if self.covered(key.type_url) {
-                    self.graph.set_root(&key, true);
-                }
-            }
+            } => self.upserted(type_url, name, version, body),
             ClientEvent::Removed {
                 type_url,
                 name,
                 reason,
-            } => {
-                let Some(key) = self.tracked(type_url, name) else {
-                    return;
-                };
-                match reason {
-                    RemovalReason::Unsubscribed => self.graph.forget(&key),
-                    RemovalReason::ServerRemoved | RemovalReason::AbsentFromResponse => {
-                        self.gone(&key, Failure::DoesNotExist(key.clone()))
-                    }
-                    RemovalReason::Expired => self.gone(&key, Failure::Expired(key.clone())),
-                }
-            }
-            ClientEvent::DoesNotExist { type_url, name } => {
-                if let Some(key) = self.tracked(type_url, name) {
-                    self.gone(&key, Failure::DoesNotExist(key.clone()));
-                }
-            }
+            } => self.removed(type_url, name, *reason),
+            ClientEvent::DoesNotExist { type_url, name } => self.does_not_exist(type_url, name),
+            // A batch carries no bodies: `handle_changes` reads them from the client.
+            ClientEvent::Changed { .. } => {}
             ClientEvent::ResourceError {
                 type_url,
                 name,

@@ -259,3 +259,67 @@ fn envoy_shape_wildcards_and_absent_names() {
         [ResourceKey::new(C, "a"), ResourceKey::new(L, "l")]
     );
 }
+
+#[test]
+fn batched_client_changes_resolve_the_same_cascade() {
+    use crate::client::{ClientConfig, EventShape};
+    use crate::message::{Response, Transport, Variant};
+    use crate::pb::discovery::DiscoveryResponse;
+    use crate::pb::google::protobuf::Any;
+    let mut config = ClientConfig::new(Variant::Sotw, Transport::Aggregated, Default::default());
+    config.event_shape = EventShape::Batched;
+    let mut client = Client::new(config);
+    client.connected(now(0));
+    let mut deps = DependencyManager::new(DepsConfig::default());
+    deps.watch_listener(now(0), "l").unwrap();
+    let answer = |type_url: &str, resources: &[(&str, &[(&str, &str)])]| {
+        Response::Sotw(DiscoveryResponse {
+            version_info: "1".into(),
+            resources: resources
+                .iter()
+                .map(|(name, refs)| Any {
+                    type_url: type_url.into(),
+                    value: body_with_refs(type_url, name, refs, ""),
+                })
+                .collect(),
+            type_url: type_url.into(),
+            nonce: "n".into(),
+            ..DiscoveryResponse::default()
+        })
+    };
+    let mut batches = 0;
+    let mut pump = |client: &mut Client, deps: &mut DependencyManager| {
+        while let Some(command) = deps.poll_command() {
+            command.apply_to(client).unwrap();
+        }
+        while client.poll_request(now(1)).is_some() {}
+        while let Some(event) = client.poll_event() {
+            match &event {
+                ClientEvent::Changed { type_url, changes } => {
+                    batches += 1;
+                    deps.handle_changes(now(1), client, type_url, changes)
+                }
+                event => deps.handle_event(now(1), event),
+            }
+        }
+        while let Some(command) = deps.poll_command() {
+            command.apply_to(client).unwrap();
+        }
+    };
+    pump(&mut client, &mut deps);
+    client.handle_response(now(1), answer(L, &[("l", &[(R, "r")])]));
+    pump(&mut client, &mut deps);
+    client.handle_response(now(1), answer(R, &[("r", &[(C, "a"), (C, "b")])]));
+    pump(&mut client, &mut deps);
+    client.handle_response(now(1), answer(C, &[("a", &[(E, "a")]), ("b", &[(E, "b")])]));
+    pump(&mut client, &mut deps);
+    assert_eq!(deps.poll_snapshot(), None, "endpoints still missing");
+    client.handle_response(now(1), answer(E, &[("a", &[]), ("b", &[])]));
+    pump(&mut client, &mut deps);
+    assert_eq!(batches, 4, "one batch per response");
+    let snapshot = deps.poll_snapshot().expect("complete");
+    assert_eq!(snapshot.changed.len(), 6);
+    let config = deps.config("l").unwrap();
+    assert_eq!(config.status, Ok(()));
+    assert_eq!(config.resources.len(), 6);
+}

@@ -122,6 +122,8 @@ fn client_facts(event: &ClientEvent) -> Facts<'_> {
         ClientEvent::DoesNotExist { type_url, name } => {
             Facts::new("does-not-exist", Some(type_url.as_str())).named(name.as_str())
         }
+        // The runner's simulation hands batches out as the events above.
+        ClientEvent::Changed { type_url, .. } => Facts::new("changed", Some(type_url.as_str())),
         ClientEvent::DeletionIgnored { type_url, name } => {
             Facts::new("deletion-ignored", Some(type_url.as_str())).named(name.as_str())
         }

@@ -157,6 +157,9 @@ impl Runner {
         if let Some(on) = options.node_on_every_request {
             client_config.node_on_every_request = on;
         }
+        if let Some(shape) = options.client_event_shape {
+            client_config.event_shape = shape;
+        }
         let stream_type = match &transport {
             Transport::PerType(url) => Some(url.clone()),
             Transport::Aggregated => None,

@@ -822,8 +822,10 @@ impl Pool {
             ClientEvent::Nacked { type_url, .. } | ClientEvent::Ready { type_url } => {
                 (type_url.clone(), SharedStr::default())
             }
+            // The driver's clients keep the per-resource event shape: no batches.
             ClientEvent::Acked { .. }
             | ClientEvent::ValidationNeeded { .. }
+            | ClientEvent::Changed { .. }
             | ClientEvent::Ignored { .. } => return,
         };
         let authority = if name.is_empty() || name.as_str() == WILDCARD {
