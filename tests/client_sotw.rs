@@ -492,6 +492,51 @@ fn cached_bodies_are_slices_of_the_input_buffer() {
     }
 }
 
+/// A record whose body changes is re-keyed with the new body's name slice: no name keeps
+/// the first response's buffer alive once none of its bodies is held.
+#[test]
+fn names_follow_their_bodies_into_the_new_buffer() {
+    let mut c = sotw_ads();
+    c.subscribe(CDS, &[]).unwrap();
+    c.connected(t(0));
+    one(&mut c, t(0));
+    let wire = |version: &str, payload: &str| {
+        let resp = DiscoveryResponse {
+            version_info: version.into(),
+            resources: vec![any(CDS, "a", payload), any(CDS, "b", "same")],
+            type_url: CDS.into(),
+            nonce: version.into(),
+            ..DiscoveryResponse::default()
+        };
+        Bytes::from(resp.encode_to_vec())
+    };
+    let (first, second) = (wire("1", "one"), wire("2", "two"));
+    for w in [&first, &second] {
+        c.handle_response(
+            t(1),
+            Response::Sotw(DiscoveryResponse::decode(w.clone()).unwrap()),
+        );
+        events(&mut c);
+    }
+    let names = c.resource_names(CDS);
+    let key = |n: &str| {
+        names
+            .iter()
+            .find(|k| k.as_str() == n)
+            .unwrap()
+            .as_bytes()
+            .as_ptr()
+    };
+    assert!(
+        second.as_ptr_range().contains(&key("a")),
+        "a changed: keyed by the new buffer"
+    );
+    assert!(
+        first.as_ptr_range().contains(&key("b")),
+        "b unchanged: its body is still the first one"
+    );
+}
+
 // ---------------------------------------------------------------- wrappers and TTL
 
 #[test]

@@ -8,6 +8,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
+use hashbrown::hash_map::EntryRef;
 use hashbrown::{HashMap, HashSet};
 
 use super::cache::{CachedResource, Record};
@@ -426,10 +427,11 @@ impl TypeState {
                 self.awaiting.remove(alias.as_str());
             }
         }
-        let rec = self
-            .records
-            .entry_ref(&name)
-            .or_insert_with(Record::requested);
+        let mut entry = match self.records.entry_ref(&name) {
+            EntryRef::Occupied(entry) => entry,
+            EntryRef::Vacant(entry) => entry.insert_entry(Record::requested()),
+        };
+        let rec = entry.get_mut();
         rec.seen = self.generation;
         self.marked += 1;
         if let Some(at) = rec.dne_at.take() {
@@ -490,11 +492,10 @@ impl TypeState {
         if changed && replaced && cx.variant() == Variant::Sotw {
             // A SotW key is a zero-copy slice of the body it was read with: keyed by the
             // old one, the record would keep the old response's whole buffer alive for a
-            // name. Re-keyed with the new body's slice, it holds only what the body holds.
-            // (Incremental names have buffers of their own.)
-            if let Some((_, rec)) = self.records.remove_entry(name.as_str()) {
-                self.records.insert(name.clone(), rec);
-            }
+            // name. Re-keyed in place with the new body's slice (an equal key, so no
+            // rehash), it holds only what the body holds. (Incremental names have buffers
+            // of their own.)
+            entry.replace_key(name.clone());
         }
         if changed {
             cx.change(&self.url, name, Change::Upserted, |type_url, name| {
