@@ -5,7 +5,10 @@
 //! configuration, the old clusters unsubscribed after the grace); a missing cluster and a
 //! deleted listener as errors of that listener; a name wanted by a watch and the manager;
 //! the primary killed, a fallback used and the primary back, with the configuration kept
-//! throughout; Envoy's shape. Each test is bounded and stops by itself.
+//! throughout; a listener waiting for a resource not holding back another; a rejected
+//! cluster (failed in the configuration, shared by a second listener) and a rejected
+//! update (an error, the configuration kept); Envoy's shape. Each test is bounded and
+//! stops by itself.
 
 mod support;
 
@@ -21,13 +24,14 @@ use envoy_types::pb::envoy::extensions::filters::network::http_connection_manage
 use envoy_types::util::pack_any;
 use prost::Message;
 use support::*;
+use xds_sansio::client::deps::DepState;
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::server::ResourceStore;
 use xds_sansio::types::{CLUSTER, ENDPOINT, LISTENER, ROUTE};
 use xds_sansio::Variant;
 use xds_sansio_tonic::client::{
-    BackoffConfig, Bootstrap, ConfigEvent, ConfigWatch, DepsConfig, Failure, ListenerConfig,
-    ManagementServer, ResourceKey, WatchError, XdsClient,
+    BackoffConfig, Bootstrap, Builder, ConfigEvent, ConfigWatch, DepsConfig, Failure,
+    ListenerConfig, ManagementServer, ResourceKey, WatchError, XdsClient,
 };
 
 const LDS: &str = LISTENER.type_url;
@@ -36,6 +40,29 @@ const CDS: &str = CLUSTER.type_url;
 const EDS: &str = ENDPOINT.type_url;
 
 // ---------------------------------------------------------------- bodies
+
+/// A cluster whose load balancing policy is ring hash: the tests' validator rejects it.
+fn ring_hash_cluster_body(name: &str) -> Bytes {
+    Bytes::from(
+        cluster::Cluster {
+            name: name.into(),
+            lb_policy: cluster::cluster::LbPolicy::RingHash as i32,
+            ..cluster::Cluster::decode(cluster_body(name)).unwrap()
+        }
+        .encode_to_vec(),
+    )
+}
+
+/// Rejects clusters that ask for ring hash.
+fn no_ring_hash(_name: &str, _version: &str, body: &Bytes) -> Result<(), String> {
+    match cluster::Cluster::decode(body.clone()) {
+        Ok(c) if c.lb_policy == cluster::cluster::LbPolicy::RingHash as i32 => {
+            Err("ring hash is not supported".into())
+        }
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
 
 fn ads() -> Option<core::ConfigSource> {
     Some(core::ConfigSource {
@@ -171,6 +198,11 @@ fn node() -> Node {
 }
 
 fn client(uris: &[String], variant: Variant, grace: Duration) -> XdsClient {
+    builder(uris, variant, grace).build().unwrap()
+}
+
+/// Short backoff, does-not-exist after 800 ms, the manager's grace `grace`.
+fn builder(uris: &[String], variant: Variant, grace: Duration) -> Builder {
     let mut bootstrap = Bootstrap::single(uris[0].clone(), node());
     bootstrap.servers = uris
         .iter()
@@ -188,8 +220,6 @@ fn client(uris: &[String], variant: Variant, grace: Duration) -> XdsClient {
         .dependency_config(DepsConfig {
             unsubscribe_grace: grace,
         })
-        .build()
-        .unwrap()
 }
 
 /// Waits (bounded) for an event matching `want`; the events before it are returned too.
@@ -285,6 +315,149 @@ async fn until_unsubscribed(client: &XdsClient, what: &str, names: &[(&str, &str
 }
 
 // ---------------------------------------------------------------- tests
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_waiting_for_a_resource_does_not_hold_back_another() {
+    let server = Killable::start(|s| {
+        cascade(s, "l1", "r1", &["a"]);
+        // l2's route names a cluster the server does not have.
+        cascade(s, "l2", "r2", &["b"]);
+        s.set(RDS, "r2", route_body("r2", &["b", "missing"]))
+            .unwrap();
+    })
+    .await;
+    // Long enough that l2 waits through the whole test.
+    let client = builder(&[server.uri()], Variant::Sotw, Duration::from_millis(300))
+        .client_config(|c| c.does_not_exist_timeout = Some(Duration::from_secs(60)))
+        .build()
+        .unwrap();
+    let mut w1 = client.watch_listener("l1").unwrap();
+    let (c1, _) = next_config(&mut w1, "l1").await;
+    assert_eq!(clusters(&c1), [ok("a")]);
+    let mut w2 = client.watch_listener("l2").unwrap();
+    // l2 is waiting for its missing cluster...
+    let deadline = Instant::now() + STEP;
+    loop {
+        let deps = client.dependencies().await;
+        let missing = deps
+            .iter()
+            .find(|d| d.key == ResourceKey::new(CDS, "missing"));
+        if missing.is_some_and(|d| d.state == DepState::Waiting && d.live) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{deps:#?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // ... and l1's change is delivered all the same.
+    server.update(|s| s.set(EDS, "a", endpoints_body("a", 8600)).unwrap());
+    let (c1, _) = next_config(&mut w1, "l1 while l2 waits").await;
+    let eds_a = c1
+        .resources
+        .iter()
+        .find(|r| r.key == ResourceKey::new(EDS, "a"))
+        .unwrap();
+    assert_eq!(eds_a.body, endpoints_body("a", 8600));
+    let nothing = quiet_for(&mut w2, Duration::from_millis(200)).await;
+    assert!(configs(&nothing).is_empty(), "{nothing:#?}");
+    // The cluster appears: l2 is complete.
+    server.update(|s| {
+        s.set(CDS, "missing", cluster_body("missing")).unwrap();
+        s.set(EDS, "missing", endpoints_body("missing", 8700))
+            .unwrap();
+    });
+    let (c2, _) = next_config(&mut w2, "l2").await;
+    assert_eq!(clusters(&c2), [ok("b"), ok("missing")]);
+    client.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_watched_again_within_the_grace_is_delivered_from_what_is_held() {
+    let mut server = Killable::start(|s| cascade(s, "l1", "r1", &["a"])).await;
+    let client = client(&[server.uri()], Variant::Delta, Duration::from_secs(30));
+    let mut watch = client.watch_listener("l1").unwrap();
+    let (first, _) = next_config(&mut watch, "first").await;
+    drop(watch);
+    // Still subscribed (the grace), so the server is not asked again: the configuration
+    // comes from what the client holds.
+    server.kill().await;
+    let mut again = client.watch_listener("l1").unwrap();
+    let (second, _) = next_config(&mut again, "watched again").await;
+    assert_eq!(second, first);
+    client.shutdown();
+}
+
+async fn rejected_cluster(variant: Variant) {
+    let label = format!("{variant:?}");
+    let server = Killable::start(|s| {
+        cascade(s, "l1", "r1", &["a"]);
+        cascade(s, "l2", "r2", &["b"]);
+        // A cluster whose only version is rejected, named by both routes.
+        s.set(CDS, "bad", ring_hash_cluster_body("bad")).unwrap();
+        s.set(RDS, "r1", route_body("r1", &["a", "bad"])).unwrap();
+        s.set(RDS, "r2", route_body("r2", &["b", "bad"])).unwrap();
+    })
+    .await;
+    let client = builder(&[server.uri()], variant, Duration::from_millis(300))
+        .validator(CDS, no_ring_hash)
+        .build()
+        .unwrap();
+    let mut w1 = client.watch_listener("l1").unwrap();
+    let (c1, _) = next_config(&mut w1, &label).await;
+    assert_eq!(c1.status, Ok(()), "{label}");
+    let [a, bad] = c1.clusters.as_slice() else {
+        panic!("{label}: {:?}", c1.clusters)
+    };
+    assert_eq!((a.name.as_str(), &a.leaves), ("a", &Ok(vec!["a".into()])));
+    assert!(
+        matches!(&bad.leaves, Err(Failure::Rejected { key, .. }) if *key == ResourceKey::new(CDS, "bad")),
+        "{label}: {bad:?}"
+    );
+
+    // A second listener naming the rejected cluster: its own manager subscribes it, but
+    // the client will not hear of it again (delta: nothing about it changes; SotW resends
+    // it with the next CDS response), so the driver tells the new manager what the
+    // client's status says.
+    let mut w2 = client.watch_listener("l2").unwrap();
+    let (c2, _) = next_config(&mut w2, &label).await;
+    assert!(
+        c2.clusters
+            .iter()
+            .any(|c| c.name == "bad" && matches!(c.leaves, Err(Failure::Rejected { .. }))),
+        "{label}: {:?}",
+        c2.clusters
+    );
+
+    // An update of a held cluster rejected: an error, and the configuration stays.
+    server.update(|s| s.set(CDS, "a", ring_hash_cluster_body("a")).unwrap());
+    let (event, before) = until(&mut w1, &label, |e| matches!(e, ConfigEvent::Error { .. })).await;
+    assert!(configs(&before).is_empty(), "{label}: {before:#?}");
+    match event {
+        ConfigEvent::Error {
+            resource: Some(key),
+            error: WatchError::Rejected { error, .. },
+        } => {
+            assert_eq!(key, ResourceKey::new(CDS, "a"), "{label}");
+            assert!(error.contains("ring hash"), "{label}: {error}");
+        }
+        other => panic!("{label}: {other:?}"),
+    }
+    let after = quiet_for(&mut w1, Duration::from_millis(300)).await;
+    assert!(configs(&after).is_empty(), "{label}: {after:#?}");
+    // l2 does not hold cluster a: not its error.
+    let l2_events = quiet_for(&mut w2, Duration::from_millis(100)).await;
+    assert!(l2_events.is_empty(), "{label}: {l2_events:#?}");
+    client.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejected_cluster_sotw() {
+    rejected_cluster(Variant::Sotw).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejected_cluster_delta() {
+    rejected_cluster(Variant::Delta).await;
+}
 
 async fn cascade_and_route_switch(variant: Variant) {
     let label = format!("{variant:?}");

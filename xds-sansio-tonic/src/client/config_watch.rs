@@ -3,26 +3,7 @@
 //! listener, its route configuration, its clusters and their endpoints), from the core's
 //! dependency manager ([`xds_sansio::client::deps`]) that the driver runs.
 //!
-//! # Decisions
-//!
-//! - **Only complete configurations** (A74: "will not deliver a config until all resources
-//!   are obtained"): every resource the listener reaches is held or known not to be usable;
-//!   the client's does-not-exist timer bounds the wait. A configuration is delivered again
-//!   only when it differs from the one delivered before.
-//! - **Failures are part of the configuration** (A74, A88): a listener that cannot serve
-//!   (it, its route configuration or a scope does not exist, expired, or was rejected with
-//!   nothing held) has [`ListenerConfig::status`] `Err`; a cluster that cannot be used
-//!   (missing, or its endpoints or secrets are) has its [`ClusterConfig::leaves`] `Err`
-//!   and the others still serve.
-//! - **Errors that change nothing are apart** ([`ConfigEvent::Error`], A88's ambient
-//!   errors): a rejected update or a server error of a resource held keeps it in use, and
-//!   an unreachable management server keeps the whole configuration.
-//! - **The newest state wins**, as for [`Watch`](super::Watch): an unread configuration of
-//!   a listener is replaced by a newer one, an unread error of a resource by a newer one.
-//! - **Dropping a [`ConfigWatch`] unwatches**; what only it reached is unsubscribed after
-//!   the manager's grace ([`DepsConfig::unsubscribe_grace`](xds_sansio::client::deps::DepsConfig)).
-//!
-//! [`ClusterConfig::leaves`]: xds_sansio::client::deps::ClusterConfig::leaves
+//! The contract is on [`ConfigWatch`].
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -73,7 +54,32 @@ impl Coalesce for ConfigEvent {
 /// A stream of [`ConfigEvent`]s for one listener (or, from
 /// [`XdsClient::watch_all_config`](super::XdsClient::watch_all_config), every listener);
 /// from [`XdsClient::watch_listener`](super::XdsClient::watch_listener). Dropping it
-/// unwatches. See the [client docs](super), "Following references".
+/// unwatches. How the driver runs the dependency managers: the [client docs](super),
+/// "Following references".
+///
+/// # Decisions
+///
+/// - **Only complete configurations** (A74: "will not deliver a config until all resources
+///   are obtained"): every resource the listener reaches is held or known not to be usable;
+///   the client's does-not-exist timer bounds the wait. A configuration is delivered again
+///   only when it differs from the one delivered before.
+/// - **One listener's wait is its own**: each listener watched by name has its own
+///   dependency manager (as gRPC has one per channel), so a listener waiting for a
+///   resource never holds back another listener's configuration.
+/// - **Failures are part of the configuration** (A74, A88): a listener that cannot serve
+///   (it, its route configuration or a scope does not exist, expired, or was rejected with
+///   nothing held) has [`ListenerConfig::status`] `Err`; a cluster that cannot be used
+///   (missing, or its endpoints or secrets are) has its
+///   [`ClusterConfig::leaves`](xds_sansio::client::deps::ClusterConfig::leaves) `Err` and
+///   the others still serve.
+/// - **Errors that change nothing are apart** ([`ConfigEvent::Error`], A88's ambient
+///   errors): a rejected update or a server error of a resource held keeps it in use, and
+///   an unreachable management server keeps the whole configuration.
+/// - **The newest state wins**, as for [`Watch`](super::Watch): an unread configuration of
+///   a listener is replaced by a newer one, an unread error of a resource by a newer one.
+/// - **Dropping a [`ConfigWatch`] unwatches**; what only it reached is unsubscribed after
+///   the manager's grace
+///   ([`DepsConfig::unsubscribe_grace`](xds_sansio::client::deps::DepsConfig::unsubscribe_grace)).
 pub struct ConfigWatch {
     pub(crate) id: u64,
     pub(crate) sink: Arc<Sink<ConfigEvent>>,

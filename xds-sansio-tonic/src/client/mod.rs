@@ -58,11 +58,13 @@
 //! A [`Watch`] is on one resource. A [`ConfigWatch`] is on a listener and everything it
 //! reaches: the driver runs the core's dependency manager (gRPC A74: watch a listener,
 //! follow its route configuration, clusters and endpoints, and get complete
-//! configurations), feeds it what the watchers see (so the fallback rules hold for it
-//! too), gives its subscriptions to the clients beside the watches' (a name wanted by
-//! both stays until neither wants it), runs its unsubscription grace
+//! configurations), one per listener watched (as gRPC runs one per channel, so one
+//! listener's wait never holds back another's configuration) and one for
+//! [`XdsClient::watch_all_config`]. It feeds them what the watchers see (so the fallback
+//! rules hold for them too), gives their subscriptions to the clients beside the watches'
+//! (a name wanted by several stays until none wants it), runs their unsubscription grace
 //! ([`Builder::dependency_config`]) and hands each complete configuration to the
-//! watchers. [`XdsClient::dependencies`] says what it waits for and why.
+//! watchers. [`XdsClient::dependencies`] says what they wait for and why.
 //!
 //! [`run_stream`] is the single-call building block underneath, for programs that run
 //! their own loop.
@@ -353,7 +355,10 @@ impl XdsClient {
     }
 
     /// What the dependency managers behind the configuration watches know of each
-    /// resource: held, waited for or failed, and what needs it (empty once shut down).
+    /// resource: held, waited for or failed, and what needs it; manager by manager (the
+    /// listeners watched by name in name order, then [`XdsClient::watch_all_config`]'s),
+    /// so a resource several listeners reach is listed once for each (empty once shut
+    /// down).
     pub async fn dependencies(&self) -> Vec<DepsStatus> {
         let (tx, rx) = oneshot::channel();
         if self.ops.send(Op::Dependencies(tx)).is_err() {

@@ -251,16 +251,14 @@ pub(crate) struct Pool {
     actions: VecDeque<Action>,
     next_stream: u64,
     last_now: Instant,
-    /// The dependency manager of configuration watches by listener (gRPC's shape).
-    deps: deps::Deps,
-    /// The one of configuration watches of every listener (Envoy's shape), while one lives.
-    all_deps: Option<deps::Deps>,
+    /// The dependency managers of the configuration watches: one per listener watched by
+    /// name (gRPC's shape), one for every listener (Envoy's shape) while such a watch lives.
+    managers: BTreeMap<deps::Root, deps::Deps>,
     config_watches: BTreeMap<u64, deps::ConfigWatchEntry>,
 }
 
 impl Pool {
     pub(crate) fn new(bootstrap: &Bootstrap, options: Options) -> Pool {
-        let deps_config = options.deps;
         let mut pool = Pool {
             options,
             channels: Vec::new(),
@@ -271,8 +269,7 @@ impl Pool {
             actions: VecDeque::new(),
             next_stream: 0,
             last_now: Instant::ZERO,
-            deps: deps::Deps::new(deps_config),
-            all_deps: None,
+            managers: BTreeMap::new(),
             config_watches: BTreeMap::new(),
         };
         let mut named: Vec<(String, Vec<ManagementServer>)> =
@@ -965,26 +962,34 @@ impl Pool {
                     self.notify_type(a, &type_url, &event_of(None));
                     self.config_error(&type_url, None, &watch_error);
                 } else {
-                    let mut taken = Vec::new();
                     for n in rejected {
                         let Some(a) =
                             authority_of(n).and_then(|x| self.authority_index.get(&x).copied())
                         else {
                             continue;
                         };
-                        if self.position(a, c).is_some() {
-                            self.notify(a, &type_url, n, &event_of(Some(n.clone())));
-                            self.config_error(&type_url, Some(n), &watch_error);
-                            taken.push(n.clone());
+                        if self.position(a, c).is_none() {
+                            continue;
                         }
-                    }
-                    if !taken.is_empty() {
+                        self.notify(a, &type_url, n, &event_of(Some(n.clone())));
+                        // The configuration watchers and the managers get this resource's own
+                        // reason (the client's status keeps it), not the whole response's: a
+                        // cluster rejected again in a later SotW response beside another is
+                        // the same failure, not a new configuration.
+                        let (rejected_version, own_error) = self
+                            .rejection_of(c, &type_url, n)
+                            .unwrap_or_else(|| (version.clone(), error.clone()));
+                        let own = WatchError::Rejected {
+                            version: rejected_version.clone(),
+                            error: own_error.clone(),
+                        };
+                        self.config_error(&type_url, Some(n), &own);
                         self.deps_event(&ClientEvent::Nacked {
                             type_url: type_url.clone(),
-                            version: version.clone(),
+                            version: rejected_version,
                             nonce: nonce.clone(),
-                            error: error.clone(),
-                            rejected: taken,
+                            error: own_error,
+                            rejected: vec![n.clone()],
                             defect: defect.clone(),
                         });
                     }
@@ -998,6 +1003,14 @@ impl Pool {
             }
             _ => {}
         }
+    }
+
+    /// The version and reason of the last rejection of `name` by channel `c`'s client.
+    fn rejection_of(&self, c: usize, type_url: &str, name: &str) -> Option<(SharedStr, String)> {
+        self.channels.get(c)?.slots.iter().find_map(|slot| {
+            let rejection = slot.client.status(type_url, name)?.rejected?;
+            Some((rejection.version, rejection.error))
+        })
     }
 
     /// Whether an update from position `p` may replace the view's entry for `key`.

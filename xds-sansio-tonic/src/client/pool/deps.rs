@@ -10,17 +10,27 @@
 //!   (gRPC A71) apply to it too: a fallback server never overrides or deletes what a
 //!   higher one delivered, and a reconnect or a fallback changes no configuration by
 //!   itself. A name the view already holds is handed over when the manager subscribes to
-//!   it, since no client will say it again.
+//!   it, since no client will say it again; so is a name whose only version was rejected,
+//!   or that the server reported an error for with nothing held (from the status of the
+//!   client in use), so that a second manager does not wait for it forever.
 //! - **A second source of interest**: a name a manager subscribes counts as one more watch
 //!   of it, so a name wanted by a watch and a manager stays subscribed until neither wants
 //!   it; the manager's grace ([`DepsConfig::unsubscribe_grace`]) runs on the pool's clock.
-//! - **Two managers, one per shape.** gRPC's (listeners by name) always; Envoy's (every
-//!   listener and cluster through the legacy wildcards, A74's and Envoy's shape) while a
-//!   watch of every listener lives: the core's manager cannot leave that shape, so it is
-//!   dropped with its last watcher, and its subscriptions with it.
-//! - **Delivery**: after each snapshot (the configuration is complete) every watched
-//!   listener is resolved and delivered to its watchers when it differs from the one
-//!   delivered before; a listener Envoy's shape no longer has is delivered as not existing.
+//! - **One manager per listener watched by name** (as gRPC runs one
+//!   `XdsDependencyManager` per channel, A74): a configuration is delivered when *its*
+//!   resources are all there, so a listener still waiting for a resource never holds back
+//!   another listener's updates. The watches of one listener share its manager; after the
+//!   last one goes, the manager stays until its grace has unsubscribed everything it
+//!   subscribed (a listener watched again meanwhile takes it back), then it is dropped.
+//!   Envoy's shape (every listener and cluster through the legacy wildcards) has one
+//!   manager of its own while a watch of every listener lives: the core's manager cannot
+//!   leave that shape, so it is dropped with its last watcher, and its subscriptions with
+//!   it. Each manager is handed every event; one ignores, at the cost of a map look-up,
+//!   the names it does not follow.
+//! - **Delivery**: after a manager's snapshot (its configuration is complete) its listener
+//!   (Envoy's shape: every listener) is resolved and delivered to its watchers when it
+//!   differs from the one delivered before; a listener Envoy's shape no longer has is
+//!   delivered as not existing.
 //! - **A reference to an authority the bootstrap does not list** (gRPC A47) is an error of
 //!   that resource, as gRPC's client reports a watch on one.
 
@@ -30,7 +40,7 @@ use std::sync::Arc;
 use xds_sansio::client::deps::{
     Command, DependencyManager, DepsConfig, DepsStatus, Failure, ListenerConfig, ResourceKey,
 };
-use xds_sansio::client::{ClientEvent, SharedStr, WILDCARD};
+use xds_sansio::client::{ClientEvent, ResourceState, SharedStr, WILDCARD};
 use xds_sansio::time::Instant;
 use xds_sansio::types::LISTENER;
 
@@ -41,23 +51,32 @@ use crate::client::watch::{Sink, WatchError};
 /// `google.rpc.Code.FAILED_PRECONDITION`: a name whose authority the bootstrap lacks.
 const FAILED_PRECONDITION: i32 = 9;
 
+/// Which configuration watches a manager serves.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Root {
+    /// The watches of one listener (canonical name): gRPC's shape.
+    Listener(String),
+    /// The watches of every listener: Envoy's shape.
+    All,
+}
+
 /// One dependency manager and what it asked of the pool.
 pub(super) struct Deps {
     manager: DependencyManager,
     /// What it subscribed: (authority, type, name or `*`).
     subscribed: BTreeSet<(usize, SharedStr, SharedStr)>,
-    /// Listeners watched by name (gRPC's shape) -> how many watches.
-    listeners: BTreeMap<String, usize>,
+    /// How many configuration watches it serves.
+    watchers: usize,
     /// The configuration last delivered, per listener.
     delivered: BTreeMap<String, ListenerConfig>,
 }
 
 impl Deps {
-    pub(super) fn new(config: DepsConfig) -> Deps {
+    fn new(config: DepsConfig) -> Deps {
         Deps {
             manager: DependencyManager::new(config),
             subscribed: BTreeSet::new(),
-            listeners: BTreeMap::new(),
+            watchers: 0,
             delivered: BTreeMap::new(),
         }
     }
@@ -65,25 +84,11 @@ impl Deps {
 
 /// A configuration watch.
 pub(super) struct ConfigWatchEntry {
-    /// The listener; `None`: every listener (Envoy's shape).
-    listener: Option<String>,
+    root: Root,
     pub(super) sink: Arc<Sink<ConfigEvent>>,
 }
 
-#[derive(Clone, Copy)]
-enum Shape {
-    ByName,
-    All,
-}
-
 impl Pool {
-    fn deps_of(&mut self, shape: Shape) -> Option<&mut Deps> {
-        match shape {
-            Shape::ByName => Some(&mut self.deps),
-            Shape::All => self.all_deps.as_mut(),
-        }
-    }
-
     /// Adds a configuration watch of `listener` (canonical, checked by
     /// [`check_watch`](super::check_watch)) or of every listener; its sink gets the
     /// configuration delivered already, if any.
@@ -96,41 +101,39 @@ impl Pool {
     ) {
         self.last_now = self.last_now.max(now);
         let now = self.last_now;
-        match &listener {
-            Some(name) => {
-                let deps = &mut self.deps;
-                let count = deps.listeners.entry(name.to_string()).or_insert(0);
-                *count += 1;
-                if *count == 1 {
-                    if let Err(error) = deps.manager.watch_listener(now, name) {
-                        tracing::warn!(%name, %error, "listener refused by the dependency manager");
-                        deps.listeners.remove(name.as_str());
-                        sink.close();
-                        return;
-                    }
-                } else if let Some(config) = deps.delivered.get(name.as_str()) {
-                    sink.push(ConfigEvent::Changed(config.clone()));
-                }
-            }
-            None => {
-                let config = self.options.deps;
-                let deps = self.all_deps.get_or_insert_with(|| {
-                    let mut deps = Deps::new(config);
+        let root = match &listener {
+            Some(name) => Root::Listener(name.to_string()),
+            None => Root::All,
+        };
+        let config = self.options.deps;
+        let deps = self
+            .managers
+            .entry(root.clone())
+            .or_insert_with(|| Deps::new(config));
+        deps.watchers += 1;
+        if deps.watchers == 1 {
+            let started = match &root {
+                Root::Listener(name) => deps.manager.watch_listener(now, name),
+                Root::All => {
                     deps.manager.watch_all(now);
-                    deps
-                });
-                for config in deps.delivered.values() {
-                    sink.push(ConfigEvent::Changed(config.clone()));
+                    Ok(())
                 }
+            };
+            if let Err(error) = started {
+                tracing::warn!(?root, %error, "listener refused by the dependency manager");
+                deps.watchers -= 1;
+                if deps.subscribed.is_empty() {
+                    self.managers.remove(&root);
+                }
+                sink.close();
+                return;
             }
         }
-        self.config_watches.insert(
-            id,
-            ConfigWatchEntry {
-                listener: listener.map(|n| n.to_string()),
-                sink,
-            },
-        );
+        for config in deps.delivered.values() {
+            sink.push(ConfigEvent::Changed(config.clone()));
+        }
+        self.config_watches
+            .insert(id, ConfigWatchEntry { root, sink });
         self.flush();
     }
 
@@ -140,33 +143,34 @@ impl Pool {
             return false;
         };
         w.sink.close();
-        match w.listener {
-            Some(name) => {
-                let last = self.deps.listeners.get_mut(&name).is_some_and(|count| {
-                    *count -= 1;
-                    *count == 0
-                });
-                if last {
-                    self.deps.listeners.remove(&name);
-                    self.deps.delivered.remove(&name);
-                    // Accepted by `watch_listener` before, so accepted now.
-                    let _ = self.deps.manager.unwatch_listener(now, &name);
+        let last = self.managers.get_mut(&w.root).is_some_and(|deps| {
+            deps.watchers = deps.watchers.saturating_sub(1);
+            deps.watchers == 0
+        });
+        if last {
+            match &w.root {
+                Root::Listener(name) => {
+                    if let Some(deps) = self.managers.get_mut(&w.root) {
+                        deps.delivered.clear();
+                        // Accepted by `watch_listener` before, so accepted now. What it
+                        // reached is unsubscribed after the grace, then the manager goes.
+                        let _ = deps.manager.unwatch_listener(now, name);
+                    }
                 }
-            }
-            None if !self.config_watches.values().any(|w| w.listener.is_none()) => {
-                if let Some(deps) = self.all_deps.take() {
-                    let mut dirty = BTreeSet::new();
-                    for (a, type_url, name) in deps.subscribed {
-                        if self.remove_interest(a, &type_url, &name) {
-                            dirty.insert(a);
+                Root::All => {
+                    if let Some(deps) = self.managers.remove(&Root::All) {
+                        let mut dirty = BTreeSet::new();
+                        for (a, type_url, name) in deps.subscribed {
+                            if self.remove_interest(a, &type_url, &name) {
+                                dirty.insert(a);
+                            }
+                        }
+                        for a in dirty {
+                            self.sync_authority(a);
                         }
                     }
-                    for a in dirty {
-                        self.sync_authority(a);
-                    }
                 }
             }
-            None => {}
         }
         self.flush();
         true
@@ -175,28 +179,20 @@ impl Pool {
     /// Gives a change the view took to the managers.
     pub(super) fn deps_event(&mut self, event: &ClientEvent) {
         let now = self.last_now;
-        self.deps.manager.handle_event(now, event);
-        if let Some(deps) = &mut self.all_deps {
+        for deps in self.managers.values_mut() {
             deps.manager.handle_event(now, event);
         }
     }
 
-    /// The managers' next deadline (a name whose grace runs out).
-    pub(super) fn deps_poll_timeout(&self) -> impl Iterator<Item = Instant> {
-        let all = self
-            .all_deps
-            .as_ref()
-            .and_then(|d| d.manager.poll_timeout());
-        [self.deps.manager.poll_timeout(), all]
-            .into_iter()
-            .flatten()
+    /// The managers' next deadlines (names whose grace runs out).
+    pub(super) fn deps_poll_timeout(&self) -> impl Iterator<Item = Instant> + '_ {
+        self.managers
+            .values()
+            .filter_map(|deps| deps.manager.poll_timeout())
     }
 
     pub(super) fn deps_timeout(&mut self, now: Instant) {
-        for deps in [Some(&mut self.deps), self.all_deps.as_mut()]
-            .into_iter()
-            .flatten()
-        {
+        for deps in self.managers.values_mut() {
             if deps.manager.poll_timeout().is_some_and(|t| t <= now) {
                 deps.manager.handle_timeout(now);
             }
@@ -204,12 +200,14 @@ impl Pool {
     }
 
     /// Turns the managers' commands into interest (and hands them what the view holds of
-    /// the names they subscribe); whether there were any.
+    /// the names they subscribe), and drops the managers no watch needs any more; whether
+    /// there were any commands.
     pub(super) fn apply_deps_commands(&mut self) -> bool {
         let mut any = false;
         let mut dirty = BTreeSet::new();
-        for shape in [Shape::ByName, Shape::All] {
-            while let Some(deps) = self.deps_of(shape) {
+        let roots: Vec<Root> = self.managers.keys().cloned().collect();
+        for root in roots {
+            while let Some(deps) = self.managers.get_mut(&root) {
                 let commands: Vec<Command> =
                     std::iter::from_fn(|| deps.manager.poll_command()).collect();
                 if commands.is_empty() {
@@ -222,29 +220,32 @@ impl Pool {
                         Command::Subscribe { type_url, names } => {
                             for name in names {
                                 let name = SharedStr::from(name);
-                                self.deps_subscribe(shape, type_url, name, &mut dirty, &mut feed);
+                                self.deps_subscribe(&root, type_url, name, &mut dirty, &mut feed);
                             }
                         }
                         Command::SubscribeAll { type_url } => {
                             let name = SharedStr::from_static(WILDCARD);
-                            self.deps_subscribe(shape, type_url, name, &mut dirty, &mut feed);
+                            self.deps_subscribe(&root, type_url, name, &mut dirty, &mut feed);
                         }
                         Command::Unsubscribe { type_url, names } => {
                             for name in names {
                                 let name = SharedStr::from(name);
-                                self.deps_unsubscribe(shape, type_url, name, &mut dirty);
+                                self.deps_unsubscribe(&root, type_url, name, &mut dirty);
                             }
                         }
                     }
                 }
                 let now = self.last_now;
-                if let Some(deps) = self.deps_of(shape) {
+                if let Some(deps) = self.managers.get_mut(&root) {
                     for event in &feed {
                         deps.manager.handle_event(now, event);
                     }
                 }
             }
         }
+        // A manager without watchers has unsubscribed everything once its grace ran out.
+        self.managers
+            .retain(|_, deps| deps.watchers > 0 || !deps.subscribed.is_empty());
         for a in dirty {
             self.sync_authority(a);
         }
@@ -263,7 +264,7 @@ impl Pool {
 
     fn deps_subscribe(
         &mut self,
-        shape: Shape,
+        root: &Root,
         type_url: &'static str,
         name: SharedStr,
         dirty: &mut BTreeSet<usize>,
@@ -280,7 +281,7 @@ impl Pool {
             });
             return;
         };
-        let Some(deps) = self.deps_of(shape) else {
+        let Some(deps) = self.managers.get_mut(root) else {
             return;
         };
         if !deps.subscribed.insert((a, type_url.clone(), name.clone())) {
@@ -294,7 +295,7 @@ impl Pool {
 
     fn deps_unsubscribe(
         &mut self,
-        shape: Shape,
+        root: &Root,
         type_url: &'static str,
         name: SharedStr,
         dirty: &mut BTreeSet<usize>,
@@ -303,7 +304,7 @@ impl Pool {
         let Some(a) = self.authority_index_of(&name) else {
             return;
         };
-        let Some(deps) = self.deps_of(shape) else {
+        let Some(deps) = self.managers.get_mut(root) else {
             return;
         };
         if deps.subscribed.remove(&(a, type_url.clone(), name.clone()))
@@ -314,19 +315,18 @@ impl Pool {
     }
 
     /// What the view holds already of `name` (or, for `*`, of the type, and whether the
-    /// wildcard was answered), as the events that put it there.
+    /// wildcard was answered), as the events that put it there; for a name the view lacks,
+    /// a rejection or a server error the client in use holds for it with no body.
     fn catch_up(&self, a: usize, type_url: &SharedStr, name: &SharedStr) -> Vec<ClientEvent> {
         let Some(auth) = self.authorities.get(a) else {
             return Vec::new();
         };
         if name.as_str() != WILDCARD {
             let key = (type_url.clone(), name.clone());
-            return auth
-                .view
-                .get(&key)
-                .map(|e| view_event(&key, &e.seen))
-                .into_iter()
-                .collect();
+            return match auth.view.get(&key) {
+                Some(e) => vec![view_event(&key, &e.seen)],
+                None => self.unusable_event(a, &key).into_iter().collect(),
+            };
         }
         let mut keys: Vec<&Key> = auth.view.keys().filter(|(t, _)| t == type_url).collect();
         keys.sort();
@@ -342,73 +342,70 @@ impl Pool {
         out
     }
 
+    /// Why `key` cannot be used, when the highest-priority client in use that knows it
+    /// rejected its only version or holds a server error for it with no body, as the event
+    /// that said so.
+    fn unusable_event(&self, a: usize, key: &Key) -> Option<ClientEvent> {
+        let auth = self.authorities.get(a)?;
+        let status = auth
+            .channels
+            .iter()
+            .take(auth.depth + 1)
+            .filter_map(|&c| self.channels.get(c))
+            .flat_map(|channel| channel.slots.iter())
+            .find_map(|slot| slot.client.status(&key.0, &key.1))?;
+        if status.version.is_some() {
+            return None;
+        }
+        if let (ResourceState::Nacked, Some(rejection)) = (status.state, status.rejected) {
+            return Some(ClientEvent::Nacked {
+                type_url: key.0.clone(),
+                version: rejection.version,
+                nonce: SharedStr::default(),
+                error: rejection.error,
+                rejected: vec![key.1.clone()],
+                defect: None,
+            });
+        }
+        if let (ResourceState::ReceivedError, Some(error)) = (status.state, status.server_error) {
+            return Some(ClientEvent::ResourceError {
+                type_url: key.0.clone(),
+                name: key.1.clone(),
+                code: error.code,
+                message: error.message,
+            });
+        }
+        None
+    }
+
     /// Hands each configuration that changed since its last delivery to its watchers, when
     /// a manager reached a complete configuration.
     pub(super) fn deliver_configs(&mut self) {
         let Pool {
-            deps,
-            all_deps,
+            managers,
             config_watches,
             ..
         } = self;
-        if std::iter::from_fn(|| deps.manager.poll_snapshot()).count() > 0 {
-            let names: Vec<String> = deps.listeners.keys().cloned().collect();
-            for name in names {
-                let Some(config) = deps.manager.config(&name) else {
-                    continue;
-                };
-                if deps.delivered.get(&name) == Some(&config) {
-                    continue;
-                }
-                for w in config_watches.values() {
-                    if w.listener.as_deref() == Some(name.as_str()) {
-                        w.sink.push(ConfigEvent::Changed(config.clone()));
-                    }
-                }
-                deps.delivered.insert(name, config);
+        for (root, deps) in managers.iter_mut() {
+            if std::iter::from_fn(|| deps.manager.poll_snapshot()).count() == 0
+                || deps.watchers == 0
+            {
+                continue;
             }
-        }
-        let Some(all) = all_deps else {
-            return;
-        };
-        if std::iter::from_fn(|| all.manager.poll_snapshot()).count() == 0 {
-            return;
-        }
-        let current: BTreeMap<String, ListenerConfig> = all
-            .manager
-            .roots()
-            .into_iter()
-            .filter(|k| k.type_url == LISTENER.type_url)
-            .filter_map(|k| Some((k.name.clone(), all.manager.config(&k.name)?)))
-            .collect();
-        let gone: Vec<String> = all
-            .delivered
-            .keys()
-            .filter(|n| !current.contains_key(*n))
-            .cloned()
-            .collect();
-        let mut changed = Vec::new();
-        for name in gone {
-            all.delivered.remove(&name);
-            let failure = Failure::DoesNotExist(ResourceKey::new(LISTENER.type_url, name.clone()));
-            changed.push(ListenerConfig {
-                name,
-                status: Err(failure.clone()),
-                resources: Vec::new(),
-                clusters: Vec::new(),
-                failed: vec![failure],
-            });
-        }
-        for (name, config) in current {
-            if all.delivered.get(&name) != Some(&config) {
-                changed.push(config.clone());
-                all.delivered.insert(name, config);
-            }
-        }
-        changed.sort_by(|x, y| x.name.cmp(&y.name));
-        for config in changed {
-            for w in config_watches.values() {
-                if w.listener.is_none() {
+            let changed = match root {
+                Root::Listener(name) => deps
+                    .manager
+                    .config(name)
+                    .filter(|config| deps.delivered.get(name) != Some(config))
+                    .map(|config| {
+                        deps.delivered.insert(name.clone(), config.clone());
+                        vec![config]
+                    })
+                    .unwrap_or_default(),
+                Root::All => changed_listeners(deps),
+            };
+            for config in changed {
+                for w in config_watches.values().filter(|w| w.root == *root) {
                     w.sink.push(ConfigEvent::Changed(config.clone()));
                 }
             }
@@ -419,16 +416,12 @@ impl Pool {
     /// to the configuration watchers whose configuration holds it.
     pub(super) fn config_error(&self, type_url: &str, name: Option<&str>, error: &WatchError) {
         for w in self.config_watches.values() {
-            let configs: Vec<&ListenerConfig> = match &w.listener {
-                Some(l) => self.deps.delivered.get(l).into_iter().collect(),
-                None => self
-                    .all_deps
-                    .iter()
-                    .flat_map(|d| d.delivered.values())
-                    .collect(),
+            let Some(deps) = self.managers.get(&w.root) else {
+                continue;
             };
-            let hit = configs
-                .iter()
+            let hit = deps
+                .delivered
+                .values()
                 .flat_map(|c| c.resources.iter())
                 .find(|r| r.key.type_url == type_url && name.is_none_or(|n| r.key.name == n));
             if let Some(held) = hit {
@@ -451,12 +444,50 @@ impl Pool {
         }
     }
 
-    /// Every resource the managers know of (gRPC's shape first, then Envoy's).
+    /// Every resource the managers know of: per manager (the listeners watched by name,
+    /// by name, then Envoy's shape), sorted by key within each.
     pub(crate) fn deps_dump(&self) -> Vec<DepsStatus> {
-        let mut out = self.deps.manager.dump();
-        if let Some(all) = &self.all_deps {
-            out.extend(all.manager.dump());
-        }
-        out
+        self.managers
+            .values()
+            .flat_map(|deps| deps.manager.dump())
+            .collect()
     }
+}
+
+/// Envoy's shape: the listeners whose configuration changed since the last delivery (a
+/// listener gone is delivered as not existing), sorted by name.
+fn changed_listeners(deps: &mut Deps) -> Vec<ListenerConfig> {
+    let current: BTreeMap<String, ListenerConfig> = deps
+        .manager
+        .roots()
+        .into_iter()
+        .filter(|k| k.type_url == LISTENER.type_url)
+        .filter_map(|k| Some((k.name.clone(), deps.manager.config(&k.name)?)))
+        .collect();
+    let gone: Vec<String> = deps
+        .delivered
+        .keys()
+        .filter(|n| !current.contains_key(*n))
+        .cloned()
+        .collect();
+    let mut changed = Vec::new();
+    for name in gone {
+        deps.delivered.remove(&name);
+        let failure = Failure::DoesNotExist(ResourceKey::new(LISTENER.type_url, name.clone()));
+        changed.push(ListenerConfig {
+            name,
+            status: Err(failure.clone()),
+            resources: Vec::new(),
+            clusters: Vec::new(),
+            failed: vec![failure],
+        });
+    }
+    for (name, config) in current {
+        if deps.delivered.get(&name) != Some(&config) {
+            changed.push(config.clone());
+            deps.delivered.insert(name, config);
+        }
+    }
+    changed.sort_by(|x, y| x.name.cmp(&y.name));
+    changed
 }
