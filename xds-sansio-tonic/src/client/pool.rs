@@ -1230,7 +1230,7 @@ impl Pool {
                     }
                 }
                 if let WatchEvent::Error { error, .. } = event {
-                    self.config_unreachable(&error);
+                    self.config_unreachable(a, &error);
                 }
             }
         }

@@ -433,10 +433,18 @@ impl Pool {
         }
     }
 
-    /// The management servers cannot be reached: every configuration watcher is told, and
-    /// keeps its configuration.
-    pub(super) fn config_unreachable(&self, error: &WatchError) {
+    /// The management servers of authority `a` cannot be reached: every configuration
+    /// watcher whose manager subscribed something there is told, and keeps its
+    /// configuration.
+    pub(super) fn config_unreachable(&self, a: usize, error: &WatchError) {
         for w in self.config_watches.values() {
+            let concerned = self
+                .managers
+                .get(&w.root)
+                .is_some_and(|deps| deps.subscribed.iter().any(|(x, _, _)| *x == a));
+            if !concerned {
+                continue;
+            }
             w.sink.push(ConfigEvent::Error {
                 resource: None,
                 error: error.clone(),
