@@ -644,3 +644,35 @@ fn an_expired_wildcard_only_resource_is_asked_for_by_name_until_the_wildcard_goe
     c.unsubscribe(CDS, &["*"]).unwrap();
     check_delta(&one_delta(&mut c, t(13)), &[], &["*", "w"], "", false);
 }
+
+#[test]
+fn a_wildcard_added_to_a_ready_type_is_ready_again_after_the_next_response() {
+    let mut c = delta_ads();
+    c.subscribe(CDS, &["a"]).unwrap();
+    c.connected(t(0));
+    one_delta(&mut c, t(0));
+    c.handle_response(t(1), delta(CDS, "A", &[("a", "1", "p")], &[]));
+    let evs = names_of(&events(&mut c));
+    assert_eq!(
+        (evs.first(), evs.last()),
+        (Some(&"+a".into()), Some(&"ready".into()))
+    );
+    one_delta(&mut c, t(1));
+    // The wildcard joins: the client holds the full state only after the next response.
+    c.subscribe(CDS, &[]).unwrap();
+    one_delta(&mut c, t(2));
+    assert!(!names_of(&events(&mut c)).contains(&"ready".to_string()));
+    c.handle_response(t(3), delta(CDS, "B", &[("b", "1", "p")], &[]));
+    let evs = names_of(&events(&mut c));
+    assert_eq!(
+        (evs.first(), evs.last()),
+        (Some(&"+b".into()), Some(&"ready".into()))
+    );
+    assert_eq!(evs.iter().filter(|e| *e == "ready").count(), 1, "{evs:?}");
+    // A name added later does not fire it again.
+    one_delta(&mut c, t(3));
+    c.subscribe(CDS, &["c"]).unwrap();
+    one_delta(&mut c, t(4));
+    c.handle_response(t(5), delta(CDS, "C", &[("c", "1", "p")], &[]));
+    assert!(!names_of(&events(&mut c)).contains(&"ready".to_string()));
+}

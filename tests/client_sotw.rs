@@ -778,6 +778,31 @@ fn wildcard_is_ready_after_the_first_response() {
 }
 
 #[test]
+fn a_wildcard_added_to_a_ready_type_is_ready_again_after_the_next_response() {
+    let mut c = sotw_ads();
+    c.subscribe(CDS, &["a"]).unwrap();
+    c.connected(t(0));
+    one(&mut c, t(0));
+    c.handle_response(t(1), sotw(CDS, "1", "n1", &[("a", "1")]));
+    assert_eq!(names_of(&events(&mut c)), ["+a", "ack:1/n1", "ready"]);
+    one(&mut c, t(1));
+    // The wildcard joins: the client holds the full state only after the next response.
+    c.subscribe(CDS, &[]).unwrap();
+    one(&mut c, t(2));
+    assert!(!names_of(&events(&mut c)).contains(&"ready".to_string()));
+    c.handle_response(t(3), sotw(CDS, "2", "n2", &[("a", "1"), ("b", "1")]));
+    assert_eq!(names_of(&events(&mut c)), ["+b", "ack:2/n2", "ready"]);
+    // A name added later does not fire it again.
+    one(&mut c, t(3));
+    c.subscribe(CDS, &["c"]).unwrap();
+    c.handle_response(
+        t(4),
+        sotw(CDS, "3", "n3", &[("a", "1"), ("b", "1"), ("c", "1")]),
+    );
+    assert_eq!(names_of(&events(&mut c)), ["+c", "ack:3/n3"]);
+}
+
+#[test]
 fn dump_is_sorted_and_matches_status() {
     let mut c = sotw_ads();
     c.subscribe(EDS, &["b", "a"]).unwrap();

@@ -152,7 +152,8 @@ pub enum ClientEvent {
         defect: Option<ResponseDefect>,
     },
     /// Every name subscribed before the type's first answer has arrived, been rejected or is
-    /// known not to exist (for a wildcard: the first response was handled). Once per type.
+    /// known not to exist (for a wildcard: the first response was handled). Once per type,
+    /// and once more after a wildcard is added to a type already ready.
     Ready {
         /// Type URL.
         type_url: SharedStr,

@@ -122,7 +122,9 @@
 //!   are part of their response: a response NACKed whole applies none of them.
 //! * **Readiness.** [`ClientEvent::Ready`] fires once per type when every name subscribed
 //!   before it has arrived, been rejected, or is known not to exist, and for a wildcard once
-//!   the first response was answered (ACK or NACK), like Envoy's initial fetch.
+//!   the first response was answered (ACK or NACK), like Envoy's initial fetch. A wildcard
+//!   added to a type already ready makes it fire once more, after the next response (the
+//!   full state the wildcard asked for).
 //! * **Deferred validation.** While a verdict is pending, no request of that type leaves and
 //!   later responses of the type wait their turn (up to [`Limits::max_held_responses`]; one
 //!   more is NACKed in order). A broken stream voids the ticket: the response is dropped

@@ -211,6 +211,15 @@ impl TypeState {
 
     pub(crate) fn arm_ready(&mut self, name: &SharedStr) {
         if self.ready {
+            if is_collection(name) {
+                // A wildcard added to a type already ready is ready again once its first
+                // response is answered: only then does the client hold the full state, and
+                // a consumer that judges names absent from it (the dependency manager's
+                // Envoy shape) must wait for that, as for Envoy's initial fetch.
+                self.ready = false;
+                self.armed = true;
+                self.awaiting_wildcard = true;
+            }
             return;
         }
         self.armed = true;

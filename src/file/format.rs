@@ -183,7 +183,14 @@ impl FormatError {
 }
 
 /// Reads and writes messages in the four formats. The text formats go through the
-/// canonical JSON layer ([`JsonCodec`]), so resource schemas added there make `Any`s
+#[cfg_attr(
+    feature = "json",
+    doc = "canonical JSON layer ([`JsonCodec`]), so resource schemas added there make `Any`s"
+)]
+#[cfg_attr(
+    not(feature = "json"),
+    doc = "canonical JSON layer (`JsonCodec`), so resource schemas added there make `Any`s"
+)]
 /// readable by name in JSON, YAML and text alike.
 #[derive(Clone, Debug, Default)]
 pub struct FileCodec {

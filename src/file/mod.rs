@@ -49,14 +49,28 @@
 //! * **Formats** ([`Format`]): chosen explicitly or by extension ([`Format::from_path`]:
 //!   Envoy's `.pb`, `.pb_text`, `.json`, `.yaml`/`.yml`, plus the common `.bin`, `.binpb`,
 //!   `.textproto`, `.txtpb`, `.pbtxt`, `.pb.txt`, `.prototxt`). JSON is the canonical
-//!   proto3 mapping of [`crate::json`]; YAML is read into the JSON value it denotes and then
+#![cfg_attr(
+    feature = "json",
+    doc = "  proto3 mapping of [`crate::json`]; YAML is read into the JSON value it denotes and then"
+)]
+#![cfg_attr(
+    not(feature = "json"),
+    doc = "  proto3 mapping of `crate::json`; YAML is read into the JSON value it denotes and then"
+)]
 //!   goes the same way (as Envoy converts YAML to JSON); the text format is prost-reflect's.
 //!   Binary needs nothing beyond the `no_std` core; the others need features `json`,
 //!   `yaml`, `textproto` (each implies `std`).
 //! * **Resource schemas.** The crate knows only the discovery messages, so without help a
 //!   resource in a JSON/YAML/text file is `{"@type": URL, "value": base64}` (JSON/YAML) or
 //!   `type_url`/`value` (text). Add the resource schemas to a
-//!   [`JsonCodec`](crate::json::JsonCodec) and build the subscription with
+#![cfg_attr(
+    feature = "json",
+    doc = "  [`JsonCodec`](crate::json::JsonCodec) and build the subscription with"
+)]
+#![cfg_attr(
+    not(feature = "json"),
+    doc = "  `JsonCodec` (feature `json`) and build the subscription with"
+)]
 //!   [`FileSubscription::with_codec`]: then resources are written by their fields
 //!   (`"@type": ...Cluster`, `name: foo`, ...; text: `[type.googleapis.com/...] { ... }`),
 //!   as in Envoy's own files.

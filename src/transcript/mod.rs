@@ -2,7 +2,14 @@
 //! server's store changes. The replay runner and the pair harness record them; the
 //! checker reads them (and writes and reads them as JSON lines, feature `check`).
 //!
-//! [`notation`] (features `script` or `testing`) writes messages back in the scenario
+#![cfg_attr(
+    any(feature = "script", feature = "testing"),
+    doc = "[`notation`] (features `script` or `testing`) writes messages back in the scenario"
+)]
+#![cfg_attr(
+    not(any(feature = "script", feature = "testing")),
+    doc = "`notation` (features `script` or `testing`) writes messages back in the scenario"
+)]
 //! notation, for diagrams and transcripts that people read.
 
 use alloc::string::String;

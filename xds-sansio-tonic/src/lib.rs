@@ -16,7 +16,9 @@
 //! [`xds_sansio`] state machines.
 //!
 //! A client, `examples/watch_listener.rs`: a gRPC bootstrap file, a watch on a listener,
-//! every update printed, and CSDS served for debugging tools ([`client`], [`csds`]):
+//! the complete configuration it resolves to printed at every change (listener, route
+//! configuration, clusters, endpoints: gRPC A74's dependency manager), and CSDS served
+//! for debugging tools ([`client`], [`csds`]):
 //!
 //! ```no_run
 #![doc = include_str!("../examples/watch_listener.rs")]
@@ -62,18 +64,42 @@
 //!
 //! The client side ([`client`]): [`client::XdsClient`] reads gRPC's bootstrap, owns the
 //! connections (gRPC's jittered backoff seeded from the OS, fallback and revert between
-//! servers as gRPC A71 says, TLS through tonic), serves [`client::Watch`]es on the core's
-//! events with the application's validators deciding ACK or NACK, and answers CSDS
+//! servers as gRPC A71 says, TLS through tonic), serves [`client::ConfigWatch`]es (a
+//! listener's complete configuration, through the core's dependency manager: the usual
+//! way to watch a listener) and [`client::Watch`]es (one resource as it is) on the core's
+//! events, with the application's validators deciding ACK or NACK, and answers CSDS
 //! ([`csds`]); [`client::run_stream`] is the single-call building block under it.
-//! [`record`] (feature `record`) records conversations for the conformance checker.
+// Links to feature-gated modules only when they exist (rustdoc would warn).
+#![cfg_attr(
+    feature = "record",
+    doc = "[`record`] (feature `record`) records conversations for the conformance checker."
+)]
+#![cfg_attr(
+    not(feature = "record"),
+    doc = "`record` (feature `record`) records conversations for the conformance checker."
+)]
 //!
 //! # Features
 //!
 //! - `tls`: TLS and mutual TLS through tonic (rustls, ring); [`Peer`] then carries the
 //!   client's certificate chain.
 //! - `gzip`, `zstd`: compression through tonic.
-//! - `record`: [`record::Recorder`], JSON lines for `xds-sansio check`.
-//! - `envoy-types`: [`envoy_types`], conversions between the `envoy-types` crate's
+#![cfg_attr(
+    feature = "record",
+    doc = "- `record`: [`record::Recorder`], JSON lines for `xds-sansio check`."
+)]
+#![cfg_attr(
+    not(feature = "record"),
+    doc = "- `record`: `record::Recorder`, JSON lines for `xds-sansio check`."
+)]
+#![cfg_attr(
+    feature = "envoy-types",
+    doc = "- `envoy-types`: [`envoy_types`], conversions between the `envoy-types` crate's"
+)]
+#![cfg_attr(
+    not(feature = "envoy-types"),
+    doc = "- `envoy-types`: `envoy_types`, conversions between the `envoy-types` crate's"
+)]
 //!   discovery messages and the core's, through bytes.
 
 pub mod client;

@@ -12,6 +12,7 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::{Channel, Endpoint};
 use tonic_prost::ProstCodec;
+use xds_sansio::client::deps::DepsStatus;
 use xds_sansio::client::SharedStr;
 use xds_sansio::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
@@ -20,6 +21,7 @@ use xds_sansio::time::StdClock;
 use xds_sansio::{Request, Response, Transport, Variant};
 
 use super::bootstrap::{ChannelCreds, ManagementServer};
+use super::config_watch::ConfigEvent;
 use super::pool::{Action, DumpEntry, Pool, SlotKey};
 use super::watch::Sink;
 use super::StreamTap;
@@ -34,10 +36,18 @@ pub(crate) enum Op {
         authority: String,
         sink: Arc<Sink>,
     },
+    WatchConfig {
+        id: u64,
+        /// The listener (canonical); `None`: every listener.
+        listener: Option<SharedStr>,
+        sink: Arc<Sink<ConfigEvent>>,
+    },
+    /// Ends a watch or a configuration watch.
     Unwatch {
         id: u64,
     },
     Dump(oneshot::Sender<Vec<DumpEntry>>),
+    Dependencies(oneshot::Sender<Vec<DepsStatus>>),
     Servers(oneshot::Sender<Vec<(String, bool, bool)>>),
     Shutdown,
 }
@@ -176,9 +186,15 @@ async fn run(
                 Some(Op::Watch { id, type_url, name, authority, sink }) => {
                     pool.watch(clock.now(), id, type_url, name, &authority, sink);
                 }
+                Some(Op::WatchConfig { id, listener, sink }) => {
+                    pool.watch_config(clock.now(), id, listener, sink);
+                }
                 Some(Op::Unwatch { id }) => pool.unwatch(clock.now(), id),
                 Some(Op::Dump(reply)) => {
                     let _ = reply.send(pool.dump());
+                }
+                Some(Op::Dependencies(reply)) => {
+                    let _ = reply.send(pool.deps_dump());
                 }
                 Some(Op::Servers(reply)) => {
                     let _ = reply.send(pool.servers());

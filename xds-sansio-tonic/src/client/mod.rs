@@ -1,17 +1,20 @@
 //! The client: [`XdsClient`], a driver that owns the connections to the management
-//! servers of a gRPC bootstrap and serves [`Watch`]es, on the core's
-//! [`Client`](xds_sansio::Client) state machines.
+//! servers of a gRPC bootstrap and serves [`ConfigWatch`]es (a listener's complete
+//! configuration) and [`Watch`]es (one resource as it is), on the core's
+//! [`Client`](xds_sansio::Client) state machines and its dependency manager.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use xds_sansio::types::LISTENER;
-//! use xds_sansio_tonic::client::{Bootstrap, WatchEvent, XdsClient};
+//! use xds_sansio_tonic::client::{Bootstrap, ConfigEvent, XdsClient};
 //!
 //! let client = XdsClient::builder(Bootstrap::from_env()?).build()?;
-//! let mut watch = client.watch(LISTENER.type_url, "listener-1")?;
+//! let mut watch = client.watch_listener("listener-1")?;
 //! while let Some(event) = watch.next().await {
-//!     if let WatchEvent::Changed { name, version, body } = event {
-//!         println!("{name} {version}: {} bytes", body.len());
+//!     if let ConfigEvent::Changed(config) = event {
+//!         // The listener, its route configuration, clusters and endpoints, all held.
+//!         for held in &config.resources {
+//!             println!("{} version {}", held.key, held.version);
+//!         }
 //!     }
 //! }
 //! # Ok(()) }
@@ -33,8 +36,14 @@
 //!   lowest one in use fails and a watched resource is not cached; the first response of a
 //!   higher-priority server brings the client back to it and closes the ones below; a
 //!   lower server never overrides what a higher one delivered.
-//! - **Watches** ([`Watch`], [`WatchEvent`]): per name or per type (wildcard), the newest
-//!   state wins; values and errors apart (gRPC A88). ACK and NACK are the core's
+//! - **Configuration watches** ([`XdsClient::watch_listener`], [`ConfigWatch`],
+//!   `pool/deps.rs`): the core's dependency manager
+//!   ([`xds_sansio::client::deps`], gRPC A74) follows the listener's references, its
+//!   subscriptions ride beside the watches', and each complete configuration is delivered
+//!   (newest wins); Envoy's shape with [`XdsClient::watch_all_config`].
+//! - **Watches** ([`Watch`], [`WatchEvent`]): one resource as it is, per name or per type
+//!   (wildcard), no reference followed; the newest state wins; values and errors apart
+//!   (gRPC A88). ACK and NACK are the core's
 //!   verdicts, with the application's validator per type ([`Builder::validator`]) and
 //!   gRPC's NACK semantics (A46: the valid resources of a response are kept).
 //! - **Status** ([`XdsClient::dump`]): the core's per-resource status and body of what the
@@ -46,16 +55,23 @@
 //!
 //! # Following references
 //!
-//! A watch is on one resource. The core's dependency manager (gRPC A74: watch a listener,
+//! A [`Watch`] is on one resource. A [`ConfigWatch`] is on a listener and everything it
+//! reaches: the driver runs the core's dependency manager (gRPC A74: watch a listener,
 //! follow its route configuration, clusters and endpoints, and get complete
-//! configurations) plugs in beside the watches: it takes the same core events and asks
-//! for subscriptions the same way watches do.
+//! configurations), one per listener watched (as gRPC runs one per channel, so one
+//! listener's wait never holds back another's configuration) and one for
+//! [`XdsClient::watch_all_config`]. It feeds them what the watchers see (so the fallback
+//! rules hold for them too), gives their subscriptions to the clients beside the watches'
+//! (a name wanted by several stays until none wants it), runs their unsubscription grace
+//! ([`Builder::dependency_config`]) and hands each complete configuration to the
+//! watchers. [`XdsClient::dependencies`] says what they wait for and why.
 //!
 //! [`run_stream`] is the single-call building block underneath, for programs that run
 //! their own loop.
 
 pub mod backoff;
 pub mod bootstrap;
+mod config_watch;
 mod driver;
 mod pool;
 mod stream;
@@ -67,13 +83,18 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use xds_sansio::client::{SharedStr, Validator};
 use xds_sansio::time::StdClock;
+use xds_sansio::types::LISTENER;
 use xds_sansio::{ClientConfig, Request, Response, Variant};
 
 pub use backoff::{Backoff, BackoffConfig};
 pub use bootstrap::{Bootstrap, BootstrapError, ManagementServer};
+pub use config_watch::{ConfigEvent, ConfigWatch};
 pub use pool::{DumpEntry, WatchRefused};
 pub use stream::{run_stream, Command, Io, StreamEnd, Tap};
 pub use watch::{Watch, WatchError, WatchEvent};
+pub use xds_sansio::client::deps::{
+    ClusterConfig, DepsConfig, DepsStatus, Failure, ListenerConfig, Resolved, ResourceKey,
+};
 
 use driver::Op;
 
@@ -125,6 +146,7 @@ pub struct Builder {
     validators: Vec<(String, Arc<dyn Validator>)>,
     keepalive: Option<(Duration, Duration)>,
     tap: Option<Arc<dyn StreamTap>>,
+    deps: DepsConfig,
 }
 
 impl Builder {
@@ -182,6 +204,13 @@ impl Builder {
         self
     }
 
+    /// How the dependency manager behind [`XdsClient::watch_listener`] behaves (default:
+    /// names no configuration reaches any more are unsubscribed after 30 s).
+    pub fn dependency_config(mut self, config: DepsConfig) -> Self {
+        self.deps = config;
+        self
+    }
+
     /// Starts the driver task on the current tokio runtime. Nothing connects until the
     /// first watch.
     pub fn build(self) -> Result<XdsClient, BuildError> {
@@ -194,6 +223,7 @@ impl Builder {
             seed: self.seed,
             tweak: self.tweak,
             validators: self.validators,
+            deps: self.deps,
         };
         let pool = pool::Pool::new(&self.bootstrap, options);
         let (ops, rx) = mpsc::unbounded_channel();
@@ -241,11 +271,49 @@ impl XdsClient {
             validators: Vec::new(),
             keepalive: None,
             tap: None,
+            deps: DepsConfig::default(),
         }
     }
 
-    /// Watches resource `name` of `type_url`. The first event is what the client already
-    /// knows of it, if anything; an `xdstp://` name goes to its authority's servers.
+    /// Watches listener `name` and everything it reaches (its route configuration,
+    /// clusters, their endpoints and secrets, subscribed as references lead to them), and
+    /// delivers each complete configuration it resolves to (gRPC A74): the usual way to
+    /// watch a listener. The first event is the configuration delivered already, if any.
+    /// See [`ConfigWatch`].
+    pub fn watch_listener(&self, name: &str) -> Result<ConfigWatch, WatchRefused> {
+        let (name, _) = pool::check_watch(&self.bootstrap, LISTENER.type_url, Some(name))?;
+        self.start_config_watch(Some(name))
+    }
+
+    /// Envoy's shape: every listener and every cluster (legacy wildcards), each listener's
+    /// complete configuration delivered as for [`XdsClient::watch_listener`]; a listener
+    /// that goes away is delivered as not existing. Each listener is resolved after every
+    /// change, so this costs what the listeners hold.
+    pub fn watch_all_config(&self) -> Result<ConfigWatch, WatchRefused> {
+        self.start_config_watch(None)
+    }
+
+    fn start_config_watch(&self, listener: Option<SharedStr>) -> Result<ConfigWatch, WatchRefused> {
+        let id = driver::next_watch_id();
+        let sink = Arc::new(watch::Sink::default());
+        self.ops
+            .send(Op::WatchConfig {
+                id,
+                listener,
+                sink: sink.clone(),
+            })
+            .map_err(|_| WatchRefused::Closed)?;
+        Ok(ConfigWatch {
+            id,
+            sink,
+            unwatch: self.ops.clone(),
+        })
+    }
+
+    /// Watches resource `name` of `type_url`, as it is: no reference is followed (for a
+    /// listener's complete configuration, [`XdsClient::watch_listener`]). The first event
+    /// is what the client already knows of it, if anything; an `xdstp://` name goes to
+    /// its authority's servers.
     pub fn watch(&self, type_url: &str, name: &str) -> Result<Watch, WatchRefused> {
         self.start_watch(type_url, Some(name))
     }
@@ -281,6 +349,19 @@ impl XdsClient {
     pub async fn dump(&self) -> Vec<DumpEntry> {
         let (tx, rx) = oneshot::channel();
         if self.ops.send(Op::Dump(tx)).is_err() {
+            return Vec::new();
+        }
+        rx.await.unwrap_or_default()
+    }
+
+    /// What the dependency managers behind the configuration watches know of each
+    /// resource: held, waited for or failed, and what needs it; manager by manager (the
+    /// listeners watched by name in name order, then [`XdsClient::watch_all_config`]'s),
+    /// so a resource several listeners reach is listed once for each (empty once shut
+    /// down).
+    pub async fn dependencies(&self) -> Vec<DepsStatus> {
+        let (tx, rx) = oneshot::channel();
+        if self.ops.send(Op::Dependencies(tx)).is_err() {
             return Vec::new();
         }
         rx.await.unwrap_or_default()

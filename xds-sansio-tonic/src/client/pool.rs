@@ -47,6 +47,10 @@ use xds_sansio::time::Instant;
 use xds_sansio::types::TypeInfo;
 use xds_sansio::{Client, ClientConfig, Request, Response, Transport, Variant};
 
+mod deps;
+
+use xds_sansio::client::deps::DepsConfig;
+
 use super::backoff::{Backoff, BackoffConfig};
 use super::bootstrap::{Bootstrap, ManagementServer, IGNORE_RESOURCE_DELETION};
 use super::watch::{Sink, WatchError, WatchEvent};
@@ -92,6 +96,8 @@ pub(crate) struct Options {
     pub(crate) seed: Option<u64>,
     pub(crate) tweak: Arc<dyn Fn(&mut ClientConfig) + Send + Sync>,
     pub(crate) validators: Vec<(String, Arc<dyn Validator>)>,
+    /// The dependency managers' configuration.
+    pub(crate) deps: DepsConfig,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,6 +251,10 @@ pub(crate) struct Pool {
     actions: VecDeque<Action>,
     next_stream: u64,
     last_now: Instant,
+    /// The dependency managers of the configuration watches: one per listener watched by
+    /// name (gRPC's shape), one for every listener (Envoy's shape) while such a watch lives.
+    managers: BTreeMap<deps::Root, deps::Deps>,
+    config_watches: BTreeMap<u64, deps::ConfigWatchEntry>,
 }
 
 impl Pool {
@@ -259,6 +269,8 @@ impl Pool {
             actions: VecDeque::new(),
             next_stream: 0,
             last_now: Instant::ZERO,
+            managers: BTreeMap::new(),
+            config_watches: BTreeMap::new(),
         };
         let mut named: Vec<(String, Vec<ManagementServer>)> =
             vec![(String::new(), bootstrap.servers.clone())];
@@ -311,7 +323,7 @@ impl Pool {
             sink.close();
             return;
         };
-        let Some(auth) = self.authorities.get_mut(a) else {
+        let Some(auth) = self.authorities.get(a) else {
             sink.close();
             return;
         };
@@ -336,14 +348,7 @@ impl Pool {
         } else if let Some(entry) = auth.view.get(&(type_url.clone(), name.clone())) {
             sink.push(state_event(&name, &entry.seen));
         }
-        let count = auth
-            .interest
-            .entry(type_url.clone())
-            .or_default()
-            .entry(name.clone())
-            .or_insert(0);
-        *count += 1;
-        let first = *count == 1;
+        let first = self.add_interest(a, &type_url, &name);
         self.watchers
             .entry((a, type_url.clone(), name.clone()))
             .or_default()
@@ -363,9 +368,13 @@ impl Pool {
         self.flush();
     }
 
-    /// Removes a watch; its name is unsubscribed once no watch is left.
+    /// Removes a watch (or a configuration watch); its name is unsubscribed once nothing
+    /// wants it any more.
     pub(crate) fn unwatch(&mut self, now: Instant, id: u64) {
         self.last_now = self.last_now.max(now);
+        if self.unwatch_config(now, id) {
+            return;
+        }
         let Some(w) = self.watches.remove(&id) else {
             return;
         };
@@ -377,43 +386,75 @@ impl Pool {
                 self.watchers.remove(&key);
             }
         }
-        let Some(auth) = self.authorities.get_mut(w.authority) else {
-            return;
-        };
-        let mut last = false;
-        if let Some(names) = auth.interest.get_mut(&w.type_url) {
-            if let Some(count) = names.get_mut(&w.name) {
-                *count -= 1;
-                if *count == 0 {
-                    names.remove(&w.name);
-                    last = true;
-                }
-            }
-            if names.is_empty() {
-                auth.interest.remove(&w.type_url);
-            }
-        }
-        if last {
-            let wildcard_left = auth
-                .interest
-                .get(&w.type_url)
-                .is_some_and(|n| n.contains_key(WILDCARD));
-            if w.name.as_str() == WILDCARD {
-                let named = auth.interest.get(&w.type_url).cloned().unwrap_or_default();
-                auth.view
-                    .retain(|(t, n), _| *t != w.type_url || named.contains_key(n));
-                auth.answered.remove(&w.type_url);
-            } else if !wildcard_left {
-                auth.view.remove(&(w.type_url.clone(), w.name.clone()));
-            }
+        if self.remove_interest(w.authority, &w.type_url, &w.name) {
             self.sync_authority(w.authority);
         }
         self.flush();
     }
 
+    /// One more watch (or dependency manager) wants `name` (or `*`) of `type_url`; true
+    /// when nothing wanted it before (the authority's channels need syncing).
+    fn add_interest(&mut self, a: usize, type_url: &SharedStr, name: &SharedStr) -> bool {
+        let Some(auth) = self.authorities.get_mut(a) else {
+            return false;
+        };
+        let count = auth
+            .interest
+            .entry(type_url.clone())
+            .or_default()
+            .entry(name.clone())
+            .or_insert(0);
+        *count += 1;
+        let first = *count == 1;
+        if first && name.as_str() == WILDCARD {
+            // The type is answered for the wildcard once the client says it is ready again.
+            auth.answered.remove(type_url);
+        }
+        first
+    }
+
+    /// One watch (or dependency manager) less wants `name` of `type_url`; true when it was
+    /// the last (the view forgets what nothing wants, the channels need syncing).
+    fn remove_interest(&mut self, a: usize, type_url: &SharedStr, name: &SharedStr) -> bool {
+        let Some(auth) = self.authorities.get_mut(a) else {
+            return false;
+        };
+        let mut last = false;
+        if let Some(names) = auth.interest.get_mut(type_url) {
+            if let Some(count) = names.get_mut(name) {
+                *count -= 1;
+                if *count == 0 {
+                    names.remove(name);
+                    last = true;
+                }
+            }
+            if names.is_empty() {
+                auth.interest.remove(type_url);
+            }
+        }
+        if last {
+            let wildcard_left = auth
+                .interest
+                .get(type_url)
+                .is_some_and(|n| n.contains_key(WILDCARD));
+            if name.as_str() == WILDCARD {
+                let named = auth.interest.get(type_url).cloned().unwrap_or_default();
+                auth.view
+                    .retain(|(t, n), _| t != type_url || named.contains_key(n));
+                auth.answered.remove(type_url);
+            } else if !wildcard_left {
+                auth.view.remove(&(type_url.clone(), name.clone()));
+            }
+        }
+        last
+    }
+
     /// Closes every watch (the client shuts down).
     pub(crate) fn close_all(&mut self) {
         for w in self.watches.values() {
+            w.sink.close();
+        }
+        for w in self.config_watches.values() {
             w.sink.close();
         }
         for (c, channel) in self.channels.iter_mut().enumerate() {
@@ -516,6 +557,7 @@ impl Pool {
         for key in due {
             self.start(key);
         }
+        self.deps_timeout(now);
         self.flush();
     }
 
@@ -540,6 +582,7 @@ impl Pool {
                 [s.client.poll_timeout(), wait]
             })
             .flatten()
+            .chain(self.deps_poll_timeout())
             .min()
     }
 
@@ -774,8 +817,20 @@ impl Pool {
         }
     }
 
-    /// Sends what the clients queued and hands their events to the view.
+    /// Sends what the clients queued and hands their events to the view (and through it to
+    /// the dependency managers), gives the managers' subscriptions to the clients until
+    /// nothing more comes, then hands complete configurations to their watchers.
     fn flush(&mut self) {
+        loop {
+            self.flush_clients();
+            if !self.apply_deps_commands() {
+                break;
+            }
+        }
+        self.deliver_configs();
+    }
+
+    fn flush_clients(&mut self) {
         let now = self.last_now;
         let mut events = Vec::new();
         for (c, channel) in self.channels.iter_mut().enumerate() {
@@ -842,16 +897,26 @@ impl Pool {
         let Some(p) = self.position(a, c) else {
             return;
         };
-        match event {
-            ClientEvent::Upserted { version, body, .. } => {
-                self.set_view(a, p, (type_url, name), Seen::Held { version, body });
+        // What the view takes, the dependency managers take too: they see the data in use,
+        // after the fallback rules chose whose it is.
+        let seen = match &event {
+            ClientEvent::Upserted { version, body, .. } => Some(Seen::Held {
+                version: version.clone(),
+                body: body.clone(),
+            }),
+            ClientEvent::Removed { reason, .. } if *reason != RemovalReason::Unsubscribed => {
+                Some(Seen::Absent)
             }
-            ClientEvent::Removed { reason, .. } if reason != RemovalReason::Unsubscribed => {
-                self.set_view(a, p, (type_url, name), Seen::Absent);
+            ClientEvent::DoesNotExist { .. } => Some(Seen::Absent),
+            _ => None,
+        };
+        if let Some(seen) = seen {
+            if self.set_view(a, p, (type_url, name), seen) {
+                self.deps_event(&event);
             }
-            ClientEvent::DoesNotExist { .. } => {
-                self.set_view(a, p, (type_url, name), Seen::Absent);
-            }
+            return;
+        }
+        match &event {
             ClientEvent::DeletionIgnored { .. } => {
                 tracing::warn!(%type_url, %name, "the server deleted a resource in use; kept (ignore_resource_deletion)");
             }
@@ -861,41 +926,74 @@ impl Pool {
                     let whole =
                         name.is_empty() || name.as_str() == WILDCARD || name.ends_with("/*");
                     let target = if whole { None } else { Some(name.clone()) };
-                    let event = WatchEvent::Error {
-                        name: target.clone(),
-                        error: WatchError::Server { code, message },
+                    let error = WatchError::Server {
+                        code: *code,
+                        message: message.clone(),
                     };
-                    match target {
-                        Some(n) => self.notify(a, &type_url, &n, &event),
-                        None => self.notify_type(a, &type_url, &event),
+                    let watch_event = WatchEvent::Error {
+                        name: target.clone(),
+                        error: error.clone(),
+                    };
+                    match &target {
+                        Some(n) => self.notify(a, &type_url, n, &watch_event),
+                        None => self.notify_type(a, &type_url, &watch_event),
                     }
+                    if !whole {
+                        self.deps_event(&event);
+                    }
+                    self.config_error(&type_url, target.as_deref(), &error);
                 }
             }
             ClientEvent::Nacked {
                 version,
                 error,
                 rejected,
+                nonce,
+                defect,
                 ..
             } => {
+                let watch_error = WatchError::Rejected {
+                    version: version.clone(),
+                    error: error.clone(),
+                };
                 let event_of = |n: Option<SharedStr>| WatchEvent::Error {
                     name: n,
-                    error: WatchError::Rejected {
-                        version: version.clone(),
-                        error: error.clone(),
-                    },
+                    error: watch_error.clone(),
                 };
                 if rejected.is_empty() {
                     self.notify_type(a, &type_url, &event_of(None));
+                    self.config_error(&type_url, None, &watch_error);
                 } else {
                     for n in rejected {
                         let Some(a) =
-                            authority_of(&n).and_then(|x| self.authority_index.get(&x).copied())
+                            authority_of(n).and_then(|x| self.authority_index.get(&x).copied())
                         else {
                             continue;
                         };
-                        if self.position(a, c).is_some() {
-                            self.notify(a, &type_url, &n, &event_of(Some(n.clone())));
+                        if self.position(a, c).is_none() {
+                            continue;
                         }
+                        self.notify(a, &type_url, n, &event_of(Some(n.clone())));
+                        // The configuration watchers and the managers get this resource's own
+                        // reason (the client's status keeps it), not the whole response's: a
+                        // cluster rejected again in a later SotW response beside another is
+                        // the same failure, not a new configuration.
+                        let (rejected_version, own_error) = self
+                            .rejection_of(c, &type_url, n)
+                            .unwrap_or_else(|| (version.clone(), error.clone()));
+                        let own = WatchError::Rejected {
+                            version: rejected_version.clone(),
+                            error: own_error.clone(),
+                        };
+                        self.config_error(&type_url, Some(n), &own);
+                        self.deps_event(&ClientEvent::Nacked {
+                            type_url: type_url.clone(),
+                            version: rejected_version,
+                            nonce: nonce.clone(),
+                            error: own_error,
+                            rejected: vec![n.clone()],
+                            defect: defect.clone(),
+                        });
                     }
                 }
             }
@@ -903,9 +1001,18 @@ impl Pool {
                 if let Some(auth) = self.authorities.get_mut(a) {
                     auth.answered.insert(type_url);
                 }
+                self.deps_event(&event);
             }
             _ => {}
         }
+    }
+
+    /// The version and reason of the last rejection of `name` by channel `c`'s client.
+    fn rejection_of(&self, c: usize, type_url: &str, name: &str) -> Option<(SharedStr, String)> {
+        self.channels.get(c)?.slots.iter().find_map(|slot| {
+            let rejection = slot.client.status(type_url, name)?.rejected?;
+            Some((rejection.version, rejection.error))
+        })
     }
 
     /// Whether an update from position `p` may replace the view's entry for `key`.
@@ -916,12 +1023,14 @@ impl Pool {
             .is_none_or(|e| e.source >= p)
     }
 
-    fn set_view(&mut self, a: usize, p: usize, key: Key, seen: Seen) {
+    /// Puts what position `p` says of `key` in the view, if it may (and tells the watchers
+    /// of a change); whether it did.
+    fn set_view(&mut self, a: usize, p: usize, key: Key, seen: Seen) -> bool {
         if !self.overrides(a, p, &key) {
-            return;
+            return false;
         }
         let Some(auth) = self.authorities.get_mut(a) else {
-            return;
+            return false;
         };
         let wanted = auth
             .interest
@@ -929,7 +1038,7 @@ impl Pool {
             .is_some_and(|n| n.contains_key(&key.1) || n.contains_key(WILDCARD));
         if !wanted {
             auth.view.remove(&key);
-            return;
+            return false;
         }
         let unchanged = auth.view.get(&key).is_some_and(|e| e.seen == seen);
         if seen == Seen::Absent
@@ -953,7 +1062,7 @@ impl Pool {
                     },
                 );
             }
-            return;
+            return true;
         }
         auth.view.insert(
             key.clone(),
@@ -965,6 +1074,7 @@ impl Pool {
         if !unchanged {
             self.notify(a, &key.0, &key.1, &state_event(&key.1, &seen));
         }
+        true
     }
 
     /// To the watchers of `name` and the wildcard watchers of its type.
@@ -1036,8 +1146,18 @@ impl Pool {
                         .is_some_and(|st| st.state == ResourceState::DoesNotExist)
                 });
                 match (held, absent) {
-                    (Some(seen), _) => self.set_view(a, p, key, seen),
-                    (None, true) => self.set_view(a, p, key, Seen::Absent),
+                    (Some(seen), _) => {
+                        let event = view_event(&key, &seen);
+                        if self.set_view(a, p, key, seen) {
+                            self.deps_event(&event);
+                        }
+                    }
+                    (None, true) => {
+                        let event = view_event(&key, &Seen::Absent);
+                        if self.set_view(a, p, key, Seen::Absent) {
+                            self.deps_event(&event);
+                        }
+                    }
                     (None, false) => {
                         // Stays until the reverting server speaks: mark it as ours so
                         // its word applies.
@@ -1111,9 +1231,29 @@ impl Pool {
                         w.sink.push(event.clone());
                     }
                 }
+                if let WatchEvent::Error { error, .. } = event {
+                    self.config_unreachable(a, &error);
+                }
             }
         }
         self.flush();
+    }
+}
+
+/// What the view holds of `key`, as the core event that would have put it there.
+fn view_event(key: &Key, seen: &Seen) -> ClientEvent {
+    match seen {
+        Seen::Held { version, body } => ClientEvent::Upserted {
+            type_url: key.0.clone(),
+            name: key.1.clone(),
+            version: version.clone(),
+            body: body.clone(),
+            aliases: Vec::new(),
+        },
+        Seen::Absent => ClientEvent::DoesNotExist {
+            type_url: key.0.clone(),
+            name: key.1.clone(),
+        },
     }
 }
 

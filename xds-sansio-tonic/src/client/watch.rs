@@ -106,33 +106,55 @@ impl std::fmt::Display for WatchError {
     }
 }
 
-/// Whether an event is state (value or absence) or an error: one unread of each per name.
-fn class_of(event: &WatchEvent) -> u8 {
-    match event {
-        WatchEvent::Changed { .. } | WatchEvent::DoesNotExist { .. } => 0,
-        WatchEvent::Error { .. } => 1,
+/// An event a sink holds one unread of per slot: the newest replaces an unread one of the
+/// same slot.
+pub(crate) trait Coalesce {
+    /// The slot: a name, and whether the event is state (0: a value or its absence) or an
+    /// error (1), so one unread of each per name.
+    fn slot(&self) -> (SharedStr, u8);
+}
+
+impl Coalesce for WatchEvent {
+    fn slot(&self) -> (SharedStr, u8) {
+        let class = match self {
+            WatchEvent::Changed { .. } | WatchEvent::DoesNotExist { .. } => 0,
+            WatchEvent::Error { .. } => 1,
+        };
+        (self.name().cloned().unwrap_or_default(), class)
     }
 }
 
-#[derive(Default)]
-struct Pending {
+struct Pending<E> {
     next_seq: u64,
     by_key: HashMap<(SharedStr, u8), u64>,
-    order: BTreeMap<u64, ((SharedStr, u8), WatchEvent)>,
+    order: BTreeMap<u64, ((SharedStr, u8), E)>,
     closed: bool,
     /// The reader waiting for the next event.
     waker: Option<Waker>,
 }
 
-/// The driver's end of a watch: pushes coalesce per name.
-#[derive(Default)]
-pub(crate) struct Sink {
-    pending: Mutex<Pending>,
+/// The driver's end of a watch: pushes coalesce per slot ([`Coalesce`]).
+pub(crate) struct Sink<E = WatchEvent> {
+    pending: Mutex<Pending<E>>,
 }
 
-impl Sink {
-    pub(crate) fn push(&self, event: WatchEvent) {
-        let key = (event.name().cloned().unwrap_or_default(), class_of(&event));
+impl<E> Default for Sink<E> {
+    fn default() -> Self {
+        Sink {
+            pending: Mutex::new(Pending {
+                next_seq: 0,
+                by_key: HashMap::new(),
+                order: BTreeMap::new(),
+                closed: false,
+                waker: None,
+            }),
+        }
+    }
+}
+
+impl<E: Coalesce> Sink<E> {
+    pub(crate) fn push(&self, event: E) {
+        let key = event.slot();
         let mut p = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         let seq = p.next_seq;
         p.next_seq += 1;
@@ -159,7 +181,7 @@ impl Sink {
 
     /// The oldest unread event; `Err(())` once closed and drained. With a waker, it is
     /// woken by the next push or close when nothing is waiting.
-    fn pop(&self, waker: Option<&Waker>) -> Result<Option<WatchEvent>, ()> {
+    pub(crate) fn pop(&self, waker: Option<&Waker>) -> Result<Option<E>, ()> {
         let mut p = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         match p.order.pop_first() {
             Some((_, (key, event))) => {
