@@ -17,7 +17,7 @@ use std::process::{Command, ExitCode};
 use bytes::Bytes;
 use prost::Message;
 use support::{cds_wildcard_stream, cluster_body, eds_body, fanout_setup, CDS, EDS};
-use xds_sansio::client::{Client, ClientConfig};
+use xds_sansio::client::{Client, ClientConfig, ClientEvent, EventShape};
 use xds_sansio::pb::discovery::{DeltaDiscoveryResponse, DiscoveryResponse, Resource};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::protobuf::Any;
@@ -44,6 +44,26 @@ const WORKLOADS: &[Workload] = &[
         run: client_sotw_first_load,
     },
     Workload {
+        name: "client_sotw_first_load_10k_batched",
+        iterations: 3,
+        run: client_sotw_first_load_batched,
+    },
+    Workload {
+        name: "client_sotw_all_changed_10k",
+        iterations: 3,
+        run: client_sotw_all_changed,
+    },
+    Workload {
+        name: "client_sotw_all_changed_10k_batched",
+        iterations: 3,
+        run: client_sotw_all_changed_batched,
+    },
+    Workload {
+        name: "prost_decode_cds_10k",
+        iterations: 3,
+        run: prost_decode_cds,
+    },
+    Workload {
         name: "client_delta_one_update_1k_cached",
         iterations: 1000,
         run: client_delta_update,
@@ -63,11 +83,13 @@ const WORKLOADS: &[Workload] = &[
 // ---------------------------------------------------------------- workloads
 
 fn sotw_client() -> Client {
-    let mut c = Client::new(ClientConfig::new(
-        Variant::Sotw,
-        Transport::Aggregated,
-        Node::default(),
-    ));
+    sotw_client_with(EventShape::PerResource)
+}
+
+fn sotw_client_with(shape: EventShape) -> Client {
+    let mut config = ClientConfig::new(Variant::Sotw, Transport::Aggregated, Node::default());
+    config.event_shape = shape;
+    let mut c = Client::new(config);
     c.subscribe(CDS, &[]).unwrap_or_default();
     c.connected(Instant::ZERO);
     while c.poll_request(Instant::ZERO).is_some() {}
@@ -76,19 +98,95 @@ fn sotw_client() -> Client {
 
 /// A 10 000-cluster SotW CDS response, encoded.
 fn cds_response() -> Bytes {
+    cds_response_at(1)
+}
+
+/// The same clusters at `generation` (every body differs from another generation's).
+fn cds_response_at(generation: u8) -> Bytes {
     let resp = DiscoveryResponse {
-        version_info: "v1".into(),
+        version_info: format!("v{generation}"),
         resources: (0..10_000)
-            .map(|i| Any {
-                type_url: CDS.into(),
-                value: cluster_body(&format!("cluster-{i:05}"), 200),
+            .map(|i| {
+                let mut body = cluster_body(&format!("cluster-{i:05}"), 200).to_vec();
+                if let Some(last) = body.last_mut() {
+                    *last = generation;
+                }
+                Any {
+                    type_url: CDS.into(),
+                    value: Bytes::from(body),
+                }
             })
             .collect(),
         type_url: CDS.into(),
-        nonce: "n1".into(),
+        nonce: format!("n{generation}"),
         ..DiscoveryResponse::default()
     };
     Bytes::from(resp.encode_to_vec())
+}
+
+/// Decode, handle and ACK `wire` on `c`, draining every event (each change read from the
+/// cache for a batch, as an application applying it would).
+fn ingest(c: &mut Client, wire: &Bytes) {
+    let resp = DiscoveryResponse::decode(wire.clone()).unwrap_or_default();
+    c.handle_response(Instant::ZERO, Response::Sotw(resp));
+    black_box(c.poll_request(Instant::ZERO));
+    while let Some(e) = c.poll_event() {
+        if let ClientEvent::Changed { type_url, changes } = &e {
+            for view in c.changes(type_url, changes) {
+                black_box((view.name.len(), view.resource.map(|r| r.body.len())));
+            }
+        }
+        black_box(e);
+    }
+}
+
+/// The floor: decode the 10k-cluster response (and drop it), nothing else.
+fn prost_decode_cds(work: bool) {
+    let wire = cds_response();
+    if work {
+        for _ in 0..3 {
+            black_box(DiscoveryResponse::decode(wire.clone()).unwrap_or_default());
+        }
+    }
+    black_box(wire);
+}
+
+/// First load with batched events, every change read from the cache.
+fn client_sotw_first_load_batched(work: bool) {
+    let wire = cds_response();
+    let mut clients: Vec<Client> = (0..3)
+        .map(|_| sotw_client_with(EventShape::Batched))
+        .collect();
+    if work {
+        for c in &mut clients {
+            ingest(c, &wire);
+        }
+    }
+    black_box(clients);
+}
+
+fn all_changed(work: bool, shape: EventShape) {
+    let (first, second) = (cds_response_at(1), cds_response_at(2));
+    let mut clients: Vec<Client> = (0..3).map(|_| sotw_client_with(shape)).collect();
+    for c in &mut clients {
+        ingest(c, &first);
+    }
+    if work {
+        for c in &mut clients {
+            ingest(c, &second);
+        }
+    }
+    black_box(clients);
+}
+
+/// The full state again with every body changed (owned events).
+fn client_sotw_all_changed(work: bool) {
+    all_changed(work, EventShape::PerResource)
+}
+
+/// The full state again with every body changed (batched, every change read).
+fn client_sotw_all_changed_batched(work: bool) {
+    all_changed(work, EventShape::Batched)
 }
 
 /// Decode, handle and ACK a 10k-cluster response on a fresh client (first load).

@@ -8,6 +8,8 @@
 //! name lives elsewhere get a [`NameExtractor`] from the application.
 
 use bytes::Bytes;
+
+use crate::text::SharedStr;
 use core::fmt;
 
 /// Why a name could not be read from a body.
@@ -118,7 +120,10 @@ fn name_range(buf: &[u8]) -> Result<core::ops::Range<usize>, NameError> {
         return Err(NameError::Empty);
     }
     let name = buf.get(range.clone()).ok_or(NameError::Truncated)?;
-    core::str::from_utf8(name).map_err(|_| NameError::NameNotUtf8)?;
+    // Names are nearly always ASCII, which is UTF-8 and several times cheaper to check.
+    if !name.is_ascii() {
+        core::str::from_utf8(name).map_err(|_| NameError::NameNotUtf8)?;
+    }
     Ok(range)
 }
 
@@ -134,6 +139,13 @@ pub fn name_of(body: &[u8]) -> Result<&str, NameError> {
 pub fn name_field_1(body: &Bytes) -> Result<Bytes, NameError> {
     let range = name_range(body)?;
     Ok(body.slice(range))
+}
+
+/// [`name_field_1`] as a [`SharedStr`], without checking UTF-8 a second time.
+pub(crate) fn shared_name_field_1(body: &Bytes) -> Result<SharedStr, NameError> {
+    let range = name_range(body)?;
+    // SAFETY: `name_range` returns only a range whose bytes it checked to be UTF-8.
+    Ok(unsafe { SharedStr::from_utf8_unchecked(body.slice(range)) })
 }
 
 #[cfg(test)]

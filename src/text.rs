@@ -44,6 +44,16 @@ impl SharedStr {
         Ok(SharedStr(bytes))
     }
 
+    /// Wraps `bytes` that the caller has just checked to be UTF-8 (a second check per
+    /// resource name is a measurable share of a client's work).
+    ///
+    /// # Safety
+    /// `bytes` must be valid UTF-8.
+    pub(crate) unsafe fn from_utf8_unchecked(bytes: Bytes) -> SharedStr {
+        debug_assert!(core::str::from_utf8(&bytes).is_ok());
+        SharedStr(bytes)
+    }
+
     /// A string that lives for the whole program (no allocation).
     pub const fn from_static(s: &'static str) -> SharedStr {
         SharedStr(Bytes::from_static(s.as_bytes()))

@@ -91,7 +91,9 @@ fn check(
         });
     }
     update::check_duplicates(&out, removed)?;
-    out.retain(|inc| ts.wants(&inc.name, &inc.aliases));
+    if !ts.sub.is_wildcard() {
+        out.retain(|inc| ts.wants(&inc.name, &inc.aliases));
+    }
     update::check_capacity(ts, &out, false, limits)?;
     Ok(out)
 }

@@ -12,7 +12,7 @@ use super::type_state::TypeState;
 use super::update::{self, Due, DueKind, Incoming, Reject, Update};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use crate::pb::envoy::config::core::v3::Node;
-use crate::resource::{name_field_1, NameExtractor};
+use crate::resource::{shared_name_field_1, NameExtractor};
 use crate::text::SharedStr;
 use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 
@@ -48,10 +48,13 @@ fn name_of(
     extractor: Option<NameExtractor>,
     at: usize,
 ) -> Result<SharedStr, ResponseDefect> {
-    let name = extractor.unwrap_or(name_field_1)(body)
-        .map_err(|error| ResponseDefect::UnreadableName { at, error })?;
-    // Checked again whatever the extractor: `SharedStr` relies on it for soundness.
-    let name = SharedStr::from_utf8(name).map_err(|_| ResponseDefect::NameNotUtf8 { at })?;
+    let unreadable = |error| ResponseDefect::UnreadableName { at, error };
+    let name = match extractor {
+        None => shared_name_field_1(body).map_err(unreadable)?,
+        // An application's extractor is checked: `SharedStr` relies on UTF-8 for soundness.
+        Some(extract) => SharedStr::from_utf8(extract(body).map_err(unreadable)?)
+            .map_err(|_| ResponseDefect::NameNotUtf8 { at })?,
+    };
     update::received_name(name)
 }
 
@@ -114,7 +117,9 @@ fn check(
         out.push(inc);
     }
     update::check_duplicates(&out, &[])?;
-    out.retain(|inc| ts.wants(&inc.name, &[]));
+    if !ts.sub.is_wildcard() {
+        out.retain(|inc| ts.wants(&inc.name, &[]));
+    }
     // A body-less wrapper is a heartbeat only at the version held ("a response that
     // doesn't change the resource version", discovery.proto, `Resource.resource`).
     for inc in out.iter().filter(|inc| inc.body.is_none()) {
