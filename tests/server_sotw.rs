@@ -5,9 +5,10 @@ mod server_common;
 use core::time::Duration;
 use prost::Message;
 use server_common::*;
-use xds_sansio::pb::discovery::Resource;
+use xds_sansio::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use xds_sansio::server::{
-    ProtocolError, ResourceEntry, ResourceStore, ServerConfig, ServerEvent, ServerStream,
+    ProtocolError, ResourceEntry, ResourceStore, ServerConfig, ServerEvent, ServerStream, StoreOp,
+    StreamSet,
 };
 use xds_sansio::types::RESOURCE_WRAPPER_TYPE_URL;
 use xds_sansio::{Instant, Response, Transport, Variant};
@@ -762,4 +763,70 @@ fn a_client_learns_does_not_exist_without_its_timer() {
         at.as_nanos() <= Duration::from_millis(20).as_nanos() as u64,
         "one round trip, not 15 s: {at:?}"
     );
+}
+
+/// A full replacement of many clusters in one revision is one full-state response with
+/// every new body (a full-state type lists only a few changed names to decide a build is
+/// due), on a stream alone and through a `StreamSet`; changes it does not cover send
+/// nothing, and nothing is resent after the ACK.
+#[test]
+fn many_changed_clusters_are_one_full_state_response() {
+    let names: Vec<String> = (0..100).map(|i| format!("c{i:03}")).collect();
+    let replace = |store: &mut ResourceStore, names: &[String], data: &str| {
+        let ops = names
+            .iter()
+            .map(|n| StoreOp::Set {
+                type_url: CDS.into(),
+                entry: ResourceEntry::new(n.as_str(), body(n, data)),
+            })
+            .collect();
+        store.apply(ops).unwrap();
+    };
+    for (wildcard, via_set) in [(true, false), (false, false), (true, true), (false, true)] {
+        let label = format!("wildcard={wildcard} via_set={via_set}");
+        let mut store = ResourceStore::new();
+        replace(&mut store, &names, "1");
+        let others: Vec<String> = (0..50).map(|i| format!("other{i}")).collect();
+        replace(&mut store, &others, "1");
+        let subscribed: Vec<&str> = if wildcard {
+            Vec::new()
+        } else {
+            names.iter().map(String::as_str).collect()
+        };
+        let mut set = StreamSet::new();
+        let id = set.insert(ServerConfig::new(Variant::Sotw, Transport::Aggregated));
+        let mut alone = ads();
+        let mut exchange = |request: Option<DiscoveryRequest>, store: &ResourceStore| {
+            if via_set {
+                if let Some(r) = request {
+                    set.handle_request(id, T0, req(r)).unwrap();
+                }
+                set.sync(store);
+                std::iter::from_fn(|| set.poll_response(id, T0, store)).collect::<Vec<_>>()
+            } else {
+                if let Some(r) = request {
+                    alone.handle_request(T0, req(r));
+                }
+                drain(&mut alone, T0, store)
+            }
+        };
+        let first = one_sotw(exchange(Some(sotw(CDS, "", &subscribed, "")), &store));
+        let ack = |r: &DiscoveryResponse| sotw(CDS, &r.version_info, &subscribed, &r.nonce);
+        assert!(exchange(Some(ack(&first)), &store).is_empty(), "{label}");
+        replace(&mut store, &names, "2");
+        let second = one_sotw(exchange(None, &store));
+        let expected = if wildcard { 150 } else { 100 };
+        assert_eq!(second.resources.len(), expected, "{label}");
+        let renewed = second
+            .resources
+            .iter()
+            .filter(|a| a.value.ends_with(b"2"))
+            .count();
+        assert_eq!(renewed, 100, "{label}: every replaced body is new");
+        assert!(exchange(Some(ack(&second)), &store).is_empty(), "{label}");
+        if !wildcard {
+            replace(&mut store, &others, "2");
+            assert!(exchange(None, &store).is_empty(), "{label}: not covered");
+        }
+    }
 }

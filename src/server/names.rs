@@ -91,6 +91,9 @@ pub(crate) struct Changes {
     /// Compare everything subscribed against what was sent (first request, lost log, a
     /// subscription change that reshapes the response).
     pub(crate) resync: bool,
+    /// More names changed than [`Changes::mark_some`] lists: some resource covered when it
+    /// was marked changed beyond those in `dirty`.
+    pub(crate) overflow: bool,
 }
 
 impl Changes {
@@ -101,13 +104,26 @@ impl Changes {
         }
     }
 
+    /// As [`Changes::mark`], listing at most `cap` names; past that only `overflow` is
+    /// noted. For a response that carries everything or nothing, where the names only
+    /// decide that a build is due: a full CDS replacement then costs each stream `cap`
+    /// insertions, not one per cluster.
+    pub(crate) fn mark_some(&mut self, name: &str, cap: usize) {
+        if self.dirty.len() < cap {
+            self.mark(name);
+        } else {
+            self.overflow = true;
+        }
+    }
+
     /// Whether there is nothing to compare.
     pub(crate) fn is_empty(&self) -> bool {
-        !self.resync && self.dirty.is_empty()
+        !self.resync && !self.overflow && self.dirty.is_empty()
     }
 
     /// Takes what changed, leaving nothing: the changed names and whether to resync.
     pub(crate) fn take(&mut self) -> (BTreeSet<String>, bool) {
+        self.overflow = false;
         (
             core::mem::take(&mut self.dirty),
             core::mem::take(&mut self.resync),

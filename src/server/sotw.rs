@@ -20,6 +20,10 @@ use crate::pb::google::rpc::Status;
 use crate::time::Instant;
 use crate::types::{TypeInfo, NOT_FOUND_CODE, RESOURCE_WRAPPER_TYPE_URL};
 
+/// How many changed names a full-state type (LDS, CDS) lists before it only notes that
+/// more changed.
+const FULL_STATE_DIRTY_CAP: usize = 16;
+
 /// How the stream subscribes to every resource of the type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Wildcard {
@@ -143,7 +147,14 @@ impl SotwState {
 
     /// Notes a store change of resource `name`, if the stream covers it.
     pub(crate) fn mark_dirty(&mut self, name: &str) {
-        if self.covers(name) {
+        if !self.covers(name) {
+            return;
+        }
+        if self.full_state {
+            // Everything or nothing is sent, and never the same state twice (the version
+            // compare in `build_full`): a few names decide that a build is due.
+            self.changes.mark_some(name, FULL_STATE_DIRTY_CAP);
+        } else {
             self.changes.mark(name);
         }
     }
@@ -152,7 +163,9 @@ impl SotwState {
     /// subscription's changes back, only the store's changes and heartbeats count.
     pub(crate) fn has_work(&self) -> bool {
         if self.held_by_stale {
-            return !self.changes.dirty.is_empty() || !self.heartbeats_due.is_empty();
+            return !self.changes.dirty.is_empty()
+                || self.changes.overflow
+                || !self.heartbeats_due.is_empty();
         }
         !self.changes.is_empty()
             || self.answer_due
@@ -350,7 +363,7 @@ impl SotwState {
         // A newly subscribed name asks for a build, even when it does not exist; whether a
         // response goes out is decided below (no identical resend).
         let new_name_exists = !self.pending.is_empty();
-        let dirty = self.changes.dirty.iter().any(|n| self.covers(n));
+        let dirty = self.changes.overflow || self.changes.dirty.iter().any(|n| self.covers(n));
         if !(self.changes.resync
             || self.answer_due
             || new_name_exists
