@@ -159,6 +159,11 @@ impl SotwState {
         }
     }
 
+    /// A full-state type past its list of changed names: more marks note nothing.
+    pub(crate) fn saturated(&self) -> bool {
+        self.full_state && self.changes.overflow
+    }
+
     /// Whether the next build has something to consider. While a stale request holds the
     /// subscription's changes back, only the store's changes and heartbeats count.
     pub(crate) fn has_work(&self) -> bool {

@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use super::event::{Ignored, Limit, ProtocolError, ServerEvent};
 use super::flow::{Kind, SendCtx};
 use super::sotw::Diff;
-use super::store::{ResourceStore, Revision};
+use super::store::{Change, ResourceStore, Revision};
 use super::type_state::TypeState;
 use super::wire::{EncodedResponse, ResourceSink, WireSink};
 use crate::message::{Request, Response, Transport, Variant};
@@ -432,6 +432,20 @@ impl ServerStream {
     pub(crate) fn mark_dirty(&mut self, type_url: &str, name: &str, aliases: &[String]) {
         if let Some(entry) = self.types.iter_mut().find(|t| t.type_url == type_url) {
             entry.mark_dirty(name, aliases);
+        }
+    }
+
+    /// [`ServerStream::mark_dirty`] for several changes of one type, stopping once the type
+    /// notes no more (a full-state type that knows a build is due).
+    pub(crate) fn mark_dirty_all(&mut self, type_url: &str, changes: &[&Change]) {
+        if let Some(entry) = self.types.iter_mut().find(|t| t.type_url == type_url) {
+            for change in changes {
+                // A publication (no name) is always noted: it ends an unpublished wait.
+                if !change.name.is_empty() && entry.saturated() {
+                    continue;
+                }
+                entry.mark_dirty(&change.name, &change.aliases);
+            }
         }
     }
 

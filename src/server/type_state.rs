@@ -140,6 +140,15 @@ impl TypeState {
         }
     }
 
+    /// Whether more changes of resources would note nothing new: a full-state SotW type
+    /// that already knows more changed than it lists (a publication still counts).
+    pub(crate) fn saturated(&self) -> bool {
+        match &self.state {
+            State::Sotw(s) => s.saturated(),
+            State::Delta(_) => false,
+        }
+    }
+
     /// Fires the heartbeats due at `now`.
     pub(crate) fn fire_timers(&mut self, now: Instant) {
         for name in self.timers.pop_due(now) {
