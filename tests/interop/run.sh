@@ -16,7 +16,7 @@ timeout 900 cargo test -p xds-sansio-tonic --all-features --test loopback
 
 step "build ads_server (on the adapter) and the checker"
 timeout 900 cargo build -p xds-sansio-tonic --features record --example ads_server
-timeout 900 cargo build --all-features --bin xds-sansio
+timeout 900 cargo build -p xds-sansio-cli
 ADS_SERVER=$PWD/target/debug/examples/ads_server
 CHECK=$PWD/target/debug/xds-sansio
 
