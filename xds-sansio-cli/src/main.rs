@@ -1,11 +1,13 @@
-//! The command-line tool: replay scenario files through the model, and check recorded
-//! conversations of other implementations.
+//! The command-line tool: replay scenario files through the model, check recorded
+//! conversations of other implementations, tap live conversations between a real client
+//! and a real server.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod output;
 mod replay;
+mod tap;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use xds_sansio::check::{self, CheckSide, Entry, ALL_RULES};
@@ -61,6 +63,26 @@ enum Command {
     },
     /// List the rules the checker enforces, with the protocol passage each comes from.
     Rules,
+    /// A gRPC proxy for every xDS RPC: forwards both directions unchanged, records every
+    /// stream and checks both sides live, printing each violation as it passes.
+    Tap {
+        /// Where clients connect (`127.0.0.1:0`: any free port, printed first).
+        #[arg(long, value_name = "ADDR")]
+        listen: std::net::SocketAddr,
+        /// The management server: `host:port` or a URL (`http://host:port`).
+        #[arg(long, value_name = "ADDR")]
+        upstream: String,
+        /// Write every stream, numbered, in the record format (docs/record-format.md).
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
+        /// Resource schemas (a FileDescriptorSet) to write resources as canonical JSON in
+        /// the recording; repeatable. Without them a resource is written as base64.
+        #[arg(long, value_name = "FILE")]
+        descriptors: Vec<PathBuf>,
+        /// Stop after this many streams have ended (else Ctrl-C or SIGTERM stops it).
+        #[arg(long, value_name = "N")]
+        exit_after_streams: Option<u64>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -89,6 +111,42 @@ fn main() -> ExitCode {
             json,
             descriptors,
         } => run_check(&file, side, variant, json, &descriptors),
+        Command::Tap {
+            listen,
+            upstream,
+            record,
+            descriptors,
+            exit_after_streams,
+        } => {
+            let codec = match codec_with(&descriptors) {
+                Ok(codec) => codec,
+                Err(e) => {
+                    complain!("{e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let options = tap::Options {
+                listen,
+                upstream,
+                record,
+                codec,
+                exit_after_streams,
+            };
+            match runtime().and_then(|rt| rt.block_on(tap::run(options))) {
+                Ok((messages, violations)) => {
+                    say!("{messages} messages checked, {violations} violations");
+                    if violations == 0 {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::FAILURE
+                    }
+                }
+                Err(e) => {
+                    complain!("{e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Rules => {
             for rule in ALL_RULES {
                 say!(
@@ -101,6 +159,15 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+/// The runtime of the commands that talk gRPC (two workers: the tool shares machines).
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
 /// A codec that knows the resource schemas of `descriptors`.
