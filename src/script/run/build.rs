@@ -86,17 +86,21 @@ fn control_plane_of(identifier: &Option<String>) -> Option<ControlPlane> {
     }
 }
 
-/// The body an item stands for: its tag, else its version, else `fallback_tag`.
-pub(super) fn body_of(item: &Item, fallback_tag: &str) -> bytes::Bytes {
-    let tag = item
-        .tag
-        .as_deref()
-        .or(item.version.as_deref())
-        .unwrap_or(fallback_tag);
-    notation::body(&item.name, tag)
-}
+impl Runner<'_> {
+    /// The body an item of `type_url` stands for: its tag, else its version, else
+    /// `fallback_tag`; the real body the remote gives for it, else the placeholder.
+    pub(super) fn body_of(&self, type_url: &str, item: &Item, fallback_tag: &str) -> bytes::Bytes {
+        let tag = item
+            .tag
+            .as_deref()
+            .or(item.version.as_deref())
+            .unwrap_or(fallback_tag);
+        self.remote
+            .as_deref()
+            .and_then(|remote| remote.body(type_url, &item.name, tag))
+            .unwrap_or_else(|| notation::body(&item.name, tag))
+    }
 
-impl Runner {
     fn node_for(&mut self, node: &Option<String>) -> Option<Node> {
         let first = !self.first_request_sent;
         self.first_request_sent = true;
@@ -191,7 +195,7 @@ impl Runner {
                     .clone()
                     .unwrap_or_else(|| type_url.into())
                     .into(),
-                value: body_of(item, fallback_tag),
+                value: self.body_of(type_url, item, fallback_tag),
             }),
             ttl: item.ttl.map(ttl_of),
             ..Default::default()
@@ -213,7 +217,7 @@ impl Runner {
                     .clone()
                     .unwrap_or_else(|| type_url.into())
                     .into(),
-                value: body_of(item, version_info),
+                value: self.body_of(type_url, item, version_info),
             }
         }
     }
