@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod conform;
+mod diagram;
 mod output;
 mod replay;
 mod tap;
@@ -13,6 +15,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use xds_sansio::check::{self, CheckSide, Entry, ALL_RULES};
 use xds_sansio::json::JsonCodec;
 use xds_sansio::message::Variant;
+use xds_sansio::script;
 
 use output::{complain, say};
 
@@ -63,6 +66,12 @@ enum Command {
     },
     /// List the rules the checker enforces, with the protocol passage each comes from.
     Rules,
+    /// Play one side of scenarios for a real implementation over gRPC and check what it
+    /// sends (docs/conform.md).
+    Conform {
+        #[command(subcommand)]
+        side: ConformSide,
+    },
     /// A gRPC proxy for every xDS RPC: forwards both directions unchanged, records every
     /// stream and checks both sides live, printing each violation as it passes.
     Tap {
@@ -83,6 +92,73 @@ enum Command {
         #[arg(long, value_name = "N")]
         exit_after_streams: Option<u64>,
     },
+}
+
+#[derive(Subcommand)]
+enum ConformSide {
+    /// Be the management server of a real client: send what the scenarios' server says,
+    /// check what the client sends.
+    Client {
+        /// Where the real client connects (`127.0.0.1:0`: any free port, printed first).
+        #[arg(long, value_name = "ADDR")]
+        listen: std::net::SocketAddr,
+        #[command(flatten)]
+        common: ConformArgs,
+    },
+    /// Be the client of a real management server: send what the scenarios' client says,
+    /// publish through the hook, check what the server sends.
+    Server {
+        /// The real management server: `host:port` or a URL.
+        #[arg(long, value_name = "ADDR")]
+        target: String,
+        #[command(flatten)]
+        common: ConformArgs,
+    },
+}
+
+#[derive(clap::Args)]
+struct ConformArgs {
+    /// Scenario files or directories (searched for *.xds).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// The hook, a command run for every event with the event as JSON on its stdin and
+    /// its words as arguments (`start`, `subscribe TYPE_URL NAME...`, `publish`, `stop`).
+    #[arg(long, value_name = "COMMAND", conflicts_with = "hook_socket")]
+    hook: Option<String>,
+    /// The hook, a TCP control socket: one JSON line per event, answered `ok` or with the
+    /// reason it failed.
+    #[arg(long, value_name = "ADDR")]
+    hook_socket: Option<String>,
+    /// Real bodies for the scenarios' `name:tag`s: `{"CDS": {"a:x": <Any as JSON>}}`.
+    #[arg(long, value_name = "FILE")]
+    bodies: Option<PathBuf>,
+    /// Resource schemas (FileDescriptorSet) for canonical JSON in --bodies; repeatable.
+    #[arg(long, value_name = "FILE")]
+    descriptors: Vec<PathBuf>,
+    /// Only scenarios of this variant.
+    #[arg(long, value_enum)]
+    variant: Option<VariantArg>,
+    /// Only scenarios of this transport.
+    #[arg(long, value_enum)]
+    transport: Option<TransportArg>,
+    /// The longest wait for a message a line expects, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    patience_ms: u64,
+    /// How long a side must stay silent to be quiet, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 300)]
+    quiet_ms: u64,
+    /// The longest `wait` of a scenario, in real time, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 20000)]
+    max_wait_ms: u64,
+    /// Write a JUnit XML report.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TransportArg {
+    Ads,
+    PerType,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -111,6 +187,7 @@ fn main() -> ExitCode {
             json,
             descriptors,
         } => run_check(&file, side, variant, json, &descriptors),
+        Command::Conform { side } => run_conform(side),
         Command::Tap {
             listen,
             upstream,
@@ -159,6 +236,50 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+fn run_conform(side: ConformSide) -> ExitCode {
+    let (side, listen, target, args) = match side {
+        ConformSide::Client { listen, common } => {
+            (script::Side::Client, Some(listen), None, common)
+        }
+        ConformSide::Server { target, common } => {
+            (script::Side::Server, None, Some(target), common)
+        }
+    };
+    let codec = match codec_with(&args.descriptors) {
+        Ok(codec) => codec,
+        Err(e) => {
+            complain!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let hook = match (args.hook, args.hook_socket) {
+        (Some(command), _) => conform::Hook::Command(command),
+        (None, Some(addr)) => conform::Hook::Socket { addr, conn: None },
+        (None, None) => conform::Hook::None,
+    };
+    conform::run(conform::Options {
+        side,
+        listen,
+        target,
+        paths: args.paths,
+        hook,
+        bodies: args.bodies,
+        codec,
+        patience: std::time::Duration::from_millis(args.patience_ms),
+        quiet: std::time::Duration::from_millis(args.quiet_ms),
+        max_wait: std::time::Duration::from_millis(args.max_wait_ms),
+        variant: args.variant.map(|v| match v {
+            VariantArg::Sotw => Variant::Sotw,
+            VariantArg::Delta => Variant::Delta,
+        }),
+        transport: args.transport.map(|t| match t {
+            TransportArg::Ads => conform::TransportFilter::Ads,
+            TransportArg::PerType => conform::TransportFilter::PerType,
+        }),
+        junit: args.junit,
+    })
 }
 
 /// The runtime of the commands that talk gRPC (two workers: the tool shares machines).

@@ -428,14 +428,12 @@ impl Runner<'_> {
                 };
                 match remote.quiet()? {
                     None => Ok(()),
-                    Some(super::Wire::Request(r)) => Err(format!(
-                        "the real {who} sent {}",
-                        notation::request(&r)
-                    )),
-                    Some(super::Wire::Response(r)) => Err(format!(
-                        "the real {who} sent {}",
-                        notation::response(&r)
-                    )),
+                    Some(super::Wire::Request(r)) => {
+                        Err(format!("the real {who} sent {}", notation::request(&r)))
+                    }
+                    Some(super::Wire::Response(r)) => {
+                        Err(format!("the real {who} sent {}", notation::response(&r)))
+                    }
                 }
             }
             Expectation::Sends { message, within } => self.sends(message, *within).1,
