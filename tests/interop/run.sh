@@ -16,9 +16,38 @@ timeout 900 cargo test -p xds-sansio-tonic --all-features --test loopback
 
 step "build ads_server (on the adapter) and the checker"
 timeout 900 cargo build -p xds-sansio-tonic --features record --example ads_server
-timeout 900 cargo build -p xds-sansio-cli
+timeout 900 cargo build -p xds-sansio-cli --bins --examples
 ADS_SERVER=$PWD/target/debug/examples/ads_server
 CHECK=$PWD/target/debug/xds-sansio
+PEER=$PWD/target/debug/examples/conform_peer
+
+# conform over the whole corpus against a peer behind its control socket: every failure
+# must be one docs/conform.md classifies (tests/interop/conform_known_failures.txt).
+conform_corpus() { # side, conform args...
+  local side=$1; shift
+  mkdir -p "$WORK/conform"
+  local log=$WORK/conform/$side.txt
+  timeout 600 "$CHECK" conform "$side" "$@" --patience-ms 2000 \
+    --junit "$WORK/conform/$side.xml" scenarios/ >"$log" 2>&1 || true
+  echo "$(grep -E '^[0-9]+ passed, ' "$log" | tail -n 1) (report: $log)"
+  if ! python3 tests/interop/conform_verdicts.py "$side" "$WORK/conform/$side.xml" \
+      tests/interop/conform_known_failures.txt; then
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+}
+
+step "conform client <-> our client (the adapter's, examples/conform_peer.rs)"
+"$PEER" client --control 127.0.0.1:17301 >"$WORK/peer-client.log" 2>&1 &
+PEER_PID=$!
+conform_corpus client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17301
+kill "$PEER_PID" 2>/dev/null || true
+
+step "conform server <-> our server (the adapter's, examples/conform_peer.rs)"
+"$PEER" server --control 127.0.0.1:17302 --listen 127.0.0.1:17303 >"$WORK/peer-server.log" 2>&1 &
+PEER_PID=$!
+conform_corpus server --target 127.0.0.1:17303 --hook-socket 127.0.0.1:17302
+kill "$PEER_PID" 2>/dev/null || true
 
 # Judges a recorded conversation: our side must have no violation; the peer's are listed.
 check_record() { # record, our side, peer side, report
@@ -36,6 +65,28 @@ check_record_delta() { # record, report (our side is the server)
   "$CHECK" check "$1" --side client --variant delta | tee "$2" || true
 }
 
+# Judges a run through `xds-sansio tap`: our server must be clean; the client's findings,
+# printed live by the tap, must be the checker's on the server's own recording.
+check_tap() { # workdir, variant
+  local dir=$1 variant=$2 tapped own
+  echo "tap: $(grep -E 'messages checked' "$dir/tap.txt")"
+  if grep -q ' server broke ' "$dir/tap.txt"; then
+    grep -A1 ' server broke ' "$dir/tap.txt" >&2
+    echo "the tap reports a violation of our server" >&2
+    exit 1
+  fi
+  tapped=$(grep -oE ' client broke [a-z-]+' "$dir/tap.txt" | awk '{print $3}' | sort | uniq -c)
+  own=$("$CHECK" check "$dir/record.jsonl" --side client --variant "$variant" \
+    | grep -oE '^[^ ]+:[0-9]+: [a-z-]+:' | awk '{print $2}' | tr -d ':' | sort | uniq -c || true)
+  echo "the client's findings, live through the tap:"
+  echo "${tapped:-  (none)}"
+  if [ "$tapped" != "$own" ]; then
+    echo "the checker on the server's own recording finds instead:" >&2
+    echo "${own:-  (none)}" >&2
+    exit 1
+  fi
+}
+
 step "our server <-> gRPC C-core xDS client (PyPI grpcio)"
 if command -v python3 >/dev/null; then
   VENV=$WORK/venv
@@ -46,6 +97,12 @@ if command -v python3 >/dev/null; then
   timeout 300 "$VENV/bin/python" -u tests/interop/grpc_python/xds_flow.py \
     "$ADS_SERVER" "$WORK/envoy.desc" "$WORK/grpc_python"
   check_record "$WORK/grpc_python/record.jsonl" server client "$WORK/grpc_python/peer-violations.txt"
+
+  step "xds-sansio tap between the gRPC C-core client and our server"
+  rm -rf "$WORK/grpc_python_tap"
+  XDS_TAP=$CHECK timeout 300 "$VENV/bin/python" -u tests/interop/grpc_python/xds_flow.py \
+    "$ADS_SERVER" "$WORK/envoy.desc" "$WORK/grpc_python_tap"
+  check_tap "$WORK/grpc_python_tap" sotw
 else
   loud_skip "python3 not found: the gRPC C-core interop test did not run"
 fi

@@ -317,9 +317,35 @@ fn status_of(headers: &http::HeaderMap) -> String {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("?");
     match headers.get("grpc-message").and_then(|v| v.to_str().ok()) {
-        Some(message) if !message.is_empty() => format!("grpc-status {code} ({message})"),
+        Some(message) if !message.is_empty() => {
+            format!("grpc-status {code} ({})", percent_decoded(message))
+        }
         _ => format!("grpc-status {code}"),
     }
+}
+
+/// `grpc-message` is percent-encoded ("gRPC over HTTP2", Responses).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b, hex) {
+            (b'%', Some(value)) => {
+                out.push(value);
+                i += 3;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl HttpBody for Tee {
@@ -587,6 +613,12 @@ mod tests {
                 .collect();
             assert_eq!(seen, ["hello", "<compressed>", "", "world!"], "{chunk}");
         }
+    }
+
+    #[test]
+    fn grpc_messages_are_percent_decoded() {
+        assert_eq!(percent_decoded("the%20end%"), "the end%");
+        assert_eq!(percent_decoded("caf%C3%A9 %zz"), "café %zz");
     }
 
     #[test]
