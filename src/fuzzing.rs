@@ -551,3 +551,95 @@ pub fn pair(data: &[u8]) {
         }
     }
 }
+
+/// The types the `refs` target reads a body as (its first byte picks one).
+pub const REFS_TYPES: [&str; 6] = [
+    LISTENER.type_url,
+    ROUTE.type_url,
+    crate::types::SCOPED_ROUTE.type_url,
+    CLUSTER.type_url,
+    ENDPOINT.type_url,
+    crate::types::SECRET.type_url,
+];
+
+/// The references reader on arbitrary bytes read as each resource type (the first byte
+/// picks the type, the rest is the body): never panics; the result is deterministic,
+/// sorted, without duplicates or empty names, `xdstp://` names canonical, aggregate members
+/// among the cluster references. The body then goes through the dependency manager (as an
+/// upsert of a watched listener's cascade) and the store's consistency check.
+#[allow(clippy::panic)]
+pub fn refs(data: &[u8]) {
+    use crate::client::deps::{DependencyManager, DepsConfig};
+    use crate::refs::references;
+    let Some((&pick_type, body)) = data.split_first() else {
+        return;
+    };
+    let type_url = pick(&REFS_TYPES, pick_type);
+    let body = bytes::Bytes::copy_from_slice(body);
+    let result = references(type_url, &body);
+    assert_eq!(result, references(type_url, &body), "not deterministic");
+    if let Ok(refs) = &result {
+        let all: Vec<_> = refs.iter().collect();
+        for pair in all.windows(2) {
+            if let [a, b] = pair {
+                let order = crate::types::ads_order(a.type_url, b.type_url)
+                    .then_with(|| a.name.cmp(&b.name));
+                assert!(order.is_lt(), "not sorted or duplicated: {a:?} {b:?}");
+            }
+        }
+        for r in &all {
+            assert!(!r.name.is_empty(), "empty name from {}", r.field);
+            if r.name.starts_with(crate::name::XDSTP_SCHEME) {
+                let canonical = XdstpName::parse(&r.name).map(|n| n.canonical());
+                assert_eq!(canonical.as_deref(), Ok(r.name.as_str()), "not canonical");
+            }
+        }
+        for child in refs.aggregate.iter().flatten() {
+            assert!(
+                refs.of_type(CLUSTER.type_url).any(|c| c == child),
+                "aggregate member {child} is not a cluster reference"
+            );
+        }
+    }
+    // The dependency manager takes it as the resource a cascade reaches.
+    let mut deps = DependencyManager::new(DepsConfig::default());
+    let now = Instant::ZERO;
+    let _ = deps.watch_listener(now, "a");
+    for (t, name) in [(LISTENER.type_url, "a"), (type_url, "a")] {
+        deps.handle_event(
+            now,
+            &ClientEvent::Upserted {
+                type_url: t.into(),
+                name: name.into(),
+                version: "1".into(),
+                body: body.clone(),
+                aliases: Vec::new(),
+            },
+        );
+    }
+    for _ in 0..DRAIN {
+        if deps.poll_command().is_none() {
+            break;
+        }
+    }
+    while deps.poll_snapshot().is_some() {}
+    let _ = deps.config("a");
+    let _ = deps.dump();
+    deps.handle_timeout(Instant::from_secs(3600));
+    // The store's consistency check reads it too.
+    let mut store = ResourceStore::new();
+    if store
+        .set_entry(type_url, ResourceEntry::new("a", body))
+        .is_ok()
+    {
+        // The check reads listeners, route configurations and clusters: exactly their
+        // unreadable bodies are reported.
+        let read = [LISTENER.type_url, ROUTE.type_url, CLUSTER.type_url].contains(&type_url);
+        let report = store.consistency();
+        assert_eq!(
+            report.unreadable.is_empty(),
+            !read || result.is_ok(),
+            "consistency check and reader disagree"
+        );
+    }
+}

@@ -54,6 +54,8 @@
 //!   ADS order). Unknown type URLs are opaque types, not errors.
 //! - [`name`]: resource names, the wildcard and `xdstp://` URNs.
 //! - [`resource`]: reading a resource's name from its opaque body.
+//! - [`refs`]: the names a resource refers to (LDS -> RDS -> CDS -> EDS, SDS, aggregate
+//!   clusters), read from its encoded body without a full decode.
 //! - [`message`]: the variant (SotW or delta) and transport (ADS or per type) of a stream.
 //! - [`time`]: the caller-supplied clock.
 //! - [`text`]: [`SharedStr`](text::SharedStr), the zero-copy string names, versions and
@@ -88,6 +90,7 @@ pub mod message;
 pub mod name;
 pub mod pb;
 mod queue;
+pub mod refs;
 pub mod resource;
 #[cfg(feature = "json")]
 pub mod rest;

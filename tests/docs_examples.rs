@@ -23,8 +23,9 @@ use xds_sansio::check::{check, parse_jsonl_with, CheckSide};
 use xds_sansio::json::JsonCodec;
 use xds_sansio::message::Variant;
 use xds_sansio::script::{
-    self, Action, ClientCommand, Direction, ErrorPattern, EventScope, Expectation, Item,
-    MessagePattern, Model, Scenario, ServerCommand, Side, TransportSpec, LATEST_NONCE, NO_NODE,
+    self, Action, ClientCommand, DepsCommand, DepsExpectation, Direction, ErrorPattern, EventScope,
+    Expectation, Item, MessagePattern, Model, Outcome, Scenario, ServerCommand, Side,
+    TransportSpec, LATEST_NONCE, NO_NODE,
 };
 
 #[path = "support/markdown.rs"]
@@ -215,6 +216,7 @@ impl Used {
                 wrapped,
                 unwrapped,
                 any_type,
+                refs,
             } = item;
             for (used, what) in [
                 (version.is_some(), "@version"),
@@ -225,6 +227,7 @@ impl Used {
                 (*wrapped && ttl.is_none(), "[wrapped]"),
                 (*unwrapped, "[unwrapped]"),
                 (any_type.is_some(), "[type=]"),
+                (!refs.is_empty(), "[ref=]"),
                 (
                     name.contains([' ', '"', '=', '&', ';', '@', ':']),
                     "quoted name",
@@ -456,6 +459,10 @@ impl Used {
                 "option sotw-refetch-on-ttl-expiry",
             ),
             (
+                o.ignore_resource_deletion.is_some(),
+                "option ignore-resource-deletion",
+            ),
+            (
                 o.sticky_legacy_wildcard.is_some(),
                 "option sticky-legacy-wildcard",
             ),
@@ -465,6 +472,7 @@ impl Used {
             ),
             (o.not_found.is_some(), "option not-found"),
             (o.server_encoded, "option server-encoded"),
+            (o.deps_grace.is_some(), "option deps-grace"),
         ] {
             if used {
                 self.add(what);
@@ -512,6 +520,22 @@ impl Used {
                 Action::Disconnect => self.add("disconnect"),
                 Action::Connect => self.add("connect"),
                 Action::Expect(side, expectation) => self.expectation(*side, expectation),
+                Action::Deps(command) => self.add(match command {
+                    DepsCommand::Watch(_) => "deps watch",
+                    DepsCommand::Unwatch(_) => "deps unwatch",
+                    DepsCommand::WatchAll => "deps watch-all",
+                }),
+                Action::ExpectDeps(expectation) => self.add(match expectation {
+                    DepsExpectation::Snapshot => "expect deps snapshot",
+                    DepsExpectation::NoSnapshot => "expect deps no-snapshot",
+                    DepsExpectation::Waiting(_) => "expect deps waiting",
+                    DepsExpectation::Listener(_, Outcome::Ok(_)) => "expect deps listener ok",
+                    DepsExpectation::Listener(_, Outcome::Error(_)) => "expect deps listener error",
+                    DepsExpectation::Cluster(_, _, Outcome::Ok(_)) => "expect deps cluster leaves",
+                    DepsExpectation::Cluster(_, _, Outcome::Error(_)) => {
+                        "expect deps cluster error"
+                    }
+                }),
             }
         }
     }
@@ -527,6 +551,7 @@ fn the_complete_examples_use_every_part_of_the_language() {
         "upserted",
         "removed",
         "does-not-exist",
+        "deletion-ignored",
         "resource-error",
         "acked",
         "nacked",
@@ -565,10 +590,23 @@ fn the_complete_examples_use_every_part_of_the_language() {
         "option nack-policy",
         "option node-on-every-request",
         "option sotw-refetch-on-ttl-expiry",
+        "option ignore-resource-deletion",
         "option sticky-legacy-wildcard",
         "option sotw-not-found-errors",
         "option not-found",
         "option server-encoded",
+        "option deps-grace",
+        "[ref=]",
+        "deps watch",
+        "deps unwatch",
+        "deps watch-all",
+        "expect deps snapshot",
+        "expect deps no-snapshot",
+        "expect deps waiting",
+        "expect deps listener ok",
+        "expect deps listener error",
+        "expect deps cluster leaves",
+        "expect deps cluster error",
         "C->S",
         "S->C",
         "S->C ; S->C",

@@ -17,12 +17,13 @@ use xds_sansio::transcript::Entry;
 /// A fuzz target body.
 type Body = fn(&[u8]);
 
-const TARGETS: [(&str, Body); 5] = [
+const TARGETS: [(&str, Body); 6] = [
     ("names", fuzzing::names),
     ("decode", fuzzing::decode),
     ("client_session", fuzzing::client_session),
     ("server_session", fuzzing::server_session),
     ("pair", fuzzing::pair),
+    ("refs", fuzzing::refs),
 ];
 
 fn corpus_dir(target: &str) -> PathBuf {

@@ -36,6 +36,11 @@ pub(crate) struct Record {
     pub(crate) ttl_at: Option<Instant>,
     /// The response generation that last named it (full-state deletion).
     pub(crate) seen: u64,
+    /// The server deleted it while held and [`ClientConfig::ignore_resource_deletion`]
+    /// kept it (gRPC A53); cleared when it arrives again.
+    ///
+    /// [`ClientConfig::ignore_resource_deletion`]: super::ClientConfig::ignore_resource_deletion
+    pub(crate) deletion_ignored: bool,
 }
 
 impl Record {
@@ -48,6 +53,7 @@ impl Record {
             dne_at: None,
             ttl_at: None,
             seen: 0,
+            deletion_ignored: false,
         }
     }
 
@@ -58,6 +64,7 @@ impl Record {
             rejected: self.rejected.as_deref().cloned(),
             ttl_deadline: self.ttl_at,
             server_error: self.server_error.as_deref().cloned(),
+            deletion_ignored: self.deletion_ignored,
         }
     }
 }

@@ -71,6 +71,13 @@ pub struct ClientConfig {
     /// received with the most recent successfully processed response" (discovery.proto),
     /// and an expired resource changes nothing the server sent.
     pub sotw_refetch_on_ttl_expiry: bool,
+    /// gRPC A53 (the bootstrap's `ignore_resource_deletion` server feature): a held
+    /// resource the server deletes (absent from a full-state SotW LDS/CDS response, named
+    /// in incremental `removed_resources`, or announced as not existing) is kept, with
+    /// [`ClientEvent::DeletionIgnored`](super::ClientEvent::DeletionIgnored) once and
+    /// [`ResourceStatus::deletion_ignored`](super::ResourceStatus::deletion_ignored) until
+    /// it arrives again. Names never held still go does-not-exist. Off by default.
+    pub ignore_resource_deletion: bool,
 }
 
 impl ClientConfig {
@@ -86,6 +93,7 @@ impl ClientConfig {
             nack_policy: NackPolicy::RejectAll,
             limits: Limits::default(),
             sotw_refetch_on_ttl_expiry: false,
+            ignore_resource_deletion: false,
         }
     }
 }

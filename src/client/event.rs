@@ -102,6 +102,16 @@ pub enum ClientEvent {
         /// The server's message.
         message: String,
     },
+    /// The server deleted a held resource and
+    /// [`ClientConfig::ignore_resource_deletion`](super::ClientConfig::ignore_resource_deletion)
+    /// kept it (gRPC A53: worth a warning, since the server and the client now disagree).
+    /// Once per deletion: again only after the resource has arrived anew.
+    DeletionIgnored {
+        /// Type URL.
+        type_url: SharedStr,
+        /// Resource name.
+        name: SharedStr,
+    },
     /// A response was accepted; its ACK is queued.
     Acked {
         /// Type URL.

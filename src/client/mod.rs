@@ -136,6 +136,12 @@
 //!   response was decoded from (decode with `DiscoveryResponse::decode(bytes)`); SotW names
 //!   read from bodies are slices too ([`SharedStr`]). An unchanged body (same bytes, same
 //!   aliases) keeps the buffer already held and emits no [`ClientEvent::Upserted`].
+//!   What is retained: a held body keeps the buffer of the response it came in (that is
+//!   the zero copy), and nothing else does: a record whose body changes is re-keyed with
+//!   the new body's name slice, so an old buffer goes once none of its bodies is held. A
+//!   response of N bodies of which one stays held keeps its whole buffer: the memory held
+//!   is bounded by the responses the cache holds a body of. An application that keeps a
+//!   body for long where that matters copies it (`Bytes::copy_from_slice`).
 //! * **Not interpreted.** The newest, not-implemented-hide fields are decoded but ignored:
 //!   SotW `canary`, `Resource.cache_control` and `metadata`, `DynamicParameterConstraints`.
 //!   `resource_locators` are never sent.
@@ -153,6 +159,7 @@ mod commands;
 mod config;
 mod defect;
 mod delta;
+pub mod deps;
 mod event;
 mod inputs;
 mod intake;

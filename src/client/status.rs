@@ -56,6 +56,11 @@ pub struct ResourceStatus {
     /// The last error the server reported for it, until it arrives again or another error
     /// replaces it.
     pub server_error: Option<ServerError>,
+    /// The server deleted the held resource and the deletion was ignored
+    /// ([`ClientConfig::ignore_resource_deletion`](super::ClientConfig::ignore_resource_deletion),
+    /// gRPC A53): the body is still held and in use; cleared when the resource arrives
+    /// again.
+    pub deletion_ignored: bool,
 }
 
 /// One row of [`Client::dump`](super::Client::dump).

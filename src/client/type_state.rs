@@ -297,6 +297,10 @@ impl TypeState {
                     .collect();
                 absent.sort_unstable();
                 for name in absent {
+                    if cx.config.ignore_resource_deletion {
+                        self.ignore_deletion(&name, cx);
+                        continue;
+                    }
                     self.remove_cached(&name, RemovalReason::AbsentFromResponse, cx);
                     if self.sub.names(&name) {
                         self.mark_dne(&name, cx);
@@ -404,6 +408,7 @@ impl TypeState {
             cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, &name);
         }
         let v = version.as_ref().unwrap_or(response_version);
+        let replaced = rec.cached.is_some();
         let changed = match rec.cached.as_mut() {
             // Same content: keep the held buffers, note the version and TTL.
             Some(c) if c.body == body && c.aliases == aliases => {
@@ -437,11 +442,21 @@ impl TypeState {
         rec.state = ResourceState::Acked;
         rec.rejected = None;
         rec.server_error = None;
+        rec.deletion_ignored = false;
         if ttl.is_some() || rec.ttl_at.is_some() {
             set_ttl(rec, &name, ttl, cx);
         }
         if !self.awaiting.is_empty() {
             self.awaiting.remove(name.as_str());
+        }
+        if changed && replaced && cx.variant() == Variant::Sotw {
+            // A SotW key is a zero-copy slice of the body it was read with: keyed by the
+            // old one, the record would keep the old response's whole buffer alive for a
+            // name. Re-keyed with the new body's slice, it holds only what the body holds.
+            // (Incremental names have buffers of their own.)
+            if let Some((_, rec)) = self.records.remove_entry(name.as_str()) {
+                self.records.insert(name.clone(), rec);
+            }
         }
         if changed {
             cx.events.push_back(ClientEvent::Upserted {
@@ -490,12 +505,15 @@ impl TypeState {
             // none of its members and is no resource's absence.
             return;
         }
-        let aliases: Vec<SharedStr> = self
+        let held = self
             .records
             .get(name.as_str())
-            .and_then(|r| r.cached.as_ref())
-            .map(|c| c.aliases.clone())
-            .unwrap_or_default();
+            .and_then(|r| r.cached.as_ref());
+        if held.is_some() && cx.config.ignore_resource_deletion {
+            self.ignore_deletion(name, cx);
+            return;
+        }
+        let aliases: Vec<SharedStr> = held.map(|c| c.aliases.clone()).unwrap_or_default();
         self.remove_cached(name, RemovalReason::ServerRemoved, cx);
         if self.sub.names(name) {
             self.mark_dne(name, cx);
@@ -505,6 +523,21 @@ impl TypeState {
                 self.mark_dne(&alias, cx);
             }
         }
+    }
+
+    /// gRPC A53: the server deleted held resource `name`; keep it, and say so once.
+    fn ignore_deletion(&mut self, name: &SharedStr, cx: &mut Ctx<'_>) {
+        let Some(rec) = self.records.get_mut(name.as_str()) else {
+            return;
+        };
+        if rec.deletion_ignored {
+            return;
+        }
+        rec.deletion_ignored = true;
+        cx.events.push_back(ClientEvent::DeletionIgnored {
+            type_url: self.url.clone(),
+            name: name.clone(),
+        });
     }
 
     /// Drops a held resource and says so; keeps the record only while the name is

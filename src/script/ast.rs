@@ -38,6 +38,8 @@ pub struct Options {
     pub node_on_every_request: Option<bool>,
     /// `sotw-refetch-on-ttl-expiry=true|false`: [`ClientConfig::sotw_refetch_on_ttl_expiry`](crate::client::ClientConfig::sotw_refetch_on_ttl_expiry).
     pub sotw_refetch_on_ttl_expiry: Option<bool>,
+    /// `ignore-resource-deletion=true|false`: [`ClientConfig::ignore_resource_deletion`](crate::client::ClientConfig::ignore_resource_deletion).
+    pub ignore_resource_deletion: Option<bool>,
     /// `sticky-legacy-wildcard=true|false`: [`ServerConfig::sticky_legacy_wildcard`](crate::server::ServerConfig::sticky_legacy_wildcard).
     pub sticky_legacy_wildcard: Option<bool>,
     /// `sotw-not-found-errors=true|false`: [`ServerConfig::sotw_not_found_errors`](crate::server::ServerConfig::sotw_not_found_errors).
@@ -47,6 +49,9 @@ pub struct Options {
     /// `server-encoded=true`: drain the server with `poll_response_encoded` and decode what
     /// it sends, so a server scenario runs through the encoded path.
     pub server_encoded: bool,
+    /// `deps-grace=30s`: [`DepsConfig::unsubscribe_grace`](crate::client::deps::DepsConfig::unsubscribe_grace)
+    /// of the dependency manager (`deps` steps).
+    pub deps_grace: Option<Duration>,
 }
 
 /// Which side the model plays.
@@ -128,6 +133,47 @@ pub enum Action {
     Connect,
     /// An assertion on one side's state.
     Expect(Side, Expectation),
+    /// A command to the client's dependency manager (`deps watch l1`); the first one
+    /// creates the manager, which from then on takes every client event and gives its
+    /// subscription commands to the client.
+    Deps(DepsCommand),
+    /// An assertion on the dependency manager (`expect deps ...`).
+    ExpectDeps(DepsExpectation),
+}
+
+/// A command to the dependency manager.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DepsCommand {
+    /// `deps watch NAME...`: watch listeners (gRPC's shape).
+    Watch(Vec<String>),
+    /// `deps unwatch NAME...`.
+    Unwatch(Vec<String>),
+    /// `deps watch-all`: every listener and cluster (Envoy's shape).
+    WatchAll,
+}
+
+/// What a listener or a cluster of the manager's configuration must resolve to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// `ok` (a listener) or `{leaf,...}` (a cluster's leaves, in order).
+    Ok(Vec<String>),
+    /// `error "text"`: a failure whose message contains the text.
+    Error(String),
+}
+
+/// An assertion on the dependency manager.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DepsExpectation {
+    /// `expect deps snapshot`: consumes the oldest snapshot no line has consumed.
+    Snapshot,
+    /// `expect deps no-snapshot`: no snapshot waits to be consumed.
+    NoSnapshot,
+    /// `expect deps waiting {CDS:b,EDS:b}`: exactly these resources are waited for.
+    Waiting(Vec<(String, String)>),
+    /// `expect deps listener L ok|error "text"`.
+    Listener(String, Outcome),
+    /// `expect deps cluster L C {leaf,...}|error "text"`.
+    Cluster(String, String, Outcome),
 }
 
 /// A command the client application gives.
@@ -247,6 +293,8 @@ pub struct Item {
     pub unwrapped: bool,
     /// The type URL of the body's `Any`, when not the message's (`[type=CDS]`).
     pub any_type: Option<String>,
+    /// References the body carries (`[ref=RDS:r1]`, repeatable): `(type URL, name)`.
+    pub refs: Vec<(String, String)>,
 }
 
 /// What is known about the error of a request.

@@ -278,6 +278,15 @@ impl<'a> Cursor<'a> {
                     item.wrapped = true;
                 }
                 ("alias", Some(v)) => item.aliases.push(v),
+                ("ref", Some(v)) => {
+                    let (t, name) = v
+                        .split_once(':')
+                        .filter(|(_, n)| !n.is_empty())
+                        .ok_or_else(|| error(self.line, format!("[ref={v}]: expected TYPE:name")))?;
+                    let type_url = resolve_type(t)
+                        .ok_or_else(|| error(self.line, format!("unknown type {t:?}")))?;
+                    item.refs.push((type_url, name.into()));
+                }
                 ("nobody", None) => item.no_body = true,
                 ("wrapped", None) => item.wrapped = true,
                 ("unwrapped", None) => item.unwrapped = true,
@@ -291,7 +300,7 @@ impl<'a> Cursor<'a> {
                     return Err(error(
                         self.line,
                         format!(
-                            "unknown attribute [{other}] (expected ttl=, alias=, type=, nobody, wrapped, unwrapped)"
+                            "unknown attribute [{other}] (expected ttl=, alias=, type=, ref=, nobody, wrapped, unwrapped)"
                         ),
                     ))
                 }
@@ -688,6 +697,86 @@ fn server_command(cursor: &mut Cursor<'_>) -> Result<ServerCommand, ScriptError>
     }
 }
 
+fn deps_command(cursor: &mut Cursor<'_>) -> Result<DepsCommand, ScriptError> {
+    let verb = cursor.word("watch, unwatch or watch-all")?;
+    match verb.as_str() {
+        "watch" | "unwatch" => {
+            let names = cursor.words()?;
+            if names.is_empty() {
+                return Err(error(
+                    cursor.line,
+                    format!("deps {verb} needs at least one listener"),
+                ));
+            }
+            Ok(if verb == "watch" {
+                DepsCommand::Watch(names)
+            } else {
+                DepsCommand::Unwatch(names)
+            })
+        }
+        "watch-all" => Ok(DepsCommand::WatchAll),
+        other => Err(error(
+            cursor.line,
+            format!("unknown deps command {other:?}"),
+        )),
+    }
+}
+
+/// `ok`, `{a,b}` or `error "text"`.
+fn outcome(cursor: &mut Cursor<'_>, listener: bool) -> Result<Outcome, ScriptError> {
+    cursor.skip_ws();
+    if !listener && cursor.peek() == Some('{') {
+        return Ok(Outcome::Ok(names_of(cursor.items()?)));
+    }
+    let word = cursor.word("ok, {leaves} or error")?;
+    match word.as_str() {
+        "ok" if listener => Ok(Outcome::Ok(Vec::new())),
+        "error" => {
+            let (text, _) = cursor.quoted_token("")?;
+            Ok(Outcome::Error(text))
+        }
+        other => Err(error(
+            cursor.line,
+            format!("expected ok, {{leaves}} or error \"text\", found {other:?}"),
+        )),
+    }
+}
+
+fn deps_expectation(cursor: &mut Cursor<'_>) -> Result<DepsExpectation, ScriptError> {
+    let what = cursor.word("snapshot, no-snapshot, waiting, listener or cluster")?;
+    Ok(match what.as_str() {
+        "snapshot" => DepsExpectation::Snapshot,
+        "no-snapshot" => DepsExpectation::NoSnapshot,
+        "waiting" => {
+            let mut keys = Vec::new();
+            for item in cursor.items()? {
+                let type_url = resolve_type(&item.name)
+                    .ok_or_else(|| error(cursor.line, format!("unknown type {:?}", item.name)))?;
+                let name = item
+                    .tag
+                    .ok_or_else(|| error(cursor.line, "expected TYPE:name in waiting"))?;
+                keys.push((type_url, name));
+            }
+            DepsExpectation::Waiting(keys)
+        }
+        "listener" => {
+            let name = cursor.word("a listener name")?;
+            DepsExpectation::Listener(name, outcome(cursor, true)?)
+        }
+        "cluster" => {
+            let listener = cursor.word("a listener name")?;
+            let cluster = cursor.word("a cluster name")?;
+            DepsExpectation::Cluster(listener, cluster, outcome(cursor, false)?)
+        }
+        other => {
+            return Err(error(
+                cursor.line,
+                format!("expected snapshot, no-snapshot, waiting, listener or cluster after expect deps, found {other:?}"),
+            ))
+        }
+    })
+}
+
 fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError> {
     let word = cursor.word("a step")?;
     let action = match word.as_str() {
@@ -750,11 +839,16 @@ fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError
         }
         "disconnect" => Action::Disconnect,
         "connect" => Action::Connect,
+        "deps" => Action::Deps(deps_command(cursor)?),
+        "expect" if cursor.rest().trim_start().starts_with("deps") => {
+            cursor.word("deps")?;
+            Action::ExpectDeps(deps_expectation(cursor)?)
+        }
         "expect" => expectation(cursor, variant)?,
         other => {
             return Err(error(
                 cursor.line,
-                format!("unknown step {other:?} (expected C->S, S->C, client, server, wait, disconnect, connect or expect)"),
+                format!("unknown step {other:?} (expected C->S, S->C, client, server, deps, wait, disconnect, connect or expect)"),
             ))
         }
     };
@@ -793,6 +887,9 @@ fn option(options: &mut Options, key: &str, value: &str) -> Result<(), String> {
         "sotw-refetch-on-ttl-expiry" => {
             options.sotw_refetch_on_ttl_expiry = Some(flag(value).ok_or_else(bad)?)
         }
+        "ignore-resource-deletion" => {
+            options.ignore_resource_deletion = Some(flag(value).ok_or_else(bad)?)
+        }
         "sticky-legacy-wildcard" => {
             options.sticky_legacy_wildcard = Some(flag(value).ok_or_else(bad)?)
         }
@@ -800,6 +897,7 @@ fn option(options: &mut Options, key: &str, value: &str) -> Result<(), String> {
             options.sotw_not_found_errors = Some(flag(value).ok_or_else(bad)?)
         }
         "server-encoded" => options.server_encoded = flag(value).ok_or_else(bad)?,
+        "deps-grace" => options.deps_grace = Some(parse_duration(value).ok_or_else(bad)?),
         "not-found" => {
             options.not_found = Some(match value {
                 "removed" => NotFoundReporting::RemovedResources,

@@ -835,3 +835,91 @@ fn a_store_line_is_one_revision() {
     let report = replay(text);
     assert!(report.server_view.is_empty(), "{:?}", report.server_view);
 }
+
+#[test]
+fn parses_references_deps_commands_and_expectations() {
+    use crate::types::{LISTENER, ROUTE};
+    let text = "model: both\noption: deps-grace=5s\n\
+        server set LDS l:t[ref=RDS:r]\n\
+        deps watch l m\n\
+        deps unwatch m\n\
+        deps watch-all\n\
+        expect deps snapshot\n\
+        expect deps no-snapshot\n\
+        expect deps waiting {RDS:r,CDS:a}\n\
+        expect deps waiting {}\n\
+        expect deps listener l ok\n\
+        expect deps listener l error \"does not exist\"\n\
+        expect deps cluster l agg {b,c}\n\
+        expect deps cluster l agg error \"reaches itself\"\n";
+    let scenario = parse(text, "t").unwrap();
+    assert_eq!(
+        scenario.options.deps_grace,
+        Some(core::time::Duration::from_secs(5))
+    );
+    let Action::ServerBatch(commands) = &scenario.steps[0].action else {
+        panic!()
+    };
+    let ServerCommand::Set(type_url, items) = &commands[0] else {
+        panic!()
+    };
+    assert_eq!(type_url, LISTENER.type_url);
+    assert_eq!(
+        items[0].refs,
+        [(ROUTE.type_url.to_string(), "r".to_string())]
+    );
+    let actions: Vec<&Action> = scenario.steps.iter().skip(1).map(|s| &s.action).collect();
+    assert_eq!(
+        actions,
+        [
+            &Action::Deps(DepsCommand::Watch(vec!["l".into(), "m".into()])),
+            &Action::Deps(DepsCommand::Unwatch(vec!["m".into()])),
+            &Action::Deps(DepsCommand::WatchAll),
+            &Action::ExpectDeps(DepsExpectation::Snapshot),
+            &Action::ExpectDeps(DepsExpectation::NoSnapshot),
+            &Action::ExpectDeps(DepsExpectation::Waiting(vec![
+                (ROUTE.type_url.into(), "r".into()),
+                (CLUSTER.type_url.into(), "a".into())
+            ])),
+            &Action::ExpectDeps(DepsExpectation::Waiting(vec![])),
+            &Action::ExpectDeps(DepsExpectation::Listener("l".into(), Outcome::Ok(vec![]))),
+            &Action::ExpectDeps(DepsExpectation::Listener(
+                "l".into(),
+                Outcome::Error("does not exist".into())
+            )),
+            &Action::ExpectDeps(DepsExpectation::Cluster(
+                "l".into(),
+                "agg".into(),
+                Outcome::Ok(vec!["b".into(), "c".into()])
+            )),
+            &Action::ExpectDeps(DepsExpectation::Cluster(
+                "l".into(),
+                "agg".into(),
+                Outcome::Error("reaches itself".into())
+            )),
+        ]
+    );
+    let err = |text: &str| parse(text, "t").unwrap_err().to_string();
+    assert!(err("server set LDS l[ref=r]\n").contains("expected TYPE:name"));
+    assert!(err("server set LDS l[ref=XDS:r]\n").contains("unknown type"));
+    assert!(err("deps watch\n").contains("at least one listener"));
+    assert!(err("deps follow l\n").contains("unknown deps command"));
+    assert!(err("expect deps listener l maybe\n").contains("expected ok"));
+    assert!(err("expect deps bogus\n").contains("expected snapshot"));
+}
+
+#[test]
+fn deps_expectations_fail_with_what_differs() {
+    let text = "model: both\nvariant: delta\n\
+        server set LDS l[ref=RDS:r]\n\
+        deps watch l\n\
+        C->S (T=LDS,S={l},N=)\n\
+        S->C (R={l},N=A,T=LDS)\n\
+        expect deps snapshot\n";
+    fails_at(text, 7, "no snapshot; waiting for RDS:r");
+    fails_at(
+        "model: client\nexpect deps snapshot\n",
+        2,
+        "no dependency manager",
+    );
+}

@@ -40,6 +40,8 @@ pub(crate) struct Flow {
     latest: Option<(String, String)>,
     /// Whether the latest response was already ACKed or NACKed (a repeat is an update).
     answered: bool,
+    /// Whether that answer was a NACK.
+    nacked: bool,
 }
 
 impl Flow {
@@ -47,6 +49,12 @@ impl Flow {
     pub(crate) fn sent(&mut self, nonce: String, version: String) {
         self.latest = Some((nonce, version));
         self.answered = false;
+        self.nacked = false;
+    }
+
+    /// Whether the client has ACKed the latest response (or none was sent).
+    pub(crate) fn acked(&self) -> bool {
+        self.latest.is_none() || (self.answered && !self.nacked)
     }
 
     /// Whether the latest response sent has not been answered yet (no ACK or NACK of its
@@ -94,6 +102,7 @@ impl Flow {
             return Kind::Update;
         }
         self.answered = true;
+        self.nacked = error.is_some();
         match error {
             Some(error) => Kind::Nack {
                 nonce: latest.clone(),

@@ -77,6 +77,11 @@ impl Slab {
         Some(stream)
     }
 
+    /// Every stream, in slot order.
+    fn iter(&self) -> impl Iterator<Item = &ServerStream> {
+        self.slots.iter().filter_map(|(_, s)| s.as_ref())
+    }
+
     /// Every stream with its id, in slot order.
     fn iter_mut(&mut self) -> impl Iterator<Item = (StreamId, &mut ServerStream)> {
         self.slots
@@ -320,6 +325,14 @@ impl StreamSet {
             self.timers.insert((next, id));
             self.deadlines.insert(id, next);
         }
+    }
+
+    /// Whether every stream is settled ([`ServerStream::is_settled`]) on `store`, as synced
+    /// ([`StreamSet::sync`]) and drained: every client has ACKed what the store asks.
+    pub fn is_settled(&self, store: &ResourceStore) -> bool {
+        self.synced == store.revision()
+            && self.ready.is_empty()
+            && self.streams.iter().all(|s| s.is_settled(store))
     }
 
     /// When to call [`StreamSet::handle_timeout`]: the earliest deadline of any stream

@@ -40,6 +40,7 @@
 //! `delta.rs`: per-resource client versions, subscribe/unsubscribe, not-found, removals.
 //! `store.rs`: resources, versions, publication, change log (several changes may share a
 //! revision: [`ResourceStore::apply`] updates several types at once). `index.rs`: which streams a change concerns.
+//! `consistency.rs`: dangling references of a publication, make-before-break plans.
 //!
 //! # Versions
 //!
@@ -194,18 +195,49 @@
 //!   encoded once by the store); `ttl / heartbeat_divisor` (default half the TTL) after it
 //!   was last sent, a body-less `Resource` with the same version is sent. For LDS/CDS in
 //!   SotW the heartbeat is a full-state response in which TTL resources are body-less.
-//! - **ADS order** (seed, "Eventual consistency considerations": CDS, then EDS, then LDS,
-//!   then RDS, then VHDS; "Stale CDS clusters and related EDS endpoints ... can then be
-//!   removed"): when several types have something to send, responses come in that order,
-//!   then unknown types by URL. In delta, removals wait until no type has upserts left and
-//!   then go out in the reverse order (VHDS ... CDS), so a client never loses a cluster
-//!   before the routes that stop using it arrive; a type's removals ride with its own
-//!   upserts when no other type has upserts. In SotW, LDS/CDS removals are implied by a
-//!   full-state response and therefore travel at that type's place in the order: an
-//!   application that needs break-after-make across SotW types removes in a separate store
-//!   update after the clients have ACKed the new references. The order is the order on the
-//!   stream; the server does not wait for ACKs between types.
+//! - **ADS order** (xDS protocol, "Eventual consistency considerations": CDS, then EDS,
+//!   then LDS, then RDS, then VHDS; "Stale CDS clusters and related EDS endpoints ... can
+//!   then be removed"): when several types have something to send, responses come in that
+//!   order, then unknown types by URL. In delta, removals wait until no type has upserts
+//!   left and then go out in the reverse order (VHDS ... CDS), so a client never loses a
+//!   cluster before the routes that stop using it arrive; a type's removals ride with its
+//!   own upserts when no other type has upserts. In SotW, LDS/CDS removals are implied by
+//!   a full-state response and therefore travel at that type's place in the order, before
+//!   the routes: make-before-break across SotW types needs two publications (below).
+//! - **Consistency** ([`ResourceStore::consistency`], [`ResourceStore::consistency_of`],
+//!   [`Consistency::Enforce`]; `consistency.rs`): every name a listener, route
+//!   configuration or cluster refers to ([`crate::refs`]) must be published, in the types
+//!   the store serves; the check lists each [`Dangling`] reference, and under enforcement
+//!   an inconsistent publication is refused whole. [`ResourceStore::apply`] makes a
+//!   publication of several types one revision, which is what a consistent change across
+//!   types needs (the route and its new cluster together); the adapter's node groups
+//!   publish through it (`XdsServer::publish(group, ops)` in xds-sansio-tonic), and its
+//!   `update(group, ..)` gives the store for `set_consistency` and the two phases below.
+//! - **Make-before-break** ([`ResourceStore::plan_make_before_break`]): a publication that
+//!   removes what something published still names is split in two ([`TwoPhase`]): first
+//!   every set and the removals nothing names, then, once the streams are settled
+//!   ([`ServerStream::is_settled`], [`StreamSet::is_settled`]: everything sent and
+//!   ACKed), the removals of what the old resources named. The protocol text asks for
+//!   exactly that ("providing a CDS/EDS update with both X and Y, then the RDS update
+//!   repointing from X to Y and then a CDS/EDS update dropping X").
 //!
+//!   What is *guaranteed*: on one stream (ADS, SotW or delta), within one publication,
+//!   new resources go out before what refers to them (the ADS order above), and with the
+//!   two phases a removal goes out only after the client has ACKed the resources that
+//!   stopped naming the removed one (`tests/consistency.rs` checks, message by message,
+//!   that the client never holds a route whose cluster it lacks). Under
+//!   [`Consistency::Enforce`], no publication leaves a published resource naming a
+//!   missing one. What is only *ordered*: across per-type streams (one gRPC stream per
+//!   type, possibly to different servers) each stream is its own machine and nothing
+//!   orders one stream's responses against another's ("It's challenging to provide the
+//!   above guarantees on sequencing to avoid traffic drop when management servers are
+//!   distributed. ADS allow a single management server, via a single gRPC stream, to
+//!   deliver all API updates"); there the two phases still hold removals back until every
+//!   stream of the [`StreamSet`] has ACKed, but new clusters and the routes naming them
+//!   race, and the client's warming (clusters are warmed, routes are not) is what remains.
+//!   The server never waits for ACKs between types on its own: the second phase is the
+//!   application's call.
+
 //! # Not done (yet)
 //!
 //! - `resource_locators` / dynamic parameters are not interpreted.
@@ -214,6 +246,7 @@
 //! - The store keeps the last [`DEFAULT_LOG_CAPACITY`] changes; a stream or set that falls
 //!   further behind rescans its subscriptions (correct, slower).
 
+mod consistency;
 mod delta;
 mod event;
 mod flow;
@@ -226,6 +259,7 @@ mod type_state;
 mod version;
 mod wire;
 
+pub use consistency::{Consistency, ConsistencyReport, Dangling, TwoPhase};
 pub use event::{Ignored, Limit, ProtocolError, ServerEvent};
 pub use index::{StreamId, StreamSet, UnknownStream};
 pub use store::{

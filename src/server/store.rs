@@ -12,6 +12,7 @@ use core::ops::Bound;
 use core::time::Duration;
 use prost::Message;
 
+use super::consistency::{Consistency, ConsistencyReport};
 use super::version::{body_version, entry_hash, VersionSum};
 use crate::name::{collection_of, comparable, NameParseError, XdstpName, XDSTP_SCHEME};
 use crate::pb::discovery::Resource;
@@ -273,6 +274,9 @@ pub enum StoreError {
         /// What is wrong with it.
         error: NameParseError,
     },
+    /// Under [`Consistency::Enforce`]: the publication would leave a reference dangling (or
+    /// a body whose references cannot be read).
+    Inconsistent(ConsistencyReport),
 }
 
 impl fmt::Display for StoreError {
@@ -287,6 +291,7 @@ impl fmt::Display for StoreError {
             StoreError::Name(e) => write!(f, "cannot read the resource name: {e}"),
             StoreError::DuplicateName(n) => write!(f, "resource {n:?} given twice"),
             StoreError::BadXdstpName { name, error } => write!(f, "{name:?}: {error}"),
+            StoreError::Inconsistent(report) => write!(f, "inconsistent publication: {report}"),
         }
     }
 }
@@ -364,6 +369,8 @@ pub struct ResourceStore {
     log_capacity: usize,
     /// The newest revision with a change the log dropped: it answers for later ones only.
     log_floor: Revision,
+    /// Whether publications are checked for dangling references.
+    consistency: Consistency,
 }
 
 impl Default for ResourceStore {
@@ -387,7 +394,14 @@ impl ResourceStore {
             log: VecDeque::new(),
             log_capacity: capacity,
             log_floor: Revision(0),
+            consistency: Consistency::Off,
         }
+    }
+
+    /// Whether publications are checked for dangling references from now on
+    /// ([`Consistency::Enforce`]: an inconsistent one is refused). Off by default.
+    pub fn set_consistency(&mut self, consistency: Consistency) {
+        self.consistency = consistency;
     }
 
     /// The revision of the last change.
@@ -428,9 +442,23 @@ impl ResourceStore {
         Ok(self.revision)
     }
 
-    /// Removes a resource; `None` when it was not there.
+    /// Removes a resource; `None` when it was not there, or, under
+    /// [`Consistency::Enforce`], when a published resource still names it (use
+    /// [`ResourceStore::apply`] to learn which).
     pub fn remove(&mut self, type_url: &str, name: &str) -> Option<Revision> {
         self.get(type_url, name)?;
+        if self.consistency == Consistency::Enforce {
+            let op = StoreOp::Remove {
+                type_url: String::from(type_url),
+                name: String::from(name),
+            };
+            if !self
+                .consistency_of(core::slice::from_ref(&op))
+                .is_consistent()
+            {
+                return None;
+            }
+        }
         let next = self.next_revision();
         self.remove_at(type_url, name, next);
         Some(next)
@@ -461,6 +489,12 @@ impl ResourceStore {
             canonicalize_op(op)?;
         }
         self.check_ops(&ops)?;
+        if self.consistency == Consistency::Enforce {
+            let report = self.consistency_of(&ops);
+            if !report.is_consistent() {
+                return Err(StoreError::Inconsistent(report));
+            }
+        }
         let next = self.next_revision();
         for op in ops {
             match op {

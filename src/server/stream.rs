@@ -613,6 +613,19 @@ impl ServerStream {
         self.types.iter().filter_map(|t| t.timers.next()).min()
     }
 
+    /// Whether the stream has sent everything `store` asks of it and the client has ACKed
+    /// the latest response of every type (none NACKed, none unanswered): the moment the
+    /// second phase of a make-before-break publication
+    /// ([`ResourceStore::plan_make_before_break`]) may go. Read after draining
+    /// [`ServerStream::poll_response`]. A closed stream is settled (it sends nothing more).
+    pub fn is_settled(&self, store: &ResourceStore) -> bool {
+        if self.closed {
+            return true;
+        }
+        (self.indexed || self.seen == store.revision())
+            && self.types.iter().all(TypeState::is_settled)
+    }
+
     /// Fires the heartbeats due at `now`; `poll_response` then sends them (body-less, same
     /// version). Extra calls are harmless.
     pub fn handle_timeout(&mut self, now: Instant) {

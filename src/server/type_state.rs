@@ -105,6 +105,11 @@ impl TypeState {
         }
     }
 
+    /// Whether everything due was sent and the latest response ACKed.
+    pub(crate) fn is_settled(&self) -> bool {
+        !self.has_work() && self.flow.acked()
+    }
+
     /// Whether the next build compares everything anyway (the change log adds nothing).
     pub(crate) fn resyncing(&self) -> bool {
         match &self.state {

@@ -63,9 +63,27 @@ fn error(status: &Option<Status>) -> String {
 /// tools make (`name` in field 1, tag in field 2), otherwise its size.
 fn body_tag(body: &[u8]) -> String {
     match ScenarioBody::decode(body) {
-        Ok(b) if !b.tag.is_empty() && b.encoded_len() == body.len() => b.tag,
-        _ => format!("{}B", body.len()),
+        Ok(b)
+            if !b.tag.is_empty()
+                && b.encoded_len() == body.len()
+                && !b.tag.chars().any(char::is_control) =>
+        {
+            b.tag
+        }
+        // A body with references (`[ref=..]`) keeps its tag in field 999.
+        _ => match RefsBodyTag::decode(body) {
+            Ok(b) if !b.tag.is_empty() => b.tag,
+            _ => format!("{}B", body.len()),
+        },
     }
+}
+
+/// The tag of a scenario body that carries references (field 999, which no resource
+/// reader looks at).
+#[derive(Clone, PartialEq, Message)]
+struct RefsBodyTag {
+    #[prost(string, tag = "999")]
+    tag: String,
 }
 
 fn sotw_item(any: &Any) -> String {

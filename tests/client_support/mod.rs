@@ -223,6 +223,7 @@ pub fn names_of(evs: &[ClientEvent]) -> Vec<String> {
             ClientEvent::Upserted { name, .. } => format!("+{name}"),
             ClientEvent::Removed { name, reason, .. } => format!("-{name}:{reason:?}"),
             ClientEvent::DoesNotExist { name, .. } => format!("dne:{name}"),
+            ClientEvent::DeletionIgnored { name, .. } => format!("kept:{name}"),
             ClientEvent::ResourceError { name, code, .. } => format!("error:{name}:{code}"),
             ClientEvent::Acked { version, nonce, .. } => format!("ack:{version}/{nonce}"),
             ClientEvent::Nacked { version, nonce, .. } => format!("nack:{version}/{nonce}"),

@@ -11,8 +11,8 @@ START=$(date +%s)
 step() { printf '\n=== interop: %s (%ss) ===\n' "$*" "$(( $(date +%s) - START ))"; }
 loud_skip() { printf '\n!!!!!!!!!! SKIPPED: %s !!!!!!!!!!\n\n' "$*" >&2; }
 
-step "our client <-> our server over the adapter (xds-sansio-tonic), four variants"
-timeout 900 cargo test -p xds-sansio-tonic --all-features --test loopback
+step "our client (run_stream, and the XdsClient driver) <-> our server over the adapter, four variants"
+timeout 900 cargo test -p xds-sansio-tonic --all-features --test loopback --test client_driver
 
 step "build ads_server (on the adapter) and the checker"
 timeout 900 cargo build -p xds-sansio-tonic --features record --example ads_server
@@ -125,9 +125,22 @@ else
 fi
 
 step "Rust peers: build the drivers (tests/interop/rust_peers, own workspace)"
+# rust-control-plane's data-plane-api compiles Envoy's protos with protoc (Debian
+# protobuf-compiler): installed here when missing and possible, else that peer is skipped.
+if ! command -v protoc >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    timeout 300 bash -c 'apt-get update -qq && apt-get install -y -qq protobuf-compiler >/dev/null' || true
+  elif command -v sudo >/dev/null; then
+    timeout 300 sudo bash -c 'apt-get update -qq && apt-get install -y -qq protobuf-compiler >/dev/null' || true
+  fi
+fi
+PEER_FEATURES=()
+if command -v protoc >/dev/null; then
+  PEER_FEATURES=(--features rust-control-plane)
+fi
 PEERS_TARGET=$PWD/$WORK/rust_peers
-CARGO_TARGET_DIR=$PEERS_TARGET timeout 1200 cargo build \
-  --manifest-path tests/interop/rust_peers/Cargo.toml --bins --locked
+CARGO_TARGET_DIR=$PEERS_TARGET timeout 1500 cargo build \
+  --manifest-path tests/interop/rust_peers/Cargo.toml --bins --locked "${PEER_FEATURES[@]}"
 PEERS=$PEERS_TARGET/debug
 
 step "our delta server <-> junction-core 0.3.2"
@@ -143,6 +156,14 @@ check_record "$WORK/xds_client/record.jsonl" server client "$WORK/xds_client/pee
 step "our client <-> xds-server 0.1.0"
 rm -rf "$WORK/xds_server"
 timeout 300 "$PEERS/xds_server_flow" "$WORK/xds_server"
+
+step "our client (XdsClient) <-> rust-control-plane 0.1.2"
+if [ ${#PEER_FEATURES[@]} -gt 0 ]; then
+  rm -rf "$WORK/rust_control_plane"
+  timeout 300 "$PEERS/rust_control_plane_flow" "$WORK/rust_control_plane"
+else
+  loud_skip "protoc not found and not installable: the rust-control-plane interop test did not run"
+fi
 
 step "summary ($WORK/REPORT.md)"
 if command -v python3 >/dev/null; then

@@ -12,6 +12,7 @@ PEERS = [
     ("junction", "our delta server <-> junction-core 0.3.2"),
     ("xds_client", "our server <-> xds-client 0.1.0-alpha.4"),
     ("xds_server", "our client <-> xds-server 0.1.0"),
+    ("rust_control_plane", "our client <-> rust-control-plane 0.1.2"),
 ]
 
 
@@ -35,7 +36,7 @@ def main(workdir):
                     lines = [l for l in f.read().splitlines() if l.strip()]
                 out.append(f"- checker on {whose} messages: {lines[-1] if lines else 'no output'}")
                 out += [f"  - {l.strip()}" for l in lines[:-1] if not l.startswith(" ")]
-        if folder == "xds_server":
+        if folder in ("xds_server", "rust_control_plane"):
             out.append("- checker on our messages: run inside the driver (fails on any violation)")
         deviations = report.get("deviations", [])
         out.append(f"- deviations seen: {len(deviations)}")

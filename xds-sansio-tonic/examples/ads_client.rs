@@ -4,68 +4,34 @@
 //! Run (with `ads_server` listening on 127.0.0.1:18000):
 //! `cargo run -p xds-sansio-tonic --example ads_client -- --server http://127.0.0.1:18000 CDS=c1,c2 LDS`
 //!
+//! With `--listener NAME`, the client watches that listener through the dependency manager
+//! (`client::deps`, gRPC A74's shape): every route configuration, cluster, endpoint set and
+//! secret it reaches is subscribed as references lead to it, and each complete
+//! configuration is printed (`cargo run --example ads_client -- --listener l1`).
+//!
 //! Each subscription is `TYPE=name,name,...` (`TYPE` alone: wildcard); `TYPE` is a short
 //! name (`LDS`, `RDS`, `CDS`, `EDS`, `SDS`, ...) or a type URL. Options: `--delta`
 //! (incremental instead of SotW), `--per-type` (one stream per type instead of ADS; then
-//! exactly one subscription type), `--seed N` (jitter seed, default 1), `--node ID`,
+//! exactly one subscription type), `--seed N` (fixed jitter seed, for tests; by default
+//! the seed comes from the OS, so a fleet restarted together does not reconnect in
+//! lockstep), `--node ID`,
 //! `--exit-after-acks N` (stop after N ACKs, for scripts), `--max-time SECS`.
 //!
-//! The backoff follows Envoy's: 500 ms doubling up to 30 s, each delay
-//! drawn uniformly from its upper half by a seeded generator, reset once a stream has
-//! delivered a response. Time comes from the loop's clock, never from the library.
+//! The backoff is the adapter's (`client::Backoff`, gRPC's connection backoff: 1 s, ×1.6,
+//! ±20 % jitter, 120 s at most), reset once a stream has delivered a response. This
+//! example owns its loop on `run_stream` to print every core event; `watch_listener` shows
+//! the driver (`XdsClient`) that does all of this for you.
 
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+use xds_sansio::client::deps::{DependencyManager, DepsConfig};
 use xds_sansio::client::{ClientEvent, WILDCARD};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::time::StdClock;
 use xds_sansio::types::ResourceType;
 use xds_sansio::{Client, ClientConfig, Transport, Variant};
-use xds_sansio_tonic::client::{run_stream, Command, Io};
-
-/// Jittered exponential backoff with a deterministic generator (splitmix64).
-struct Backoff {
-    state: u64,
-    attempt: u32,
-    initial: Duration,
-    max: Duration,
-}
-
-impl Backoff {
-    fn new(seed: u64) -> Backoff {
-        Backoff {
-            state: seed,
-            attempt: 0,
-            initial: Duration::from_millis(500),
-            max: Duration::from_secs(30),
-        }
-    }
-
-    fn next_random(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// The next delay: uniform in [cap/2, cap], cap = min(max, initial * 2^attempt).
-    fn next_delay(&mut self) -> Duration {
-        let cap = self
-            .initial
-            .saturating_mul(1 << self.attempt.min(16))
-            .min(self.max);
-        self.attempt += 1;
-        let half = cap / 2;
-        let nanos = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX).max(1);
-        half + Duration::from_nanos(self.next_random() % nanos)
-    }
-
-    fn reset(&mut self) {
-        self.attempt = 0;
-    }
-}
+use xds_sansio_tonic::client::{run_stream, Backoff, BackoffConfig, Command, Io};
 
 fn type_url(short: &str) -> String {
     ResourceType::by_short_name(short)
@@ -75,8 +41,37 @@ fn type_url(short: &str) -> String {
 
 fn usage(e: &str) -> ! {
     eprintln!("ads_client: {e}");
-    eprintln!("usage: ads_client --server URI [--delta] [--per-type] [--seed N] [--node ID] [--exit-after-acks N] [--max-time SECS] TYPE[=name,...]...");
+    eprintln!("usage: ads_client --server URI [--delta] [--per-type] [--seed N] [--node ID] [--exit-after-acks N] [--max-time SECS] [--listener NAME] TYPE[=name,...]...");
     std::process::exit(2);
+}
+
+/// A complete configuration, as the dependency manager resolved it.
+fn print_config(generation: u64, deps: &DependencyManager, listener: &str) {
+    let Some(config) = deps.config(listener) else {
+        return;
+    };
+    println!("configuration {generation} of listener {listener}:");
+    match &config.status {
+        Ok(()) => println!("  usable"),
+        Err(failure) => println!("  NOT usable: {failure}"),
+    }
+    for resource in &config.resources {
+        println!(
+            "  {} (version {}, {} bytes)",
+            resource.key,
+            resource.version,
+            resource.body.len()
+        );
+    }
+    for cluster in &config.clusters {
+        match &cluster.leaves {
+            Ok(leaves) => println!("  cluster {} -> {}", cluster.name, leaves.join(", ")),
+            Err(failure) => println!("  cluster {}: {failure}", cluster.name),
+        }
+    }
+    for failure in &config.failed {
+        println!("  failed: {failure}");
+    }
 }
 
 #[tokio::main]
@@ -85,11 +80,12 @@ async fn main() {
         String::from("http://127.0.0.1:18000"),
         false,
         false,
-        1u64,
+        None::<u64>,
         String::from("ads_client"),
     );
     let (mut exit_after_acks, mut max_time) = (None::<usize>, None::<f64>);
     let mut subscriptions: Vec<(String, Vec<String>)> = Vec::new();
+    let mut listener: Option<String> = None;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = || {
@@ -100,10 +96,11 @@ async fn main() {
             "--server" => server = value(),
             "--delta" => delta = true,
             "--per-type" => per_type = true,
-            "--seed" => seed = value().parse().unwrap_or_else(|_| usage("bad --seed")),
+            "--seed" => seed = Some(value().parse().unwrap_or_else(|_| usage("bad --seed"))),
             "--node" => node_id = value(),
             "--exit-after-acks" => exit_after_acks = value().parse().ok(),
             "--max-time" => max_time = value().parse().ok(),
+            "--listener" => listener = Some(value()),
             s if s.starts_with("--") => usage(&format!("unknown option {s}")),
             s => {
                 let (ty, names) = s.split_once('=').unwrap_or((s, ""));
@@ -112,8 +109,11 @@ async fn main() {
             }
         }
     }
-    if subscriptions.is_empty() || (per_type && subscriptions.len() != 1) {
-        usage("give one subscription (--per-type) or at least one (ADS)");
+    if listener.is_some() && per_type {
+        usage("--listener follows references across types: it needs ADS");
+    }
+    if (subscriptions.is_empty() && listener.is_none()) || (per_type && subscriptions.len() != 1) {
+        usage("give one subscription (--per-type) or at least one (ADS), or --listener");
     }
     let variant = if delta { Variant::Delta } else { Variant::Sotw };
     let transport = if per_type {
@@ -141,11 +141,40 @@ async fn main() {
     }
 
     let clock = StdClock::new();
+    // The dependency manager: its commands go to the client, its snapshots are printed.
+    let mut deps = listener.as_ref().map(|name| {
+        let mut deps = DependencyManager::new(DepsConfig::default());
+        deps.watch_listener(clock.now(), name)
+            .unwrap_or_else(|e| usage(&format!("--listener: {e}")));
+        while let Some(command) = deps.poll_command() {
+            command
+                .apply_to(&mut client)
+                .unwrap_or_else(|e| usage(&format!("--listener: {e}")));
+        }
+        (deps, name.clone(), StdClock::new())
+    });
     let deadline = max_time.map(|s| clock.now().saturating_add(Duration::from_secs_f64(s)));
     let (commands_tx, mut commands) = mpsc::unbounded_channel();
     let mut acks = 0usize;
+    let deps_tx = commands_tx.clone();
     let mut on_event = move |_: &Client, event: ClientEvent| {
-        println!("{event:?}");
+        if let Some((deps, listener, clock)) = deps.as_mut() {
+            let now = clock.now();
+            deps.handle_timeout(now);
+            deps.handle_event(now, &event);
+            while let Some(command) = deps.poll_command() {
+                let _ = deps_tx.send(Command::Apply(Box::new(move |client| {
+                    if let Err(e) = command.apply_to(client) {
+                        eprintln!("subscription refused: {e}");
+                    }
+                })));
+            }
+            while let Some(snapshot) = deps.poll_snapshot() {
+                print_config(snapshot.generation, deps, listener);
+            }
+        } else {
+            println!("{event:?}");
+        }
         if matches!(event, ClientEvent::Acked { .. }) {
             acks += 1;
             if exit_after_acks.is_some_and(|n| acks >= n) {
@@ -153,7 +182,10 @@ async fn main() {
             }
         }
     };
-    let mut backoff = Backoff::new(seed);
+    let mut backoff = match seed {
+        Some(seed) => Backoff::with_seed(BackoffConfig::default(), seed),
+        None => Backoff::new(BackoffConfig::default()),
+    };
     loop {
         let endpoint = tonic::transport::Endpoint::from_shared(server.clone())
             .unwrap_or_else(|e| usage(&format!("--server: {e}")))

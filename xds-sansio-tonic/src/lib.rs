@@ -12,8 +12,15 @@
         clippy::unimplemented
     )
 )]
-//! A production gRPC xDS management server (tokio + tonic) on the
+//! A production gRPC xDS management server and client (tokio + tonic) on the
 //! [`xds_sansio`] state machines.
+//!
+//! A client, `examples/watch_listener.rs`: a gRPC bootstrap file, a watch on a listener,
+//! every update printed, and CSDS served for debugging tools ([`client`], [`csds`]):
+//!
+//! ```no_run
+#![doc = include_str!("../examples/watch_listener.rs")]
+//! ```
 //!
 //! The smallest useful server, `examples/hello.rs`:
 //!
@@ -53,9 +60,12 @@
 //!   through the `metrics` facade ([`server::metrics`]), a `tracing` span per stream, the
 //!   gRPC health service, graceful shutdown, keepalive and compression through tonic.
 //!
-//! [`client`] holds a minimal client driver (one call driving an
-//! [`xds_sansio::Client`]); [`record`] (feature `record`) records conversations for the
-//! conformance checker.
+//! The client side ([`client`]): [`client::XdsClient`] reads gRPC's bootstrap, owns the
+//! connections (gRPC's jittered backoff seeded from the OS, fallback and revert between
+//! servers as gRPC A71 says, TLS through tonic), serves [`client::Watch`]es on the core's
+//! events with the application's validators deciding ACK or NACK, and answers CSDS
+//! ([`csds`]); [`client::run_stream`] is the single-call building block under it.
+//! [`record`] (feature `record`) records conversations for the conformance checker.
 //!
 //! # Features
 //!
@@ -63,8 +73,13 @@
 //!   client's certificate chain.
 //! - `gzip`, `zstd`: compression through tonic.
 //! - `record`: [`record::Recorder`], JSON lines for `xds-sansio check`.
+//! - `envoy-types`: [`envoy_types`], conversions between the `envoy-types` crate's
+//!   discovery messages and the core's, through bytes.
 
 pub mod client;
+pub mod csds;
+#[cfg(feature = "envoy-types")]
+pub mod envoy_types;
 #[cfg(feature = "record")]
 pub mod record;
 pub mod server;

@@ -3,7 +3,9 @@
 //!
 //! On the server, a [`Recorder`] is [`Callbacks`]: every request, every response (decoded
 //! back from the bytes sent) and every store change of every group. On the client, a
-//! [`Recorder::client`] tap records one call under a stream id.
+//! [`Recorder::client`] tap records one call under a stream id, and a `Recorder` given to
+//! [`Builder::tap`](crate::client::Builder::tap) records every stream of an
+//! [`XdsClient`](crate::client::XdsClient) under its stream number.
 
 use std::io::Write;
 use std::sync::{Mutex, PoisonError};
@@ -13,7 +15,7 @@ use xds_sansio::server::{EncodedResponse, ResourceStore, Revision};
 use xds_sansio::transcript::Entry;
 use xds_sansio::{Request, Response};
 
-use crate::client::Tap;
+use crate::client::{StreamTap, Tap};
 use crate::server::{Callbacks, StreamInfo};
 
 /// Keeps every entry in memory and, optionally, appends it to a file as a JSON line.
@@ -149,5 +151,15 @@ impl Tap for ClientRecording<'_> {
             stream: self.stream,
             response,
         });
+    }
+}
+
+impl StreamTap for Recorder {
+    fn request(&self, stream: u64, request: &Request) {
+        self.client(stream).request(request);
+    }
+
+    fn response(&self, stream: u64, response: &Response) {
+        self.client(stream).response(response);
     }
 }

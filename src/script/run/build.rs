@@ -26,7 +26,7 @@ use crate::pb::google::protobuf::{Any, Duration as PbDuration};
 use crate::pb::google::rpc::Status;
 use crate::script::ast::{ErrorPattern, Item, MessagePattern, LATEST_NONCE, NO_NODE};
 use crate::transcript::notation;
-use crate::types::RESOURCE_WRAPPER_TYPE_URL;
+use crate::types::{CLUSTER, LISTENER, RESOURCE_WRAPPER_TYPE_URL, ROUTE};
 
 /// The `error_detail` a scenario's `E=` stands for.
 fn status(error: &ErrorPattern) -> Option<Status> {
@@ -86,10 +86,38 @@ fn control_plane_of(identifier: &Option<String>) -> Option<ControlPlane> {
     }
 }
 
+/// The body an item of `type_url` stands for: its tag, else its version, else
+/// `fallback_tag`. With references (`[ref=..]`), or in a scenario that runs the dependency
+/// manager (`refs_bodies`) for a type whose references are read, a real message of the
+/// type that carries them ([`crate::refs`]), so the manager and the consistency check read
+/// what the scenario says.
+pub(super) fn body_of(
+    item: &Item,
+    type_url: &str,
+    fallback_tag: &str,
+    refs_bodies: bool,
+) -> bytes::Bytes {
+    let tag = item
+        .tag
+        .as_deref()
+        .or(item.version.as_deref())
+        .unwrap_or(fallback_tag);
+    let reads_refs = [LISTENER.type_url, ROUTE.type_url, CLUSTER.type_url].contains(&type_url);
+    if !item.refs.is_empty() || (refs_bodies && reads_refs) {
+        let refs: Vec<(&str, &str)> = item
+            .refs
+            .iter()
+            .map(|(t, n)| (t.as_str(), n.as_str()))
+            .collect();
+        return crate::refs::build::body_with_refs(type_url, &item.name, &refs, tag);
+    }
+    notation::body(&item.name, tag)
+}
+
 impl Runner<'_> {
-    /// The body an item of `type_url` stands for: its tag, else its version, else
-    /// `fallback_tag`; the real body the remote gives for it, else the placeholder.
-    pub(super) fn body_of(&self, type_url: &str, item: &Item, fallback_tag: &str) -> bytes::Bytes {
+    /// The body an item of `type_url` stands for ([`body_of`]); the real body the remote
+    /// gives for it, when a real implementation plays a side and has one.
+    pub(super) fn body_for(&self, type_url: &str, item: &Item, fallback_tag: &str) -> bytes::Bytes {
         let tag = item
             .tag
             .as_deref()
@@ -98,7 +126,7 @@ impl Runner<'_> {
         self.remote
             .as_deref()
             .and_then(|remote| remote.body(type_url, &item.name, tag))
-            .unwrap_or_else(|| notation::body(&item.name, tag))
+            .unwrap_or_else(|| body_of(item, type_url, fallback_tag, self.refs_bodies))
     }
 
     fn node_for(&mut self, node: &Option<String>) -> Option<Node> {
@@ -195,7 +223,7 @@ impl Runner<'_> {
                     .clone()
                     .unwrap_or_else(|| type_url.into())
                     .into(),
-                value: self.body_of(type_url, item, fallback_tag),
+                value: self.body_for(type_url, item, fallback_tag),
             }),
             ttl: item.ttl.map(ttl_of),
             ..Default::default()
@@ -217,7 +245,7 @@ impl Runner<'_> {
                     .clone()
                     .unwrap_or_else(|| type_url.into())
                     .into(),
-                value: self.body_of(type_url, item, version_info),
+                value: self.body_for(type_url, item, version_info),
             }
         }
     }

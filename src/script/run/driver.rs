@@ -86,6 +86,12 @@ impl Runner<'_> {
                 }
             }
             Action::Expect(side, expectation) => self.expect(*side, expectation),
+            Action::Deps(command) => {
+                let result = self.deps_command(command);
+                self.sim.drain();
+                result
+            }
+            Action::ExpectDeps(expectation) => self.expect_deps(expectation),
         };
         self.take_events();
         (None, outcome)
@@ -94,26 +100,23 @@ impl Runner<'_> {
     /// Moves the events of both sides from the stream into the runner's logs, noting the
     /// responses that await a verdict.
     pub(super) fn take_events(&mut self) {
-        for (_, event) in self.sim.take_client_events() {
-            if let ClientEvent::ValidationNeeded {
-                ticket,
-                type_url,
-                resources,
-                ..
-            } = &event
-            {
-                let names = resources
-                    .iter()
-                    .map(|r| r.name.as_str().to_string())
-                    .collect();
-                self.tickets
-                    .insert(type_url.as_str().into(), (*ticket, names));
+        // The dependency manager takes every client event and gives the client its
+        // commands, whose requests (and events) are taken in turn.
+        for _ in 0..64 {
+            let events = self.sim.take_client_events();
+            if events.is_empty() {
+                break;
             }
-            self.client_events.push(Logged {
-                event,
-                step: self.steps,
-                consumed: false,
-            });
+            for (at, event) in events {
+                if let Some(deps) = self.deps.as_mut() {
+                    deps.handle_event(at, &event);
+                }
+                self.log_client_event(event);
+            }
+            if !self.pump_deps() {
+                break;
+            }
+            self.sim.drain();
         }
         for (_, event) in self.sim.take_server_events() {
             self.server_events.push(Logged {
@@ -122,6 +125,28 @@ impl Runner<'_> {
                 consumed: false,
             });
         }
+    }
+
+    fn log_client_event(&mut self, event: ClientEvent) {
+        if let ClientEvent::ValidationNeeded {
+            ticket,
+            type_url,
+            resources,
+            ..
+        } = &event
+        {
+            let names = resources
+                .iter()
+                .map(|r| r.name.as_str().to_string())
+                .collect();
+            self.tickets
+                .insert(type_url.as_str().into(), (*ticket, names));
+        }
+        self.client_events.push(Logged {
+            event,
+            step: self.steps,
+            consumed: false,
+        });
     }
 
     /// A `C->S` line: the client's oldest request matched, or the scenario's built; then
@@ -448,7 +473,8 @@ impl Runner<'_> {
 
     /// The store entry an item of `server set` stands for.
     fn entry_of(&mut self, type_url: &str, item: &Item) -> ResourceEntry {
-        let mut entry = ResourceEntry::new(item.name.clone(), self.body_of(type_url, item, ""));
+        let body = self.body_for(type_url, item, "");
+        let mut entry = ResourceEntry::new(item.name.clone(), body);
         if let Some(v) = &item.version {
             entry = entry.with_version(self.versions_of(type_url).input(v));
         }
@@ -464,6 +490,28 @@ impl Runner<'_> {
     /// Advances time by `duration`, firing every deadline at its own time.
     fn wait(&mut self, duration: Duration) -> Result<(), String> {
         let until = self.sim.now() + duration;
+        // The manager's deadlines (unsubscribe grace) fire at their own time, between the
+        // stream's timers.
+        for _ in 0..10_000 {
+            let Some(at) = self
+                .deps
+                .as_ref()
+                .and_then(|d| d.poll_timeout())
+                .filter(|at| *at <= until)
+            else {
+                break;
+            };
+            self.sim
+                .fire_timers_until(at)
+                .map_err(|stuck| stuck.to_string())?;
+            self.take_events();
+            if let Some(deps) = self.deps.as_mut() {
+                deps.handle_timeout(at);
+            }
+            self.pump_deps();
+            self.sim.drain();
+            self.take_events();
+        }
         self.sim
             .fire_timers_until(until)
             .map_err(|stuck| stuck.to_string())?;
@@ -531,11 +579,12 @@ fn inputs_to(action: &Action) -> (bool, bool) {
             ..
         }
         | Action::Responses(_)
-        | Action::ClientBatch(_) => (true, false),
+        | Action::ClientBatch(_)
+        | Action::Deps(_) => (true, false),
         Action::Wait(_)
         | Action::Disconnect
         | Action::Connect
         | Action::Expect(_, Expectation::Sends { .. }) => (true, true),
-        Action::Expect(..) => (false, false),
+        Action::Expect(..) | Action::ExpectDeps(_) => (false, false),
     }
 }

@@ -122,6 +122,9 @@ fn client_facts(event: &ClientEvent) -> Facts<'_> {
         ClientEvent::DoesNotExist { type_url, name } => {
             Facts::new("does-not-exist", Some(type_url.as_str())).named(name.as_str())
         }
+        ClientEvent::DeletionIgnored { type_url, name } => {
+            Facts::new("deletion-ignored", Some(type_url.as_str())).named(name.as_str())
+        }
         ClientEvent::ResourceError { type_url, name, .. } => {
             Facts::new("resource-error", Some(type_url.as_str())).named(name.as_str())
         }

@@ -305,7 +305,8 @@ impl Runner<'_> {
             let what = format!("version of {}", item.name);
             self.check_version(type_url, &what, &item.version, actual)?;
             if let Some(tag) = &item.tag {
-                if seen.body.as_ref() != Some(&self.body_of(type_url, item, tag)) {
+                let expected = self.body_for(type_url, item, "");
+                if seen.body.as_ref() != Some(&expected) {
                     return Err(format!("body of {}: expected tag {tag}", item.name));
                 }
             }

@@ -7,6 +7,7 @@
 //! expectations (`expect`), and the steps themselves (`driver`).
 
 mod build;
+mod deps;
 mod driver;
 mod expect;
 mod matching;
@@ -128,6 +129,15 @@ struct Runner<'r> {
     steps: usize,
     /// The last step that gave each side input.
     last_input: LastInput,
+    /// The client's dependency manager, from the first `deps` step on.
+    deps: Option<crate::client::deps::DependencyManager>,
+    /// Its snapshots, and whether an `expect deps snapshot` consumed each.
+    snapshots: Vec<(crate::client::deps::Snapshot, bool)>,
+    /// The scenario runs the dependency manager: listener, route and cluster bodies are
+    /// real messages whose references it reads.
+    refs_bodies: bool,
+    /// `deps-grace=`.
+    deps_grace: Option<core::time::Duration>,
 }
 
 impl<'r> Runner<'r> {
@@ -150,6 +160,9 @@ impl<'r> Runner<'r> {
         }
         if let Some(on) = options.sotw_refetch_on_ttl_expiry {
             client_config.sotw_refetch_on_ttl_expiry = on;
+        }
+        if let Some(on) = options.ignore_resource_deletion {
+            client_config.ignore_resource_deletion = on;
         }
         if let Some(on) = options.node_on_every_request {
             client_config.node_on_every_request = on;
@@ -194,6 +207,13 @@ impl<'r> Runner<'r> {
             stream_type,
             steps: 0,
             last_input: LastInput::default(),
+            deps: None,
+            snapshots: Vec::new(),
+            refs_bodies: scenario
+                .steps
+                .iter()
+                .any(|s| matches!(s.action, Action::Deps(_))),
+            deps_grace: options.deps_grace,
         };
         runner.take_events();
         runner
@@ -240,7 +260,10 @@ fn kind_of(action: &Action) -> LineKind {
         }
         | Action::Responses(_)
         | Action::Expect(Side::Server, Expectation::Sends { .. }) => LineKind::Response,
-        Action::ClientBatch(_) | Action::Expect(Side::Client, _) => LineKind::Client,
+        Action::ClientBatch(_)
+        | Action::Expect(Side::Client, _)
+        | Action::Deps(_)
+        | Action::ExpectDeps(_) => LineKind::Client,
         Action::ServerBatch(_) | Action::Expect(Side::Server, _) => LineKind::Server,
         Action::Wait(_) | Action::Disconnect | Action::Connect => LineKind::Both,
     }

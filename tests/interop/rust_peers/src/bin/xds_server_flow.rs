@@ -1,12 +1,14 @@
-//! Interop: our client (the client driver of `xds-sansio-tonic`) <->
+//! Interop: our client (`XdsClient`, the client driver of `xds-sansio-tonic`, with a
+//! recorder on every stream) <->
 //! `xds-server` 0.1.0 (crates.io) on 127.0.0.1, SotW and delta over ADS, and SotW on the
 //! per-type CDS service.
 //!
 //! xds-server answers requests from a snapshot but does not push a new snapshot to open
 //! streams, so only first fetches are tested: our client subscribes to two Clusters and a
 //! third that does not exist (or to every Cluster, legacy wildcard) and one
-//! ClusterLoadAssignment, must receive exactly the snapshot's bodies (envoy-types
-//! resources) and ACK them, and must not invent the missing one. The conversation is recorded on our
+//! ClusterLoadAssignment through watches, must receive exactly the snapshot's bodies
+//! (envoy-types resources) and ACK them (the status dump), and must not invent the missing
+//! one. The conversation is recorded on our
 //! side; the checker must find no violation of ours; what the peer breaks is listed.
 //!
 //! usage: xds_server_flow WORKDIR
@@ -21,16 +23,14 @@ use std::time::Duration;
 
 use common::{Report, Result, STEP};
 use serde_json::json;
-use tokio::sync::mpsc;
 use xds_cache::{Cache, ShardedCache, Snapshot};
 use xds_core::{NodeHash, TypeUrl};
 use xds_sansio::check::{check, to_jsonl, CheckSide};
-use xds_sansio::client::ClientEvent;
+use xds_sansio::client::ResourceState;
 use xds_sansio::json::JsonCodec;
 use xds_sansio::pb::envoy::config::core::v3::Node;
-use xds_sansio::time::StdClock;
-use xds_sansio::{Client, ClientConfig, Transport, Variant};
-use xds_sansio_tonic::client::{run_stream, Command, Io};
+use xds_sansio::Variant;
+use xds_sansio_tonic::client::{Bootstrap, WatchEvent, XdsClient};
 use xds_sansio_tonic::record::Recorder;
 
 const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
@@ -117,7 +117,7 @@ fn snapshot() -> (Snapshot, BTreeMap<(&'static str, &'static str), Vec<u8>>) {
 async fn fetch(
     uri: &str,
     variant: Variant,
-    transport: Transport,
+    per_type: bool,
     served: &BTreeMap<(&'static str, &'static str), Vec<u8>>,
     report: &mut Report,
     label: &str,
@@ -128,59 +128,54 @@ async fn fetch(
         id: NODE.into(),
         ..Node::default()
     };
-    let per_type = matches!(transport, Transport::PerType(_));
-    let mut client = Client::new(ClientConfig::new(variant, transport, node));
-    // Legacy wildcard (no names) or two existing names and one that does not exist.
-    let names: &[&str] = if wildcard { &[] } else { &["c1", "c2", "c3"] };
-    client.subscribe(CDS, names).map_err(|e| e.to_string())?;
-    if !per_type {
-        client.subscribe(EDS, &["c1"]).map_err(|e| e.to_string())?;
-    }
     let recorder = Arc::new(Recorder::new(None));
-    let clock = StdClock::new();
-    let (commands_tx, mut commands) = mpsc::unbounded_channel();
-    let (events_tx, mut events) = mpsc::unbounded_channel();
-    let mut on_event = move |_: &Client, e: ClientEvent| {
-        let _ = events_tx.send(e);
-    };
-    let channel = tonic::transport::Endpoint::from_shared(uri.to_string())
-        .map_err(|e| e.to_string())?
-        .connect_timeout(STEP)
-        .connect()
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    let recorder_ref = recorder.clone();
-    let run = tokio::spawn(async move {
-        let io = Io {
-            channel,
-            clock: &clock,
-            commands: &mut commands,
-            on_event: &mut on_event,
-            tap: Some(&recorder_ref.client(1)),
-        };
-        run_stream(&mut client, io).await;
-        client
-    });
-    // Every served resource of a subscribed type arrives with its body, and is ACKed.
+    let client = XdsClient::builder(Bootstrap::single(uri, node))
+        .variant(variant)
+        .per_type_streams(per_type)
+        .tap(recorder.clone())
+        .build()
+        .map_err(|e| e.to_string())?;
+    // Legacy wildcard (no names) or two existing names and one that does not exist.
+    let mut watches = Vec::new();
+    if wildcard {
+        watches.push(client.watch_all(CDS).map_err(|e| e.to_string())?);
+    } else {
+        for name in ["c1", "c2", "c3"] {
+            watches.push(client.watch(CDS, name).map_err(|e| e.to_string())?);
+        }
+    }
+    if !per_type {
+        watches.push(client.watch(EDS, "c1").map_err(|e| e.to_string())?);
+    }
+    let types: Vec<&str> = if per_type { vec![CDS] } else { vec![CDS, EDS] };
+    // Every served resource of a watched type arrives with its body.
     let mut want: BTreeMap<(String, String), Vec<u8>> = served
         .iter()
-        .filter(|((t, _), _)| !per_type || *t == CDS)
+        .filter(|((t, _), _)| types.contains(t))
         .map(|((t, n), b)| ((t.to_string(), n.to_string()), b.clone()))
         .collect();
-    let mut acked = std::collections::BTreeSet::new();
-    let types = if per_type { 1 } else { 2 };
     let mut seen = Vec::new();
     let deadline = tokio::time::Instant::now() + STEP;
-    while !want.is_empty() || acked.len() < types {
-        match tokio::time::timeout_at(deadline, events.recv()).await {
-            Ok(Some(e)) => {
+    while !want.is_empty() {
+        let next = async {
+            loop {
+                for (i, w) in watches.iter_mut().enumerate() {
+                    if let Some(e) = w.try_next() {
+                        return (i, e);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        match tokio::time::timeout_at(deadline, next).await {
+            Ok((i, e)) => {
+                let type_url = if !per_type && i == watches.len() - 1 {
+                    EDS
+                } else {
+                    CDS
+                };
                 match &e {
-                    ClientEvent::Upserted {
-                        type_url,
-                        name,
-                        body,
-                        ..
-                    } => {
+                    WatchEvent::Changed { name, body, .. } => {
                         let key = (type_url.to_string(), name.to_string());
                         match want.get(&key) {
                             Some(b) if b[..] == body[..] => {
@@ -189,36 +184,49 @@ async fn fetch(
                             _ => return Err(format!("{label}: unexpected {e:?}")),
                         }
                     }
-                    ClientEvent::Acked { type_url, .. } => {
-                        acked.insert(type_url.to_string());
+                    WatchEvent::Error { .. } => {
+                        return Err(format!("{label}: our client reported {e:?}"))
                     }
-                    ClientEvent::Nacked { .. } => {
-                        return Err(format!("{label}: our client NACKed: {e:?}"))
+                    WatchEvent::DoesNotExist { name } if name.as_str() != "c3" => {
+                        let codec = JsonCodec::new();
+                        let lines: Vec<String> = recorder
+                            .entries()
+                            .iter()
+                            .map(|e| to_jsonl(e, &codec).unwrap())
+                            .collect();
+                        let _ = std::fs::write(
+                            workdir.join(format!("{label}-failed.jsonl")),
+                            lines.join("\n") + "\n",
+                        );
+                        return Err(format!("{label}: {e:?}"));
                     }
                     _ => {}
                 }
                 seen.push(format!("{e:?}"));
             }
-            _ => {
+            Err(_) => {
                 return Err(format!(
-                    "{label}: timed out; still missing {:?}, ACKed {acked:?}; events {seen:#?}",
+                    "{label}: timed out; still missing {:?}; events {seen:#?}",
                     want.keys().collect::<Vec<_>>()
                 ))
             }
         }
     }
-    // Let late responses arrive, then stop.
+    // Let the ACKs leave and late responses arrive, then read the status and stop.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let _ = commands_tx.send(Command::Stop);
-    let client = tokio::time::timeout(STEP, run)
-        .await
-        .map_err(|_| format!("{label}: the client did not stop"))?
-        .map_err(|e| e.to_string())?;
-    if client.resource(CDS, "c3").is_some() {
-        return Err(format!(
-            "{label}: c3 does not exist but the client holds it"
-        ));
+    let dump = client.dump().await;
+    for entry in &dump {
+        let held = entry.body.is_some();
+        if entry.status.name.as_str() == "c3" && held {
+            return Err(format!(
+                "{label}: c3 does not exist but the client holds it"
+            ));
+        }
+        if held && entry.status.status.state != ResourceState::Acked {
+            return Err(format!("{label}: not ACKed: {entry:?}"));
+        }
     }
+    client.shutdown();
     let entries = recorder.entries();
     let codec = JsonCodec::new();
     let lines: Vec<String> = entries
@@ -298,27 +306,16 @@ async fn story(workdir: &PathBuf, report: &mut Report) -> Result<()> {
     })
     .await?;
     let result = async {
-        let cds = Transport::PerType(CDS.into());
         let runs = [
-            (Variant::Sotw, Transport::Aggregated, "sotw-ads", false),
-            (Variant::Delta, Transport::Aggregated, "delta-ads", false),
-            (
-                Variant::Sotw,
-                Transport::Aggregated,
-                "sotw-ads-wildcard",
-                true,
-            ),
-            (
-                Variant::Delta,
-                Transport::Aggregated,
-                "delta-ads-wildcard",
-                true,
-            ),
-            (Variant::Sotw, cds, "sotw-cds", false),
+            (Variant::Sotw, false, "sotw-ads", false),
+            (Variant::Delta, false, "delta-ads", false),
+            (Variant::Sotw, false, "sotw-ads-wildcard", true),
+            (Variant::Delta, false, "delta-ads-wildcard", true),
+            (Variant::Sotw, true, "sotw-cds", false),
         ];
-        for (variant, transport, label, wildcard) in runs {
+        for (variant, per_type, label, wildcard) in runs {
             fetch(
-                &uri, variant, transport, &served, report, label, workdir, wildcard,
+                &uri, variant, per_type, &served, report, label, workdir, wildcard,
             )
             .await?;
         }
@@ -330,7 +327,12 @@ async fn story(workdir: &PathBuf, report: &mut Report) -> Result<()> {
     result
 }
 
-#[tokio::main]
+// One thread: the watches of a run are all made before the driver task first runs, so
+// they ride on the stream's first request. xds-server 0.1.0 does not answer a SotW request
+// that only adds names at an unchanged version (seen while writing this flow: a name added
+// after the first response waited for the does-not-exist timer), so names added later
+// would test that deviation instead of the fetch.
+#[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let workdir = PathBuf::from(&args[1]);

@@ -1,5 +1,5 @@
-//! A minimal client driver: one gRPC call driving an [`xds_sansio::Client`] until the
-//! stream ends (reconnecting, backoff and the bootstrap are the caller's, for now).
+//! One gRPC call driving one [`xds_sansio::Client`] until the stream ends: the building
+//! block under [`XdsClient`](super::XdsClient), for programs that own their loop.
 //!
 //! The loop is the contract of `xds_sansio::client`: `connected(now)`, then after every
 //! input (a response, a deadline, an application command) drain `poll_request` into the

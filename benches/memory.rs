@@ -1,0 +1,252 @@
+//! Memory of one process at scale, measured with a counting allocator: bytes held per
+//! resource by the client's cache (SotW and delta), the server's store and its streams,
+//! what a changed body leaves pinned, and what a drained burst keeps. Prints figures;
+//! `cargo bench --bench memory` (a few seconds; `XDS_MEMORY_SCALE=100000` for more).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+use bytes::Bytes;
+use prost::Message;
+use xds_sansio::client::{Client, ClientConfig};
+use xds_sansio::pb::discovery::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse, Resource,
+};
+use xds_sansio::pb::envoy::config::core::v3::Node;
+use xds_sansio::pb::google::protobuf::Any;
+use xds_sansio::server::{ResourceStore, ServerConfig, ServerStream};
+use xds_sansio::types::{CLUSTER, ENDPOINT};
+use xds_sansio::{Instant, Request, Response, Transport, Variant};
+
+/// Counts live heap bytes.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live() -> isize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+const CDS: &str = CLUSTER.type_url;
+const EDS: &str = ENDPOINT.type_url;
+/// Bytes of a body, and of a name (`cluster-00000000`-like: 16).
+const BODY: usize = 200;
+
+fn name(i: usize) -> String {
+    format!("cluster-{i:08}")
+}
+
+fn body(i: usize, generation: u8) -> Bytes {
+    let mut out = Vec::with_capacity(BODY + 24);
+    prost::encoding::string::encode(1, &name(i), &mut out);
+    prost::encoding::bytes::encode(2, &vec![generation; BODY - 20], &mut out);
+    Bytes::from(out)
+}
+
+fn sotw_response(n: usize, generation: u8) -> Bytes {
+    Bytes::from(
+        DiscoveryResponse {
+            version_info: format!("v{generation}"),
+            resources: (0..n)
+                .map(|i| Any {
+                    type_url: CDS.into(),
+                    value: body(i, generation),
+                })
+                .collect(),
+            type_url: CDS.into(),
+            nonce: format!("n{generation}"),
+            ..DiscoveryResponse::default()
+        }
+        .encode_to_vec(),
+    )
+}
+
+fn drain(c: &mut Client) {
+    while c.poll_request(Instant::ZERO).is_some() {}
+    while c.poll_event().is_some() {}
+}
+
+fn client(variant: Variant) -> Client {
+    let mut c = Client::new(ClientConfig::new(
+        variant,
+        Transport::Aggregated,
+        Node::default(),
+    ));
+    match variant {
+        Variant::Sotw => c.subscribe(CDS, &[]).unwrap_or_default(),
+        Variant::Delta => c.subscribe(CDS, &["*"]).unwrap_or_default(),
+    }
+    c.connected(Instant::ZERO);
+    drain(&mut c);
+    c
+}
+
+/// What the wire of one resource costs the cache at least: its name, version and body.
+fn payload(n: usize, version_len: usize) -> isize {
+    (n * (BODY + name(0).len() + version_len)) as isize
+}
+
+fn sotw_client(n: usize) {
+    let mut c = client(Variant::Sotw);
+    let before = live();
+    let wire = sotw_response(n, 1);
+    c.handle_response(
+        Instant::ZERO,
+        Response::Sotw(DiscoveryResponse::decode(wire.clone()).unwrap_or_default()),
+    );
+    drain(&mut c);
+    drop(wire);
+    let held = live() - before;
+    let over = (held - payload(n, 0)) / n as isize;
+    println!(
+        "client SotW, {n} resources: {held} B held, {} B per resource, {over} B beyond name and body",
+        held / n as isize
+    );
+    // Every body changes: what of the first buffer stays pinned?
+    let before = live();
+    let wire2 = sotw_response(n, 2);
+    c.handle_response(
+        Instant::ZERO,
+        Response::Sotw(DiscoveryResponse::decode(wire2.clone()).unwrap_or_default()),
+    );
+    drain(&mut c);
+    drop(wire2);
+    println!(
+        "client SotW, {n} resources, every body changed: {} B more held (about 0 would mean the first buffer was released)",
+        live() - before
+    );
+    black_box(c);
+}
+
+fn delta_client(n: usize) {
+    let mut c = client(Variant::Delta);
+    let before = live();
+    let resp = DeltaDiscoveryResponse {
+        system_version_info: "s1".into(),
+        resources: (0..n)
+            .map(|i| Resource {
+                name: name(i),
+                version: "v1".into(),
+                resource: Some(Any {
+                    type_url: CDS.into(),
+                    value: body(i, 1),
+                }),
+                ..Resource::default()
+            })
+            .collect(),
+        type_url: CDS.into(),
+        nonce: "n1".into(),
+        ..DeltaDiscoveryResponse::default()
+    };
+    let wire = Bytes::from(resp.encode_to_vec());
+    c.handle_response(
+        Instant::ZERO,
+        Response::Delta(DeltaDiscoveryResponse::decode(wire.clone()).unwrap_or_default()),
+    );
+    drain(&mut c);
+    drop(wire);
+    drop(resp);
+    let held = live() - before;
+    let over = (held - payload(n, 2)) / n as isize;
+    println!(
+        "client delta, {n} resources: {held} B held, {} B per resource, {over} B beyond name, version and body",
+        held / n as isize
+    );
+    black_box(c);
+}
+
+fn store(n: usize) -> ResourceStore {
+    let before = live();
+    let mut store = ResourceStore::new();
+    for i in 0..n {
+        store.set(CDS, &name(i), body(i, 1)).unwrap_or_default();
+    }
+    let held = live() - before;
+    // The store keeps the encoded frame (the body plus a few bytes of tag and length) and
+    // the name: that is the payload.
+    let over = (held - (n * (BODY + name(0).len())) as isize) / n as isize;
+    println!(
+        "server store, {n} resources: {held} B held, {over} B per resource beyond name and body"
+    );
+    store
+}
+
+fn streams(store: &ResourceStore, n: usize) {
+    let node = Node {
+        id: "envoy".into(),
+        ..Node::default()
+    };
+    let before = live();
+    let mut s = ServerStream::new(ServerConfig::new(Variant::Sotw, Transport::Aggregated));
+    s.handle_request(
+        Instant::ZERO,
+        Request::Sotw(DiscoveryRequest {
+            node: Some(node.clone()),
+            type_url: CDS.into(),
+            ..DiscoveryRequest::default()
+        }),
+    );
+    while s.poll_response_encoded(Instant::ZERO, store).is_some() {}
+    while s.poll_event().is_some() {}
+    println!(
+        "server stream, SotW wildcard CDS over {n}: {} B",
+        live() - before
+    );
+    black_box(s);
+    let mut eds = ResourceStore::new();
+    for i in 0..n {
+        eds.set(EDS, &name(i), body(i, 1)).unwrap_or_default();
+    }
+    let before = live();
+    let mut s = ServerStream::new(ServerConfig::new(Variant::Delta, Transport::Aggregated));
+    s.handle_request(
+        Instant::ZERO,
+        Request::Delta(DeltaDiscoveryRequest {
+            node: Some(node),
+            type_url: EDS.into(),
+            resource_names_subscribe: vec!["*".into()],
+            ..DeltaDiscoveryRequest::default()
+        }),
+    );
+    while s.poll_response_encoded(Instant::ZERO, &eds).is_some() {}
+    while s.poll_event().is_some() {}
+    let held = live() - before;
+    println!(
+        "server stream, delta wildcard EDS over {n}: {held} B, {} B per resource tracked",
+        held / n as isize
+    );
+    black_box(s);
+}
+
+fn main() {
+    let n: usize = std::env::var("XDS_MEMORY_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    sotw_client(n);
+    delta_client(n);
+    let store = store(n);
+    streams(&store, n);
+}

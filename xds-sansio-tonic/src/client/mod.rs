@@ -1,0 +1,315 @@
+//! The client: [`XdsClient`], a driver that owns the connections to the management
+//! servers of a gRPC bootstrap and serves [`Watch`]es, on the core's
+//! [`Client`](xds_sansio::Client) state machines.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use xds_sansio::types::LISTENER;
+//! use xds_sansio_tonic::client::{Bootstrap, WatchEvent, XdsClient};
+//!
+//! let client = XdsClient::builder(Bootstrap::from_env()?).build()?;
+//! let mut watch = client.watch(LISTENER.type_url, "listener-1")?;
+//! while let Some(event) = watch.next().await {
+//!     if let WatchEvent::Changed { name, version, body } = event {
+//!         println!("{name} {version}: {} bytes", body.len());
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # What it does, and where each rule lives
+//!
+//! - **Bootstrap** ([`bootstrap`]): gRPC's file (`xds_servers`, `node`, `authorities`,
+//!   `server_features` such as `ignore_resource_deletion`), from `GRPC_XDS_BOOTSTRAP` or
+//!   built in code.
+//! - **Connections** (`driver.rs`, one tokio task): one stream per server in use (ADS), or
+//!   per server and type ([`Builder::per_type_streams`]); SotW or incremental
+//!   ([`Builder::variant`]); TLS through tonic (feature `tls`); HTTP/2 keepalive on demand
+//!   ([`Builder::keepalive`]). The core's `connected` is called once the connection is up,
+//!   so no does-not-exist timer runs while connecting (gRPC A57).
+//! - **Backoff** ([`backoff`]): gRPC's connection backoff (1 s, ×1.6, ±20 %, 120 s), every
+//!   delay jittered, seeded from the OS per stream; reset by a response.
+//! - **Fallback and revert** (`pool.rs`, gRPC A71): the next server is tried only when the
+//!   lowest one in use fails and a watched resource is not cached; the first response of a
+//!   higher-priority server brings the client back to it and closes the ones below; a
+//!   lower server never overrides what a higher one delivered.
+//! - **Watches** ([`Watch`], [`WatchEvent`]): per name or per type (wildcard), the newest
+//!   state wins; values and errors apart (gRPC A88). ACK and NACK are the core's
+//!   verdicts, with the application's validator per type ([`Builder::validator`]) and
+//!   gRPC's NACK semantics (A46: the valid resources of a response are kept).
+//! - **Status** ([`XdsClient::dump`]): the core's per-resource status and body of what the
+//!   watchers are served, the material of the CSDS service ([`crate::csds`]).
+//!
+//! No protocol rule lives here: subscriptions, versions, nonces, ACK/NACK, does-not-exist
+//! and TTL timers, `ignore_resource_deletion` are the core's
+//! ([`xds_sansio::client`]); the driver moves bytes and time and chooses servers.
+//!
+//! # Following references
+//!
+//! A watch is on one resource. The core's dependency manager (gRPC A74: watch a listener,
+//! follow its route configuration, clusters and endpoints, and get complete
+//! configurations) plugs in beside the watches: it takes the same core events and asks
+//! for subscriptions the same way watches do.
+//!
+//! [`run_stream`] is the single-call building block underneath, for programs that run
+//! their own loop.
+
+pub mod backoff;
+pub mod bootstrap;
+mod driver;
+mod pool;
+mod stream;
+mod watch;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use xds_sansio::client::{SharedStr, Validator};
+use xds_sansio::time::StdClock;
+use xds_sansio::{ClientConfig, Request, Response, Variant};
+
+pub use backoff::{Backoff, BackoffConfig};
+pub use bootstrap::{Bootstrap, BootstrapError, ManagementServer};
+pub use pool::{DumpEntry, WatchRefused};
+pub use stream::{run_stream, Command, Io, StreamEnd, Tap};
+pub use watch::{Watch, WatchError, WatchEvent};
+
+use driver::Op;
+
+/// Sees every message of every stream of an [`XdsClient`] (to record conversations for
+/// the checker, or log them); `stream` numbers each stream attempt.
+pub trait StreamTap: Send + Sync + 'static {
+    /// A request is about to be sent on `stream`.
+    fn request(&self, stream: u64, request: &Request);
+    /// A response arrived on `stream` (before the client handles it).
+    fn response(&self, stream: u64, response: &Response);
+}
+
+/// Why [`Builder::build`] failed.
+#[derive(Debug)]
+pub enum BuildError {
+    /// `build` must run inside a tokio runtime (the driver is a task of it).
+    NoRuntime,
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("XdsClient::builder(..).build() must be called inside a tokio runtime")
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// The state of one server of the top-level authority, from [`XdsClient::servers`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerState {
+    /// Its `server_uri`.
+    pub server_uri: String,
+    /// Whether it is in use (the primary always is; a fallback while falling back).
+    pub in_use: bool,
+    /// Whether a stream to it is up.
+    pub connected: bool,
+}
+
+type Tweak = Arc<dyn Fn(&mut ClientConfig) + Send + Sync>;
+
+/// Configures an [`XdsClient`].
+pub struct Builder {
+    bootstrap: Bootstrap,
+    variant: Variant,
+    per_type: bool,
+    backoff: BackoffConfig,
+    seed: Option<u64>,
+    tweak: Tweak,
+    validators: Vec<(String, Arc<dyn Validator>)>,
+    keepalive: Option<(Duration, Duration)>,
+    tap: Option<Arc<dyn StreamTap>>,
+}
+
+impl Builder {
+    /// SotW (the default, as gRPC) or incremental.
+    pub fn variant(mut self, variant: Variant) -> Self {
+        self.variant = variant;
+        self
+    }
+
+    /// One stream per type instead of ADS (the default).
+    pub fn per_type_streams(mut self, on: bool) -> Self {
+        self.per_type = on;
+        self
+    }
+
+    /// The reconnection backoff (default: gRPC's).
+    pub fn backoff(mut self, config: BackoffConfig) -> Self {
+        self.backoff = config;
+        self
+    }
+
+    /// Fixed backoff seeds, for tests only: clients sharing a seed reconnect in lockstep.
+    /// By default each stream's backoff is seeded from the OS.
+    pub fn backoff_seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// The content validator of `type_url`: a rejected resource is NACKed and its watchers
+    /// get [`WatchError::Rejected`] while the previous value stays in use.
+    pub fn validator(mut self, type_url: &str, validator: impl Validator + 'static) -> Self {
+        self.validators.push((type_url.into(), Arc::new(validator)));
+        self
+    }
+
+    /// Adjusts the core's configuration of every client the driver makes
+    /// (does-not-exist timeout, NACK policy, limits, ...); variant, transport and node are
+    /// the driver's, and `ignore_resource_deletion` comes from each server's features.
+    pub fn client_config(mut self, f: impl Fn(&mut ClientConfig) + Send + Sync + 'static) -> Self {
+        self.tweak = Arc::new(f);
+        self
+    }
+
+    /// HTTP/2 keepalive: a PING every `interval`, the connection dropped when one is not
+    /// answered within `timeout` (so a server that stalls is noticed). Off by default, as
+    /// in gRPC: servers may refuse frequent pings (gRPC A8).
+    pub fn keepalive(mut self, interval: Duration, timeout: Duration) -> Self {
+        self.keepalive = Some((interval, timeout));
+        self
+    }
+
+    /// Sees every message of every stream.
+    pub fn tap(mut self, tap: Arc<dyn StreamTap>) -> Self {
+        self.tap = Some(tap);
+        self
+    }
+
+    /// Starts the driver task on the current tokio runtime. Nothing connects until the
+    /// first watch.
+    pub fn build(self) -> Result<XdsClient, BuildError> {
+        tokio::runtime::Handle::try_current().map_err(|_| BuildError::NoRuntime)?;
+        let options = pool::Options {
+            variant: self.variant,
+            per_type: self.per_type,
+            node: self.bootstrap.node.clone(),
+            backoff: self.backoff,
+            seed: self.seed,
+            tweak: self.tweak,
+            validators: self.validators,
+        };
+        let pool = pool::Pool::new(&self.bootstrap, options);
+        let (ops, rx) = mpsc::unbounded_channel();
+        let connect = driver::Connect {
+            connect_timeout: self.backoff.min_connect_timeout,
+            keepalive: self.keepalive,
+            tap: self.tap,
+        };
+        driver::spawn(pool, connect, StdClock::new(), rx);
+        Ok(XdsClient {
+            ops,
+            bootstrap: Arc::new(self.bootstrap),
+        })
+    }
+}
+
+/// An xDS client: connections to the bootstrap's management servers (with backoff and
+/// fallback), watches, and a status dump. Cheap to clone: every clone is a handle on the
+/// same driver, which runs while a handle or a watch is alive. See the
+/// [module docs](self).
+#[derive(Clone)]
+pub struct XdsClient {
+    ops: mpsc::UnboundedSender<Op>,
+    bootstrap: Arc<Bootstrap>,
+}
+
+impl std::fmt::Debug for XdsClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XdsClient")
+            .field("servers", &self.bootstrap.servers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl XdsClient {
+    /// A builder: SotW over ADS, gRPC's backoff, no validators.
+    pub fn builder(bootstrap: Bootstrap) -> Builder {
+        Builder {
+            bootstrap,
+            variant: Variant::Sotw,
+            per_type: false,
+            backoff: BackoffConfig::default(),
+            seed: None,
+            tweak: Arc::new(|_: &mut ClientConfig| {}),
+            validators: Vec::new(),
+            keepalive: None,
+            tap: None,
+        }
+    }
+
+    /// Watches resource `name` of `type_url`. The first event is what the client already
+    /// knows of it, if anything; an `xdstp://` name goes to its authority's servers.
+    pub fn watch(&self, type_url: &str, name: &str) -> Result<Watch, WatchRefused> {
+        self.start_watch(type_url, Some(name))
+    }
+
+    /// Watches every resource of `type_url` (a wildcard subscription: the legacy form for
+    /// listeners and clusters, `*` for the others).
+    pub fn watch_all(&self, type_url: &str) -> Result<Watch, WatchRefused> {
+        self.start_watch(type_url, None)
+    }
+
+    fn start_watch(&self, type_url: &str, name: Option<&str>) -> Result<Watch, WatchRefused> {
+        let (name, authority) = pool::check_watch(&self.bootstrap, type_url, name)?;
+        let id = driver::next_watch_id();
+        let sink = Arc::new(watch::Sink::default());
+        self.ops
+            .send(Op::Watch {
+                id,
+                type_url: SharedStr::from(type_url),
+                name,
+                authority,
+                sink: sink.clone(),
+            })
+            .map_err(|_| WatchRefused::Closed)?;
+        Ok(Watch {
+            id,
+            sink,
+            unwatch: self.ops.clone(),
+        })
+    }
+
+    /// Every resource the watchers are served, with the core's status from the client of
+    /// the server whose data is in use, sorted by type and name (empty once shut down).
+    pub async fn dump(&self) -> Vec<DumpEntry> {
+        let (tx, rx) = oneshot::channel();
+        if self.ops.send(Op::Dump(tx)).is_err() {
+            return Vec::new();
+        }
+        rx.await.unwrap_or_default()
+    }
+
+    /// The top-level servers, primary first: which are in use and connected.
+    pub async fn servers(&self) -> Vec<ServerState> {
+        let (tx, rx) = oneshot::channel();
+        if self.ops.send(Op::Servers(tx)).is_err() {
+            return Vec::new();
+        }
+        rx.await
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(server_uri, in_use, connected)| ServerState {
+                server_uri,
+                in_use,
+                connected,
+            })
+            .collect()
+    }
+
+    /// The bootstrap it runs on (its node as sent, with the client's fields).
+    pub fn bootstrap(&self) -> &Bootstrap {
+        &self.bootstrap
+    }
+
+    /// Closes every stream and ends every watch (their `next` returns `None`).
+    pub fn shutdown(&self) {
+        let _ = self.ops.send(Op::Shutdown);
+    }
+}
