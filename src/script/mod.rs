@@ -28,6 +28,7 @@
 //! replays, and how to write a scenario for one's own implementation.
 
 mod ast;
+pub mod generate;
 mod parse;
 mod run;
 

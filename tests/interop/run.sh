@@ -43,6 +43,16 @@ PEER_PID=$!
 conform_corpus client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17301
 kill "$PEER_PID" 2>/dev/null || true
 
+step "conform client --fuzz (10 generated conversations) <-> our client"
+"$PEER" client --control 127.0.0.1:17304 >"$WORK/peer-fuzz.log" 2>&1 &
+PEER_PID=$!
+# The adapter's client is the model's: a divergence is a bug of the harness or the model.
+timeout 300 "$CHECK" conform client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17304 \
+  --patience-ms 2000 --fuzz 10 --seed 1 --fuzz-out "$WORK/conform/fuzz" >"$WORK/conform/fuzz.txt" 2>&1 \
+  || { tail -n 60 "$WORK/conform/fuzz.txt" >&2; exit 1; }
+tail -n 1 "$WORK/conform/fuzz.txt"
+kill "$PEER_PID" 2>/dev/null || true
+
 step "conform server <-> our server (the adapter's, examples/conform_peer.rs)"
 "$PEER" server --control 127.0.0.1:17302 --listen 127.0.0.1:17303 >"$WORK/peer-server.log" 2>&1 &
 PEER_PID=$!

@@ -119,7 +119,7 @@ enum ConformSide {
 #[derive(clap::Args)]
 struct ConformArgs {
     /// Scenario files or directories (searched for *.xds).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "fuzz")]
     paths: Vec<PathBuf>,
     /// The hook, a command run for every event with the event as JSON on its stdin and
     /// its words as arguments (`start`, `subscribe TYPE_URL NAME...`, `publish`, `stop`).
@@ -150,9 +150,27 @@ struct ConformArgs {
     /// The longest `wait` of a scenario, in real time, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 20000)]
     max_wait_ms: u64,
+    /// The pause before each hook event, in milliseconds, so that messages sent to the
+    /// real implementation before it are not overtaken by it (the hook is another path).
+    #[arg(long, value_name = "MS", default_value_t = 50)]
+    settle_ms: u64,
     /// Write a JUnit XML report.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
+    /// Differential fuzzing (`conform client`): play N conversations generated from the
+    /// model's state space instead of the scenarios; each divergence is shrunk to a
+    /// minimal scenario.
+    #[arg(long, value_name = "N")]
+    fuzz: Option<u64>,
+    /// The seed of the first generated conversation (the next ones count up from it).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Operations per generated conversation.
+    #[arg(long, value_name = "N", default_value_t = 12)]
+    fuzz_len: usize,
+    /// Where the minimal scenarios of divergences are written (fuzz-SEED.xds).
+    #[arg(long, value_name = "DIR")]
+    fuzz_out: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -270,6 +288,7 @@ fn run_conform(side: ConformSide) -> ExitCode {
         patience: std::time::Duration::from_millis(args.patience_ms),
         quiet: std::time::Duration::from_millis(args.quiet_ms),
         max_wait: std::time::Duration::from_millis(args.max_wait_ms),
+        settle: std::time::Duration::from_millis(args.settle_ms),
         variant: args.variant.map(|v| match v {
             VariantArg::Sotw => Variant::Sotw,
             VariantArg::Delta => Variant::Delta,
@@ -279,6 +298,10 @@ fn run_conform(side: ConformSide) -> ExitCode {
             TransportArg::PerType => conform::TransportFilter::PerType,
         }),
         junit: args.junit,
+        fuzz: args.fuzz,
+        seed: args.seed,
+        fuzz_len: args.fuzz_len,
+        fuzz_out: args.fuzz_out,
     })
 }
 

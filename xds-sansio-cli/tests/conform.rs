@@ -152,3 +152,33 @@ fn conform_server_plays_the_client_for_the_adapters_server() {
     let last = text.lines().rev().find(|l| !l.is_empty()).unwrap();
     assert!(last.starts_with("2 passed, 0 failed, "), "{text}");
 }
+
+#[test]
+fn fuzzing_plays_generated_conversations_to_the_adapters_client() {
+    let (control, _) = start_peer("client");
+    let dir = scratch("fuzz");
+    let (code, text) = conform(
+        &[
+            "client",
+            "--listen",
+            "127.0.0.1:0",
+            "--hook-socket",
+            &control,
+            "--patience-ms",
+            "2000",
+            "--fuzz",
+            "3",
+            "--seed",
+            "40",
+            "--fuzz-out",
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    // The adapter's client is the model's: no divergence, nothing written.
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("fuzz seed 40: PASS"), "{text}");
+    assert!(text.ends_with("3 passed, 0 failed\n"), "{text}");
+    assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -25,6 +25,8 @@ pub struct Timing {
     pub quiet: Duration,
     /// The longest `wait` a scenario may ask for (real time).
     pub max_wait: Duration,
+    /// How long messages sent to the real side get before a hook event follows them.
+    pub settle: Duration,
 }
 
 /// Real bodies for `name:tag` of a type (`--bodies`).
@@ -165,6 +167,9 @@ impl Remote for RealClient<'_> {
     }
 
     fn client_commands(&mut self, commands: &[ClientCommand]) -> Result<(), String> {
+        // What was sent before the command reaches the client first: the hook is another
+        // path, which could overtake it.
+        sleep(self.rt, self.timing.settle);
         commands
             .iter()
             .try_for_each(|c| self.hook.send(&hook::client_command(c)))
@@ -284,6 +289,9 @@ impl Remote for RealServer<'_> {
     }
 
     fn publish(&mut self, ops: &[StoreOp]) -> Result<(), String> {
+        // What was sent before the publication reaches the server first (see the client's
+        // commands).
+        sleep(self.rt, self.timing.settle);
         self.hook.send(&hook::publish(ops))
     }
 
