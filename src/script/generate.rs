@@ -439,6 +439,39 @@ mod tests {
         }
     }
 
+    /// What another crate's `cargo fuzz` target does with its input: operations taken
+    /// from the bytes one after another, each conversation passes on the model.
+    #[cfg(feature = "arbitrary")]
+    #[test]
+    fn arbitrary_input_makes_conversations_that_replay_on_the_model() {
+        use arbitrary::{Arbitrary, Unstructured};
+        let mut total = 0;
+        let mut kinds = [false; 5];
+        for seed in 0..200u64 {
+            let mut rng = SplitMix(seed);
+            let bytes: Vec<u8> = (0..256).map(|_| rng.below(256)).collect();
+            let mut u = Unstructured::new(&bytes);
+            let mut ops = Vec::new();
+            while !u.is_empty() && ops.len() < 24 {
+                let Ok(op) = Op::arbitrary(&mut u) else { break };
+                kinds[match op {
+                    Op::Subscribe { .. } => 0,
+                    Op::Unsubscribe { .. } => 1,
+                    Op::Respond { .. } => 2,
+                    Op::Wait { .. } => 3,
+                    Op::Reconnect => 4,
+                }] = true;
+                ops.push(op);
+            }
+            total += ops.len();
+            let text = client_scenario("arbitrary", &ops);
+            let scenario = crate::script::parse(&text, "fuzz").unwrap();
+            assert!(crate::script::run(&scenario).passed(), "{text}");
+        }
+        assert!(total > 1000, "{total} operations");
+        assert_eq!(kinds, [true; 5]);
+    }
+
     #[test]
     fn the_same_seed_is_the_same_conversation() {
         assert_eq!(random_ops(7, 20), random_ops(7, 20));
