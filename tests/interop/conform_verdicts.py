@@ -1,5 +1,8 @@
 """Compares a `xds-sansio conform --junit` report with the known failures: exits 1 when a
-scenario fails that tests/interop/conform_known_failures.txt does not list."""
+scenario fails that tests/interop/conform_known_failures.txt does not list under the
+label (`client`/`server`: the adapter's peers; otherwise the peer's name, e.g. `grpcio`).
+
+usage: conform_verdicts.py LABEL JUNIT KNOWN_FAILURES"""
 import sys
 import xml.etree.ElementTree as ET
 
@@ -11,7 +14,7 @@ for line in open(known_path):
         known.add(line[1])
 failed, passed = set(), 0
 for case in ET.parse(junit).iter("testcase"):
-    name = case.get("classname").removeprefix("scenarios/")
+    name = case.get("classname").removeprefix("tests/interop/").removeprefix("scenarios/")
     if case.find("failure") is not None or case.find("error") is not None:
         failed.add(name)
     elif case.find("skipped") is None:

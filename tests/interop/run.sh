@@ -21,20 +21,40 @@ ADS_SERVER=$PWD/target/debug/examples/ads_server
 CHECK=$PWD/target/debug/xds-sansio
 PEER=$PWD/target/debug/examples/conform_peer
 
-# conform over the whole corpus against a peer behind its control socket: every failure
-# must be one docs/conform.md classifies (tests/interop/conform_known_failures.txt).
-conform_corpus() { # side, conform args...
-  local side=$1; shift
+# conform against a peer behind its hook: every failure must be one docs/conform.md
+# classifies (tests/interop/conform_known_failures.txt, under LABEL).
+conform_peer() { # label, side, conform args (with the scenario paths)...
+  local label=$1 side=$2; shift 2
   mkdir -p "$WORK/conform"
-  local log=$WORK/conform/$side.txt
+  local log=$WORK/conform/$label.txt
   timeout 600 "$CHECK" conform "$side" "$@" --patience-ms 2000 \
-    --junit "$WORK/conform/$side.xml" scenarios/ >"$log" 2>&1 || true
+    --junit "$WORK/conform/$label.xml" >"$log" 2>&1 || true
   echo "$(grep -E '^[0-9]+ passed, ' "$log" | tail -n 1) (report: $log)"
-  if ! python3 tests/interop/conform_verdicts.py "$side" "$WORK/conform/$side.xml" \
+  if ! python3 tests/interop/conform_verdicts.py "$label" "$WORK/conform/$label.xml" \
       tests/interop/conform_known_failures.txt; then
     tail -n 40 "$log" >&2
     exit 1
   fi
+}
+
+# conform over the whole corpus against one of the adapter's peers.
+conform_corpus() { # side, conform args...
+  local side=$1; shift
+  conform_peer "$side" "$side" "$@" scenarios/
+}
+
+# Starts a hook (a control socket) in the background and waits until it listens.
+start_hook() { # log, command...
+  local log=$1; shift
+  "$@" >"$log" 2>&1 &
+  HOOK_PID=$!
+  for _ in $(seq 100); do
+    grep -q 'listening on' "$log" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  cat "$log" >&2
+  echo "the hook did not start: $*" >&2
+  exit 1
 }
 
 step "conform client <-> our client (the adapter's, examples/conform_peer.rs)"
@@ -113,6 +133,15 @@ if command -v python3 >/dev/null; then
   XDS_TAP=$CHECK timeout 300 "$VENV/bin/python" -u tests/interop/grpc_python/xds_flow.py \
     "$ADS_SERVER" "$WORK/envoy.desc" "$WORK/grpc_python_tap"
   check_tap "$WORK/grpc_python_tap" sotw
+
+  step "conform client <-> the gRPC C-core client (tests/interop/grpc_hook, scenarios/grpc)"
+  start_hook "$WORK/hook-grpcio.log" python3 tests/interop/grpc_hook/hook.py \
+    --control 127.0.0.1:17311 --peer python --python "$PWD/$VENV/bin/python" \
+    --workdir "$WORK/hook-grpcio"
+  conform_peer grpcio client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17311 \
+    --bodies tests/interop/scenarios/grpc/bodies.json --descriptors "$WORK/envoy.desc" \
+    tests/interop/scenarios/grpc/
+  kill "$HOOK_PID" 2>/dev/null || true
 else
   loud_skip "python3 not found: the gRPC C-core interop test did not run"
 fi
@@ -130,6 +159,15 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
   NODE_PATH=$PWD/$NODE_DIR/node_modules timeout 300 node tests/interop/grpc_node/xds_flow.js \
     "$ADS_SERVER" examples/data/envoy.desc examples/data/resources.json "$WORK/grpc_node"
   check_record "$WORK/grpc_node/record.jsonl" server client "$WORK/grpc_node/peer-violations.txt"
+
+  step "conform client <-> the @grpc/grpc-js-xds client (tests/interop/grpc_hook, scenarios/grpc)"
+  NODE_PATH=$PWD/$NODE_DIR/node_modules start_hook "$WORK/hook-grpc-js-xds.log" \
+    python3 tests/interop/grpc_hook/hook.py --control 127.0.0.1:17312 --peer node \
+    --workdir "$WORK/hook-grpc-js-xds"
+  conform_peer grpc-js-xds client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17312 \
+    --bodies tests/interop/scenarios/grpc/bodies.json --descriptors examples/data/envoy.desc \
+    tests/interop/scenarios/grpc/
+  kill "$HOOK_PID" 2>/dev/null || true
 else
   loud_skip "node/npm not found: the @grpc/grpc-js-xds interop test did not run"
 fi
