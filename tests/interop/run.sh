@@ -191,6 +191,26 @@ CARGO_TARGET_DIR=$PEERS_TARGET timeout 1500 cargo build \
   --manifest-path tests/interop/rust_peers/Cargo.toml --bins --locked "${PEER_FEATURES[@]}"
 PEERS=$PEERS_TARGET/debug
 
+step "conform server <-> xds-server 0.1.0 (rust_peers conform_server_hook, the corpus)"
+start_hook "$WORK/hook-xds-server.log" "$PEERS/conform_server_hook" xds-server \
+  --control 127.0.0.1:17321 --listen 127.0.0.1:17322
+conform_peer xds-server server --target 127.0.0.1:17322 --hook-socket 127.0.0.1:17321 scenarios/
+kill "$HOOK_PID" 2>/dev/null || true
+
+step "conform server <-> rust-control-plane 0.1.2 (conform_server_hook, the corpus, SotW)"
+if [ ${#PEER_FEATURES[@]} -gt 0 ]; then
+  # It stores typed resources: real bodies for the corpus's placeholders.
+  python3 tests/interop/typed_bodies.py scenarios/ >"$WORK/typed_bodies.json"
+  start_hook "$WORK/hook-rust-control-plane.log" "$PEERS/conform_server_hook" \
+    rust-control-plane --control 127.0.0.1:17323 --listen 127.0.0.1:17324
+  conform_peer rust-control-plane server --target 127.0.0.1:17324 \
+    --hook-socket 127.0.0.1:17323 --variant sotw --bodies "$WORK/typed_bodies.json" \
+    --descriptors examples/data/envoy.desc scenarios/
+  kill "$HOOK_PID" 2>/dev/null || true
+else
+  loud_skip "protoc not found and not installable: conform against rust-control-plane did not run"
+fi
+
 step "our delta server <-> junction-core 0.3.2"
 rm -rf "$WORK/junction"
 timeout 300 "$PEERS/junction_flow" "$ADS_SERVER" "$WORK/junction"
