@@ -211,6 +211,14 @@ else
   loud_skip "protoc not found and not installable: conform against rust-control-plane did not run"
 fi
 
+step "conform client <-> xds-client 0.1.0-alpha.4 (grpc_hook/hook.py, conform_client_child)"
+start_hook "$WORK/hook-xds-client.log" python3 tests/interop/grpc_hook/hook.py \
+  --control 127.0.0.1:17331 --peer xds-client --child-bin "$PEERS/conform_client_child" \
+  --workdir "$WORK/hook-xds-client"
+conform_peer xds-client client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17331 \
+  --variant sotw --transport ads scenarios/client scenarios/seed
+kill "$HOOK_PID" 2>/dev/null || true
+
 step "our delta server <-> junction-core 0.3.2"
 rm -rf "$WORK/junction"
 timeout 300 "$PEERS/junction_flow" "$ADS_SERVER" "$WORK/junction"

@@ -1,20 +1,24 @@
-"""`xds-sansio conform client`'s hook for the gRPC xDS clients (docs/conform.md, "The
-hook"): a control socket that gives every scenario a fresh client process.
+"""`xds-sansio conform client`'s hook for real xDS clients (docs/conform.md, "The hook"):
+a control socket that gives every scenario a fresh client process.
 
-- `start`: a new child process (grpcio: `child.py`; @grpc/grpc-js-xds: `child.js`) whose
-  bootstrap (GRPC_XDS_BOOTSTRAP) names `address`; gRPC's XdsClient is one per process, so
-  a new process is a new client.
-- `subscribe LDS NAME...`: what a gRPC application does to watch: a channel to
-  xds:///NAME, asked to connect (the channel's resolver starts the LDS watch).
-  `unsubscribe LDS NAME`: the channel is closed.
-- `subscribe`/`unsubscribe` of RDS, CDS and EDS: nothing. A gRPC channel follows the
-  references of the resources it holds on its own (gRPC A27); the scenario's line stands
+- `start`: a new child process whose client dials `address`: grpcio (`child.py`) and
+  @grpc/grpc-js-xds (`child.js`) with a bootstrap (GRPC_XDS_BOOTSTRAP) naming it (gRPC's
+  XdsClient is one per process, so a new process is a new client); junction-core and
+  hyperium's xds-client through `conform_client_child` (tests/interop/rust_peers).
+- gRPC and junction (`follows`): `subscribe LDS NAME...` is what their application does
+  to watch: a channel to xds:///NAME asked to connect (the xDS resolver watches the
+  listener), or a junction resolve of http://NAME/; `unsubscribe LDS NAME` closes the
+  channel. A `subscribe`/`unsubscribe` of RDS, CDS or EDS is a no-op: these clients follow
+  the references of what they hold on their own (gRPC A27), the scenario's line stands
   for that, and what the client sends is checked as usual.
-- Wildcards, other types, `defer`/`accept`/`reject`, `publish`: answered with the reason.
+- xds-client: every `subscribe`/`unsubscribe TYPE NAME` is a watch of that resource
+  (`XdsClient::watch`), dropped on unsubscribe.
+- Wildcards, `defer`/`accept`/`reject`, `publish`: answered with the reason.
 - `stop`: the child is ended.
 
-usage: python3 hook.py --control HOST:PORT --peer python|node --workdir DIR
+usage: python3 hook.py --control HOST:PORT --peer python|node|junction|xds-client --workdir DIR
            [--python VENV_PYTHON] (the interpreter with grpcio, for --peer python)
+           [--child-bin PATH] (conform_client_child, for --peer junction|xds-client)
 """
 import argparse
 import json
@@ -25,6 +29,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LDS = "type.googleapis.com/envoy.config.listener.v3.Listener"
+CDS_URL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 FOLLOWED = {
     "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
     "type.googleapis.com/envoy.config.cluster.v3.Cluster",
@@ -63,8 +68,9 @@ class Peer:
         hook = event.get("hook")
         if hook == "start":
             self.stop()
-            if event.get("variant") != "sotw" or event.get("transport") != "ads":
-                return "gRPC clients speak SotW over ADS only"
+            variant = "delta" if self.args.peer == "junction" else "sotw"
+            if event.get("variant") != variant or event.get("transport") != "ads":
+                return f"this client speaks {variant} over ADS only"
             self.count += 1
             bootstrap = os.path.join(self.args.workdir, f"bootstrap-{self.count}.json")
             with open(bootstrap, "w") as f:
@@ -84,8 +90,10 @@ class Peer:
             env = dict(os.environ, GRPC_XDS_BOOTSTRAP=bootstrap)
             if self.args.peer == "python":
                 argv = [self.args.python, "-u", os.path.join(HERE, "child.py")]
-            else:
+            elif self.args.peer == "node":
                 argv = ["node", os.path.join(HERE, "child.js")]
+            else:
+                argv = [self.args.child_bin, self.args.peer, event["address"]]
             log = open(os.path.join(self.args.workdir, f"client-{self.count}.log"), "w")
             self.child = subprocess.Popen(
                 argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -94,15 +102,24 @@ class Peer:
             return self.command("ready")
         if hook in ("subscribe", "unsubscribe"):
             type_url, names = event.get("type_url"), event.get("names") or []
-            if type_url in FOLLOWED:
-                return "ok"  # the channel follows the references itself
-            if type_url != LDS:
-                return f"a gRPC channel does not watch {type_url}"
-            if not names or "*" in names:
-                return "a gRPC channel does not watch listeners by wildcard"
+            follows = self.args.peer != "xds-client"
+            if not names and self.args.peer == "junction" and type_url in (LDS, CDS_URL):
+                return "ok"  # junction subscribes to both wildcards when it starts
+            if follows and type_url in FOLLOWED and names:
+                return "ok"  # the client follows the references itself
+            if follows and type_url != LDS:
+                return f"this client does not watch {type_url}"
             verb = "watch" if hook == "subscribe" else "unwatch"
+            if "*" in names:
+                return "this client has no explicit wildcard (`*`)"
+            if not follows:
+                # One command: xds-client's watches of one event ride on one request;
+                # no names is its (legacy) wildcard.
+                return self.command(" ".join([verb, type_url] + names))
+            if not names:
+                return "this client does not subscribe by wildcard"
             for name in names:
-                answer = self.command(f"{verb} {name}")
+                answer = self.command(f"{verb} {type_url} {name}")
                 if answer != "ok":
                     return answer
             return "ok"
@@ -115,7 +132,8 @@ class Peer:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--control", required=True)
-    parser.add_argument("--peer", choices=["python", "node"], required=True)
+    parser.add_argument("--peer", choices=["python", "node", "junction", "xds-client"], required=True)
+    parser.add_argument("--child-bin")
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--python", default=sys.executable)
     args = parser.parse_args()
