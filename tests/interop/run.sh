@@ -219,6 +219,15 @@ conform_peer xds-client client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:1733
   --variant sotw --transport ads scenarios/client scenarios/seed
 kill "$HOOK_PID" 2>/dev/null || true
 
+step "conform client <-> junction-core 0.3.2 (grpc_hook/hook.py, conform_client_child, scenarios/junction)"
+"$PEERS/conform_client_child" junction-bodies >"$WORK/junction_bodies.json"
+start_hook "$WORK/hook-junction.log" python3 tests/interop/grpc_hook/hook.py \
+  --control 127.0.0.1:17332 --peer junction --child-bin "$PEERS/conform_client_child" \
+  --workdir "$WORK/hook-junction"
+conform_peer junction client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17332 \
+  --bodies "$WORK/junction_bodies.json" tests/interop/scenarios/junction/
+kill "$HOOK_PID" 2>/dev/null || true
+
 step "our delta server <-> junction-core 0.3.2"
 rm -rf "$WORK/junction"
 timeout 300 "$PEERS/junction_flow" "$ADS_SERVER" "$WORK/junction"

@@ -14,7 +14,13 @@
 //!   a name is the (legacy) wildcard, an empty name in its API; several names on one
 //!   line are watched before the client runs again, so they ride on one request.
 //!
-//! usage: conform_client_child junction|xds-client ADDRESS
+//! `conform_client_child junction-bodies` prints the `--bodies` of junction's peer
+//! scenarios (tests/interop/scenarios/junction): the Listener, RouteConfiguration, Cluster
+//! and ClusterLoadAssignment of a Kubernetes Service `echo.default` port 8080, built with
+//! junction-api's own conversions (as `junction_flow` does), so they are what junction
+//! expects.
+//!
+//! usage: conform_client_child junction|xds-client ADDRESS | junction-bodies
 
 use std::collections::BTreeMap;
 
@@ -146,10 +152,119 @@ impl Peer {
 
 use std::str::FromStr;
 
+/// junction's resources, as `junction_flow` builds them: `{"LDS": {"name:tag": Any}}`.
+fn junction_bodies() -> serde_json::Value {
+    use base64::Engine;
+    use junction_api::backend::{Backend, BackendId, LbPolicy};
+    use junction_api::http::Route;
+    use junction_api::{Name, Service};
+    use prost013::Message;
+    use xds_api::pb::envoy::config::core::v3 as core;
+    use xds_api::pb::envoy::config::endpoint::v3 as endpoint;
+    use xds_api::pb::envoy::config::listener::v3 as listener;
+    use xds_api::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
+    use xds_api::pb::google::protobuf::Any;
+    const HCM: &str = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
+    let service = Service::kube("default", "echo").expect("a service");
+    let backend = Backend {
+        id: BackendId {
+            service: service.clone(),
+            port: 8080,
+        },
+        lb: LbPolicy::RoundRobin,
+    };
+    let route = Route::passthrough_route(Name::from_static("echo-route"), service);
+    let ads = core::ConfigSource {
+        config_source_specifier: Some(core::config_source::ConfigSourceSpecifier::Ads(
+            core::AggregatedConfigSource {},
+        )),
+        resource_api_version: core::ApiVersion::V3 as i32,
+        ..Default::default()
+    };
+    let listener = |stat_prefix: &str| listener::Listener {
+        name: "echo.default.svc.cluster.local:8080".into(),
+        api_listener: Some(listener::ApiListener {
+            api_listener: Some(Any {
+                type_url: HCM.into(),
+                value: hcm::HttpConnectionManager {
+                    stat_prefix: stat_prefix.into(),
+                    route_specifier: Some(hcm::http_connection_manager::RouteSpecifier::Rds(
+                        hcm::Rds {
+                            config_source: Some(ads.clone()),
+                            route_config_name: route.to_xds().name,
+                        },
+                    )),
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+            }),
+        }),
+        ..Default::default()
+    };
+    let endpoints = |port: u32| endpoint::ClusterLoadAssignment {
+        cluster_name: backend.id.name(),
+        endpoints: vec![endpoint::LocalityLbEndpoints {
+            lb_endpoints: vec![endpoint::LbEndpoint {
+                host_identifier: Some(endpoint::lb_endpoint::HostIdentifier::Endpoint(
+                    endpoint::Endpoint {
+                        address: Some(core::Address {
+                            address: Some(core::address::Address::SocketAddress(
+                                core::SocketAddress {
+                                    address: "127.0.0.1".into(),
+                                    port_specifier: Some(
+                                        core::socket_address::PortSpecifier::PortValue(port),
+                                    ),
+                                    ..Default::default()
+                                },
+                            )),
+                        }),
+                        ..Default::default()
+                    },
+                )),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let any = |type_url: &str, body: Vec<u8>| {
+        serde_json::json!({
+            "@type": type_url,
+            "value": base64::engine::general_purpose::STANDARD.encode(body),
+        })
+    };
+    let route_xds = route.to_xds();
+    let cluster = backend.to_xds();
+    // Invalid for junction: the EDS service name is not the cluster's (junction_flow).
+    let mut bad_cluster = cluster.clone();
+    if let Some(eds) = bad_cluster.eds_cluster_config.as_mut() {
+        eds.service_name = "not-the-cluster-name".into();
+    }
+    serde_json::json!({
+        "LDS": {
+            format!("{}:l1", listener("echo").name): any(LDS, listener("echo").encode_to_vec()),
+            format!("{}:l2", listener("echo2").name): any(LDS, listener("echo2").encode_to_vec()),
+        },
+        "RDS": { format!("{}:r1", route_xds.name): any(RDS, route_xds.encode_to_vec()) },
+        "CDS": {
+            format!("{}:c1", cluster.name): any(CDS, cluster.encode_to_vec()),
+            format!("{}:bad", cluster.name): any(CDS, bad_cluster.encode_to_vec()),
+        },
+        "EDS": {
+            format!("{}:e1", backend.id.name()): any(EDS, endpoints(9001).encode_to_vec()),
+            format!("{}:e2", backend.id.name()): any(EDS, endpoints(9002).encode_to_vec()),
+        },
+    })
+}
+
 // One thread: the watches of one command are all made before the client's worker runs.
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("junction-bodies") {
+        println!("{:#}", junction_bodies());
+        return;
+    }
     let (Some(peer), Some(address)) = (args.get(1), args.get(2)) else {
         eprintln!("usage: conform_client_child junction|xds-client ADDRESS");
         std::process::exit(2);
