@@ -105,7 +105,7 @@ check_tap() { # workdir, variant
     echo "the tap reports a violation of our server" >&2
     exit 1
   fi
-  tapped=$(grep -oE ' client broke [a-z-]+' "$dir/tap.txt" | awk '{print $3}' | sort | uniq -c)
+  tapped=$(grep -oE ' client broke [a-z-]+' "$dir/tap.txt" | awk '{print $3}' | sort | uniq -c || true)
   own=$("$CHECK" check "$dir/record.jsonl" --side client --variant "$variant" \
     | grep -oE '^[^ ]+:[0-9]+: [a-z-]+:' | awk '{print $2}' | tr -d ':' | sort | uniq -c || true)
   echo "the client's findings, live through the tap:"
@@ -232,6 +232,11 @@ step "our delta server <-> junction-core 0.3.2"
 rm -rf "$WORK/junction"
 timeout 300 "$PEERS/junction_flow" "$ADS_SERVER" "$WORK/junction"
 check_record_delta "$WORK/junction/record.jsonl" "$WORK/junction/peer-violations.txt"
+
+step "xds-sansio tap between junction-core and our delta server"
+rm -rf "$WORK/junction_tap"
+XDS_TAP=$CHECK timeout 300 "$PEERS/junction_flow" "$ADS_SERVER" "$WORK/junction_tap"
+check_tap "$WORK/junction_tap" delta
 
 step "our server <-> xds-client 0.1.0-alpha.4 (hyperium)"
 rm -rf "$WORK/xds_client"

@@ -540,6 +540,7 @@ pub async fn run(options: Options) -> Result<(u64, u64), String> {
     say!("tap listening on {local}, forwarding to {uri}");
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let limit = options.exit_after_streams;
+    let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
     let stop = async move {
         let mut count = 0u64;
         let streams_done = async {
@@ -556,11 +557,24 @@ pub async fn run(options: Options) -> Result<(u64, u64), String> {
             _ = tokio::signal::ctrl_c() => {}
             () = terminated() => {}
         }
+        let _ = stopping.send(());
     };
     let serving = tonic::transport::Server::builder()
         .add_routes(routes(&shared))
         .serve_with_incoming_shutdown(incoming, stop);
-    serving.await.map_err(|e| format!("tap: {e}"))?;
+    // Once stopped, streams still open (a client that keeps its stream) get a grace of
+    // 2 s, then the tap ends anyway: its closing line must not wait for the client.
+    let grace = async {
+        if stopped.await.is_ok() {
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        served = serving => served.map_err(|e| format!("tap: {e}"))?,
+        () = grace => {}
+    }
     let state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
     Ok((state.tally.messages, state.tally.violations))
 }
