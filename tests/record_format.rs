@@ -2,7 +2,8 @@
 //! - recordings in the shapes other tools write (`tests/fixtures/records/`: Python's
 //!   `json_format`, Java's `JsonFormat`, Go's `protojson`, lowerCamelCase and original
 //!   names, defaults omitted and written, `null` for unset messages) read to the same
-//!   messages, with the resource schemas, through the library and the command line;
+//!   messages, with the resource schemas, through the library (the command line's
+//!   reading of them is tested in `xds-sansio-cli/tests/cli.rs`);
 //! - every example of the page reads as the page says;
 //! - the JSON Schema of one line (`docs/record-format.schema.json`) is in step with the
 //!   descriptors of the discovery messages, accepts every line the recorder writes, and
@@ -212,46 +213,6 @@ fn the_python_fixtures_are_what_json_format_writes() {
         "{stale:?} differ from what tests/python/record_shapes.py writes; \
          XDS_SANSIO_REGENERATE=1 cargo test --all-features --test record_format rewrites them"
     );
-}
-
-#[cfg(feature = "cli")]
-fn tool() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_xds-sansio"))
-}
-
-#[cfg(feature = "cli")]
-#[test]
-fn check_reads_every_shape_from_the_command_line() {
-    let descriptors = root().join("examples/data/envoy.desc");
-    for name in FIXTURES {
-        let file = fixture_dir().join(name);
-        for side in ["client", "server"] {
-            let out = tool()
-                .args(["check", "--side", side, "--descriptors"])
-                .arg(&descriptors)
-                .arg(&file)
-                .output()
-                .unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success(),
-                "{name} ({side}): {stdout}{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert!(
-                stdout.contains(&format!("{MESSAGES} messages checked, 0 violations")),
-                "{name}: {stdout}"
-            );
-        }
-        let out = tool()
-            .args(["check", "--side", "server"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{name}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(CLUSTER), "{name}: {stderr}");
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -545,39 +506,46 @@ fn validate(python: &Path, lines: &[String]) -> Vec<Result<(), String>> {
         .collect()
 }
 
-/// Every line `xds-sansio replay --record` writes for every scenario, both views.
-#[cfg(feature = "cli")]
+/// Every line `xds-sansio replay --record` writes for every scenario, both views: the
+/// same library calls the command makes (`script::run`, then `check::write_jsonl` with the
+/// header of each view).
 fn recorded_lines() -> Vec<(String, String)> {
-    let dir = scratch_dir("recorded");
-    let out = tool()
-        .args(["replay", "--record"])
-        .arg(&dir)
-        .arg(root().join("scenarios"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut files = Vec::new();
+    collect_scenarios(&root().join("scenarios"), &mut files);
     files.sort();
+    let codec = JsonCodec::new();
     let mut lines = Vec::new();
     for file in &files {
-        let name = file.file_name().unwrap().to_string_lossy().into_owned();
-        for (index, line) in std::fs::read_to_string(file).unwrap().lines().enumerate() {
-            lines.push((format!("{name}:{}", index + 1), line.to_string()));
+        let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+        let scenario =
+            xds_sansio::script::parse(&std::fs::read_to_string(file).unwrap(), &stem).unwrap();
+        let report = xds_sansio::script::run(&scenario);
+        assert!(report.passed(), "{}", file.display());
+        for (side, view) in [
+            (CheckSide::Client, &report.client_view),
+            (CheckSide::Server, &report.server_view),
+        ] {
+            let text = xds_sansio::check::write_jsonl(view, Some(side), &codec).unwrap();
+            for (index, line) in text.lines().enumerate() {
+                lines.push((format!("{stem}.{side:?}:{}", index + 1), line.to_string()));
+            }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(files.len() > 150, "only {} recordings", files.len());
+    assert!(files.len() > 75, "only {} scenarios", files.len());
     lines
 }
 
-#[cfg(feature = "cli")]
+fn collect_scenarios(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect_scenarios(&path, out);
+        } else if path.extension().is_some_and(|e| e == "xds") {
+            out.push(path);
+        }
+    }
+}
+
 #[test]
 fn the_schema_accepts_every_line_the_recorder_writes() {
     let Some(python) = python("the record schema check") else {

@@ -163,44 +163,69 @@ type VersionKey = (String, String, String);
 
 /// Checks a recorded conversation; returns the violations of `side`, in line order.
 pub fn check(entries: &[Entry], side: CheckSide) -> Vec<Violation> {
-    let mut checker = Checker {
-        side,
-        streams: BTreeMap::new(),
-        store: BTreeMap::new(),
-        full_states: BTreeMap::new(),
-        violations: Vec::new(),
-    };
+    let mut checker = Checker::new(side);
     for entry in entries {
-        match entry {
-            Entry::Request {
-                line,
-                stream,
-                request,
-            } => checker.request(*line, *stream, request),
-            Entry::Response {
-                line,
-                stream,
-                response,
-            } => checker.response(*line, *stream, response),
-            Entry::Store {
-                type_url,
-                name,
-                version,
-                ..
-            } => {
-                let names = checker.store.entry(type_url.clone()).or_default();
-                match version {
-                    Some(version) => {
-                        names.insert(name.clone(), version.clone());
-                    }
-                    None => {
-                        names.remove(name);
-                    }
-                }
-            }
-        }
+        checker.entry(entry);
     }
     checker.violations
+}
+
+/// The checker fed one entry at a time, as a conversation happens (`xds-sansio tap`
+/// checks live traffic with it): both sides are judged, each violation is reported once,
+/// as soon as the entry that breaks the rule arrives.
+///
+/// # Method kinds
+/// An input ([`LiveCheck::handle_entry`]) and an output ([`LiveCheck::poll_violation`]):
+/// after every entry, drain `poll_violation` until `None`. [`check`] over the same entries
+/// finds the same violations of a side.
+pub struct LiveCheck {
+    client: Checker,
+    server: Checker,
+    pending: alloc::collections::VecDeque<(CheckSide, Violation)>,
+}
+
+impl Default for LiveCheck {
+    fn default() -> Self {
+        LiveCheck::new()
+    }
+}
+
+impl core::fmt::Debug for LiveCheck {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LiveCheck")
+            .field("streams", &self.client.streams.len())
+            .field("pending", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiveCheck {
+    /// A checker that has seen nothing yet.
+    pub fn new() -> LiveCheck {
+        LiveCheck {
+            client: Checker::new(CheckSide::Client),
+            server: Checker::new(CheckSide::Server),
+            pending: alloc::collections::VecDeque::new(),
+        }
+    }
+
+    /// One more line of the conversation, in the order it was seen.
+    pub fn handle_entry(&mut self, entry: &Entry) {
+        for (side, checker) in [
+            (CheckSide::Client, &mut self.client),
+            (CheckSide::Server, &mut self.server),
+        ] {
+            checker.entry(entry);
+            self.pending
+                .extend(checker.violations.drain(..).map(|v| (side, v)));
+        }
+    }
+
+    /// The next violation found, with the side that broke the rule.
+    /// Call after: [`LiveCheck::handle_entry`].
+    pub fn poll_violation(&mut self) -> Option<(CheckSide, Violation)> {
+        self.pending.pop_front()
+    }
 }
 
 struct Checker {
@@ -214,6 +239,48 @@ struct Checker {
 }
 
 impl Checker {
+    fn new(side: CheckSide) -> Checker {
+        Checker {
+            side,
+            streams: BTreeMap::new(),
+            store: BTreeMap::new(),
+            full_states: BTreeMap::new(),
+            violations: Vec::new(),
+        }
+    }
+
+    /// Follows one entry, reporting what it breaks.
+    fn entry(&mut self, entry: &Entry) {
+        match entry {
+            Entry::Request {
+                line,
+                stream,
+                request,
+            } => self.request(*line, *stream, request),
+            Entry::Response {
+                line,
+                stream,
+                response,
+            } => self.response(*line, *stream, response),
+            Entry::Store {
+                type_url,
+                name,
+                version,
+                ..
+            } => {
+                let names = self.store.entry(type_url.clone()).or_default();
+                match version {
+                    Some(version) => {
+                        names.insert(name.clone(), version.clone());
+                    }
+                    None => {
+                        names.remove(name);
+                    }
+                }
+            }
+        }
+    }
+
     fn report(&mut self, side: CheckSide, line: usize, rule: Rule, detail: String) {
         if side == self.side {
             self.violations.push(Violation { line, rule, detail });

@@ -624,3 +624,34 @@ fn every_rule_has_an_id_and_a_passage() {
         assert!(rule.passage().contains('"'));
     }
 }
+
+#[test]
+fn the_live_checker_finds_what_the_batch_checker_finds_as_each_entry_arrives() {
+    let mut story = stale_story();
+    story[6] = req(7, "Y", &["foo", "bar"], "B", EDS, true);
+    story[7] = resp(8, "Z", &[("foo", "z"), ("foo", "z")], "A", EDS);
+    let mut live = LiveCheck::new();
+    let mut found: Vec<(CheckSide, usize, &'static str)> = Vec::new();
+    for (index, entry) in story.iter().enumerate() {
+        live.handle_entry(entry);
+        while let Some((side, violation)) = live.poll_violation() {
+            // Reported as soon as the offending entry arrives.
+            assert_eq!(story[index].line(), violation.line);
+            found.push((side, violation.line, violation.rule.id()));
+        }
+    }
+    let mut batch: Vec<(CheckSide, usize, &'static str)> = Vec::new();
+    for side in [CheckSide::Client, CheckSide::Server] {
+        batch.extend(
+            check(&story, side)
+                .iter()
+                .map(|v| (side, v.line, v.rule.id())),
+        );
+    }
+    let key = |v: &(CheckSide, usize, &'static str)| (v.1, v.2, v.0 == CheckSide::Server);
+    found.sort_by_key(key);
+    batch.sort_by_key(key);
+    assert_eq!(found, batch);
+    assert!(found.contains(&(CheckSide::Client, 7, "nack-moved-version")));
+    assert!(found.contains(&(CheckSide::Server, 8, "duplicate-names")));
+}

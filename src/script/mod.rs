@@ -28,6 +28,7 @@
 //! replays, and how to write a scenario for one's own implementation.
 
 mod ast;
+pub mod generate;
 mod parse;
 mod run;
 
@@ -37,7 +38,7 @@ pub use crate::transcript::notation as render;
 
 pub use ast::*;
 pub use parse::{parse, parse_duration, resolve_type, ScriptError};
-pub use run::{run, LineKind, LineReport, Report};
+pub use run::{run, run_against, LineKind, LineReport, Remote, Report, Wire};
 
 #[cfg(test)]
 mod tests;

@@ -54,3 +54,14 @@ pub enum Entry {
         version: Option<String>,
     },
 }
+
+impl Entry {
+    /// Its 1-based line number.
+    pub fn line(&self) -> usize {
+        match self {
+            Entry::Request { line, .. }
+            | Entry::Response { line, .. }
+            | Entry::Store { line, .. } => *line,
+        }
+    }
+}

@@ -16,9 +16,68 @@ timeout 900 cargo test -p xds-sansio-tonic --all-features --test loopback --test
 
 step "build ads_server (on the adapter) and the checker"
 timeout 900 cargo build -p xds-sansio-tonic --features record --example ads_server
-timeout 900 cargo build --all-features --bin xds-sansio
+timeout 900 cargo build -p xds-sansio-cli --bins --examples
 ADS_SERVER=$PWD/target/debug/examples/ads_server
 CHECK=$PWD/target/debug/xds-sansio
+PEER=$PWD/target/debug/examples/conform_peer
+
+# conform against a peer behind its hook: every failure must be one docs/conform.md
+# classifies (tests/interop/conform_known_failures.txt, under LABEL).
+conform_peer() { # label, side, conform args (with the scenario paths)...
+  local label=$1 side=$2; shift 2
+  mkdir -p "$WORK/conform"
+  local log=$WORK/conform/$label.txt
+  timeout 600 "$CHECK" conform "$side" "$@" --patience-ms 2000 \
+    --junit "$WORK/conform/$label.xml" >"$log" 2>&1 || true
+  echo "$(grep -E '^[0-9]+ passed, ' "$log" | tail -n 1) (report: $log)"
+  if ! python3 tests/interop/conform_verdicts.py "$label" "$WORK/conform/$label.xml" \
+      tests/interop/conform_known_failures.txt; then
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+}
+
+# conform over the whole corpus against one of the adapter's peers.
+conform_corpus() { # side, conform args...
+  local side=$1; shift
+  conform_peer "$side" "$side" "$@" scenarios/
+}
+
+# Starts a hook (a control socket) in the background and waits until it listens.
+start_hook() { # log, command...
+  local log=$1; shift
+  "$@" >"$log" 2>&1 &
+  HOOK_PID=$!
+  for _ in $(seq 100); do
+    grep -q 'listening on' "$log" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  cat "$log" >&2
+  echo "the hook did not start: $*" >&2
+  exit 1
+}
+
+step "conform client <-> our client (the adapter's, examples/conform_peer.rs)"
+"$PEER" client --control 127.0.0.1:17301 >"$WORK/peer-client.log" 2>&1 &
+PEER_PID=$!
+conform_corpus client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17301
+kill "$PEER_PID" 2>/dev/null || true
+
+step "conform client --fuzz (10 generated conversations) <-> our client"
+"$PEER" client --control 127.0.0.1:17304 >"$WORK/peer-fuzz.log" 2>&1 &
+PEER_PID=$!
+# The adapter's client is the model's: a divergence is a bug of the harness or the model.
+timeout 300 "$CHECK" conform client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17304 \
+  --patience-ms 2000 --fuzz 10 --seed 1 --fuzz-out "$WORK/conform/fuzz" >"$WORK/conform/fuzz.txt" 2>&1 \
+  || { tail -n 60 "$WORK/conform/fuzz.txt" >&2; exit 1; }
+tail -n 1 "$WORK/conform/fuzz.txt"
+kill "$PEER_PID" 2>/dev/null || true
+
+step "conform server <-> our server (the adapter's, examples/conform_peer.rs)"
+"$PEER" server --control 127.0.0.1:17302 --listen 127.0.0.1:17303 >"$WORK/peer-server.log" 2>&1 &
+PEER_PID=$!
+conform_corpus server --target 127.0.0.1:17303 --hook-socket 127.0.0.1:17302
+kill "$PEER_PID" 2>/dev/null || true
 
 # Judges a recorded conversation: our side must have no violation; the peer's are listed.
 check_record() { # record, our side, peer side, report
@@ -36,6 +95,28 @@ check_record_delta() { # record, report (our side is the server)
   "$CHECK" check "$1" --side client --variant delta | tee "$2" || true
 }
 
+# Judges a run through `xds-sansio tap`: our server must be clean; the client's findings,
+# printed live by the tap, must be the checker's on the server's own recording.
+check_tap() { # workdir, variant
+  local dir=$1 variant=$2 tapped own
+  echo "tap: $(grep -E 'messages checked' "$dir/tap.txt")"
+  if grep -q ' server broke ' "$dir/tap.txt"; then
+    grep -A1 ' server broke ' "$dir/tap.txt" >&2
+    echo "the tap reports a violation of our server" >&2
+    exit 1
+  fi
+  tapped=$(grep -oE ' client broke [a-z-]+' "$dir/tap.txt" | awk '{print $3}' | sort | uniq -c || true)
+  own=$("$CHECK" check "$dir/record.jsonl" --side client --variant "$variant" \
+    | grep -oE '^[^ ]+:[0-9]+: [a-z-]+:' | awk '{print $2}' | tr -d ':' | sort | uniq -c || true)
+  echo "the client's findings, live through the tap:"
+  echo "${tapped:-  (none)}"
+  if [ "$tapped" != "$own" ]; then
+    echo "the checker on the server's own recording finds instead:" >&2
+    echo "${own:-  (none)}" >&2
+    exit 1
+  fi
+}
+
 step "our server <-> gRPC C-core xDS client (PyPI grpcio)"
 if command -v python3 >/dev/null; then
   VENV=$WORK/venv
@@ -46,6 +127,21 @@ if command -v python3 >/dev/null; then
   timeout 300 "$VENV/bin/python" -u tests/interop/grpc_python/xds_flow.py \
     "$ADS_SERVER" "$WORK/envoy.desc" "$WORK/grpc_python"
   check_record "$WORK/grpc_python/record.jsonl" server client "$WORK/grpc_python/peer-violations.txt"
+
+  step "xds-sansio tap between the gRPC C-core client and our server"
+  rm -rf "$WORK/grpc_python_tap"
+  XDS_TAP=$CHECK timeout 300 "$VENV/bin/python" -u tests/interop/grpc_python/xds_flow.py \
+    "$ADS_SERVER" "$WORK/envoy.desc" "$WORK/grpc_python_tap"
+  check_tap "$WORK/grpc_python_tap" sotw
+
+  step "conform client <-> the gRPC C-core client (tests/interop/grpc_hook, scenarios/grpc)"
+  start_hook "$WORK/hook-grpcio.log" python3 tests/interop/grpc_hook/hook.py \
+    --control 127.0.0.1:17311 --peer python --python "$PWD/$VENV/bin/python" \
+    --workdir "$WORK/hook-grpcio"
+  conform_peer grpcio client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17311 \
+    --bodies tests/interop/scenarios/grpc/bodies.json --descriptors "$WORK/envoy.desc" \
+    tests/interop/scenarios/grpc/
+  kill "$HOOK_PID" 2>/dev/null || true
 else
   loud_skip "python3 not found: the gRPC C-core interop test did not run"
 fi
@@ -63,6 +159,15 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
   NODE_PATH=$PWD/$NODE_DIR/node_modules timeout 300 node tests/interop/grpc_node/xds_flow.js \
     "$ADS_SERVER" examples/data/envoy.desc examples/data/resources.json "$WORK/grpc_node"
   check_record "$WORK/grpc_node/record.jsonl" server client "$WORK/grpc_node/peer-violations.txt"
+
+  step "conform client <-> the @grpc/grpc-js-xds client (tests/interop/grpc_hook, scenarios/grpc)"
+  NODE_PATH=$PWD/$NODE_DIR/node_modules start_hook "$WORK/hook-grpc-js-xds.log" \
+    python3 tests/interop/grpc_hook/hook.py --control 127.0.0.1:17312 --peer node \
+    --workdir "$WORK/hook-grpc-js-xds"
+  conform_peer grpc-js-xds client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17312 \
+    --bodies tests/interop/scenarios/grpc/bodies.json --descriptors examples/data/envoy.desc \
+    tests/interop/scenarios/grpc/
+  kill "$HOOK_PID" 2>/dev/null || true
 else
   loud_skip "node/npm not found: the @grpc/grpc-js-xds interop test did not run"
 fi
@@ -86,10 +191,52 @@ CARGO_TARGET_DIR=$PEERS_TARGET timeout 1500 cargo build \
   --manifest-path tests/interop/rust_peers/Cargo.toml --bins --locked "${PEER_FEATURES[@]}"
 PEERS=$PEERS_TARGET/debug
 
+step "conform server <-> xds-server 0.1.0 (rust_peers conform_server_hook, the corpus)"
+start_hook "$WORK/hook-xds-server.log" "$PEERS/conform_server_hook" xds-server \
+  --control 127.0.0.1:17321 --listen 127.0.0.1:17322
+conform_peer xds-server server --target 127.0.0.1:17322 --hook-socket 127.0.0.1:17321 scenarios/
+kill "$HOOK_PID" 2>/dev/null || true
+
+step "conform server <-> rust-control-plane 0.1.2 (conform_server_hook, the corpus, SotW)"
+if [ ${#PEER_FEATURES[@]} -gt 0 ]; then
+  # It stores typed resources: real bodies for the corpus's placeholders.
+  python3 tests/interop/typed_bodies.py scenarios/ >"$WORK/typed_bodies.json"
+  start_hook "$WORK/hook-rust-control-plane.log" "$PEERS/conform_server_hook" \
+    rust-control-plane --control 127.0.0.1:17323 --listen 127.0.0.1:17324
+  conform_peer rust-control-plane server --target 127.0.0.1:17324 \
+    --hook-socket 127.0.0.1:17323 --variant sotw --bodies "$WORK/typed_bodies.json" \
+    --descriptors examples/data/envoy.desc scenarios/
+  kill "$HOOK_PID" 2>/dev/null || true
+else
+  loud_skip "protoc not found and not installable: conform against rust-control-plane did not run"
+fi
+
+step "conform client <-> xds-client 0.1.0-alpha.4 (grpc_hook/hook.py, conform_client_child)"
+start_hook "$WORK/hook-xds-client.log" python3 tests/interop/grpc_hook/hook.py \
+  --control 127.0.0.1:17331 --peer xds-client --child-bin "$PEERS/conform_client_child" \
+  --workdir "$WORK/hook-xds-client"
+conform_peer xds-client client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17331 \
+  --variant sotw --transport ads scenarios/client scenarios/seed
+kill "$HOOK_PID" 2>/dev/null || true
+
+step "conform client <-> junction-core 0.3.2 (grpc_hook/hook.py, conform_client_child, scenarios/junction)"
+"$PEERS/conform_client_child" junction-bodies >"$WORK/junction_bodies.json"
+start_hook "$WORK/hook-junction.log" python3 tests/interop/grpc_hook/hook.py \
+  --control 127.0.0.1:17332 --peer junction --child-bin "$PEERS/conform_client_child" \
+  --workdir "$WORK/hook-junction"
+conform_peer junction client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17332 \
+  --bodies "$WORK/junction_bodies.json" tests/interop/scenarios/junction/
+kill "$HOOK_PID" 2>/dev/null || true
+
 step "our delta server <-> junction-core 0.3.2"
 rm -rf "$WORK/junction"
 timeout 300 "$PEERS/junction_flow" "$ADS_SERVER" "$WORK/junction"
 check_record_delta "$WORK/junction/record.jsonl" "$WORK/junction/peer-violations.txt"
+
+step "xds-sansio tap between junction-core and our delta server"
+rm -rf "$WORK/junction_tap"
+XDS_TAP=$CHECK timeout 300 "$PEERS/junction_flow" "$ADS_SERVER" "$WORK/junction_tap"
+check_tap "$WORK/junction_tap" delta
 
 step "our server <-> xds-client 0.1.0-alpha.4 (hyperium)"
 rm -rf "$WORK/xds_client"

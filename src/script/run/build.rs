@@ -114,7 +114,21 @@ pub(super) fn body_of(
     notation::body(&item.name, tag)
 }
 
-impl Runner {
+impl Runner<'_> {
+    /// The body an item of `type_url` stands for ([`body_of`]); the real body the remote
+    /// gives for it, when a real implementation plays a side and has one.
+    pub(super) fn body_for(&self, type_url: &str, item: &Item, fallback_tag: &str) -> bytes::Bytes {
+        let tag = item
+            .tag
+            .as_deref()
+            .or(item.version.as_deref())
+            .unwrap_or(fallback_tag);
+        self.remote
+            .as_deref()
+            .and_then(|remote| remote.body(type_url, &item.name, tag))
+            .unwrap_or_else(|| body_of(item, type_url, fallback_tag, self.refs_bodies))
+    }
+
     fn node_for(&mut self, node: &Option<String>) -> Option<Node> {
         let first = !self.first_request_sent;
         self.first_request_sent = true;
@@ -209,7 +223,7 @@ impl Runner {
                     .clone()
                     .unwrap_or_else(|| type_url.into())
                     .into(),
-                value: body_of(item, type_url, fallback_tag, self.refs_bodies),
+                value: self.body_for(type_url, item, fallback_tag),
             }),
             ttl: item.ttl.map(ttl_of),
             ..Default::default()
@@ -231,7 +245,7 @@ impl Runner {
                     .clone()
                     .unwrap_or_else(|| type_url.into())
                     .into(),
-                value: body_of(item, type_url, version_info, self.refs_bodies),
+                value: self.body_for(type_url, item, version_info),
             }
         }
     }

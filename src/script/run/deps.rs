@@ -35,7 +35,7 @@ fn failure_matches(failure: &Failure, text: &str) -> Result<(), String> {
     }
 }
 
-impl Runner {
+impl Runner<'_> {
     pub(super) fn deps_command(&mut self, command: &DepsCommand) -> Result<(), String> {
         if self.sim.client.is_none() {
             return Err("the model does not play the client".into());

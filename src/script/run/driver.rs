@@ -22,7 +22,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use super::build::body_of;
+use super::remote::Wire;
 use super::symbols::{symbolize, Symbols};
 use super::{Logged, Runner};
 use crate::client::ClientEvent;
@@ -31,7 +31,7 @@ use crate::script::ast::*;
 use crate::server::{ResourceEntry, ServerEvent, StoreOp};
 use crate::transcript::notation;
 
-impl Runner {
+impl Runner<'_> {
     /// Runs one line: what actually passed (message lines), and whether the line held.
     pub(super) fn step(&mut self, action: &Action) -> (Option<String>, Result<(), String>) {
         self.steps += 1;
@@ -58,7 +58,10 @@ impl Runner {
                 return self.sends(message, *within)
             }
             Action::ClientBatch(commands) => {
-                let result = commands.iter().try_for_each(|c| self.client_command(c));
+                let result = match self.remote_as(Side::Client) {
+                    Some(remote) => remote.client_commands(commands),
+                    None => commands.iter().try_for_each(|c| self.client_command(c)),
+                };
                 self.sim.drain();
                 result
             }
@@ -70,11 +73,17 @@ impl Runner {
             Action::Wait(duration) => self.wait(*duration),
             Action::Disconnect => {
                 self.sim.break_stream();
-                Ok(())
+                match self.remote.as_deref_mut() {
+                    Some(remote) => remote.disconnect(),
+                    None => Ok(()),
+                }
             }
             Action::Connect => {
                 self.connect();
-                Ok(())
+                match self.remote.as_deref_mut() {
+                    Some(remote) => remote.connect(),
+                    None => Ok(()),
+                }
             }
             Action::Expect(side, expectation) => self.expect(*side, expectation),
             Action::Deps(command) => {
@@ -148,8 +157,17 @@ impl Runner {
         tags: &[String],
     ) -> (Option<String>, Result<(), String>) {
         let events_before = self.server_events.len();
-        let request = if self.sim.client.is_some() {
-            let Some((_, request)) = self.sim.take_request() else {
+        let remote_client = self.remote_as(Side::Client).is_some();
+        let request = if self.sim.client.is_some() || remote_client {
+            let taken = if remote_client {
+                match self.receive_request() {
+                    Ok(taken) => taken,
+                    Err(e) => return (None, Err(e)),
+                }
+            } else {
+                self.sim.take_request().map(|(_, request)| request)
+            };
+            let Some(request) = taken else {
                 return (
                     None,
                     Err("expected the client to send this, it sent nothing".into()),
@@ -164,6 +182,11 @@ impl Runner {
             self.build_request(pattern)
         };
         let rendered = self.show(notation::request(&request), request.type_url());
+        if let Some(remote) = self.remote_as(Side::Server) {
+            if let Err(e) = remote.send(Wire::Request(request.clone())) {
+                return (Some(rendered), Err(e));
+            }
+        }
         self.sim.deliver_request(request);
         self.take_events();
         let type_url = self.effective_type(pattern.type_url()).to_string();
@@ -177,9 +200,18 @@ impl Runner {
     fn responses(&mut self, patterns: &[MessagePattern]) -> (Option<String>, Result<(), String>) {
         let mut responses = Vec::with_capacity(patterns.len());
         let mut rendered = Vec::with_capacity(patterns.len());
+        let remote_server = self.remote_as(Side::Server).is_some();
         for pattern in patterns {
-            let response = if self.sim.models_server() {
-                let Some((_, response)) = self.sim.take_response() else {
+            let response = if self.sim.models_server() || remote_server {
+                let taken = if remote_server {
+                    match self.receive_response(None) {
+                        Ok(taken) => taken,
+                        Err(e) => return (None, Err(e)),
+                    }
+                } else {
+                    self.sim.take_response().map(|(_, response)| response)
+                };
+                let Some(response) = taken else {
                     let shown = (!rendered.is_empty()).then(|| rendered.join(" ; "));
                     return (
                         shown,
@@ -198,19 +230,88 @@ impl Runner {
             rendered.push(self.show(notation::response(&response), response.type_url()));
             responses.push(response);
         }
-        self.deliver_responses(responses);
-        (Some(rendered.join(" ; ")), Ok(()))
+        let delivered = self.deliver_responses(responses);
+        (Some(rendered.join(" ; ")), delivered)
     }
 
-    /// Delivers responses to the client, remembering the latest nonce of each type.
-    fn deliver_responses(&mut self, responses: Vec<Response>) {
+    /// Delivers responses to the client (a real client too), remembering the latest nonce
+    /// of each type.
+    fn deliver_responses(&mut self, responses: Vec<Response>) -> Result<(), String> {
         for response in &responses {
             let type_url = self.effective_type(response.type_url()).to_string();
             self.latest_nonces
                 .insert(type_url, response.nonce().to_string());
         }
+        if let Some(remote) = self.remote_as(Side::Client) {
+            for response in &responses {
+                remote.send(Wire::Response(response.clone()))?;
+            }
+        }
         self.sim.deliver_responses(responses);
         self.take_events();
+        Ok(())
+    }
+
+    /// The real client's next request (a response from it is a harness error).
+    fn receive_request(&mut self) -> Result<Option<crate::message::Request>, String> {
+        let Some(remote) = self.remote_as(Side::Client) else {
+            return Ok(None);
+        };
+        match remote.receive(None)? {
+            Some(Wire::Request(request)) => Ok(Some(request)),
+            Some(Wire::Response(_)) => Err("the real client sent a response".into()),
+            None => Ok(None),
+        }
+    }
+
+    /// The real server's next response, waiting at most `within` (`None`: its patience).
+    fn receive_response(&mut self, within: Option<Duration>) -> Result<Option<Response>, String> {
+        let Some(remote) = self.remote_as(Side::Server) else {
+            return Ok(None);
+        };
+        match remote.receive(within)? {
+            Some(Wire::Response(response)) => Ok(Some(response)),
+            Some(Wire::Request(_)) => Err("the real server sent a request".into()),
+            None => Ok(None),
+        }
+    }
+
+    /// `expect server sends (..) within D` against a real server: every response it sends
+    /// in `D` of real time matches, and there is at least one.
+    fn sends_remote(
+        &mut self,
+        pattern: &MessagePattern,
+        within: Duration,
+    ) -> (Option<String>, Result<(), String>) {
+        let mut rendered: Vec<String> = Vec::new();
+        let mut left = within;
+        let step = Duration::from_millis(50);
+        while !left.is_zero() {
+            let slice = left.min(step);
+            left -= slice;
+            let response = match self.receive_response(Some(slice)) {
+                Ok(Some(response)) => response,
+                Ok(None) => continue,
+                Err(e) => return (None, Err(e)),
+            };
+            let shown = self.show(notation::response(&response), response.type_url());
+            if let Err(e) = self.match_response(pattern, &response) {
+                rendered.push(shown);
+                return (Some(rendered.join(" ; ")), Err(e));
+            }
+            rendered.push(self.show(notation::response(&response), response.type_url()));
+            if let Err(e) = self.deliver_responses(alloc::vec![response]) {
+                return (Some(rendered.join(" ; ")), Err(e));
+            }
+        }
+        self.take_events();
+        if rendered.is_empty() {
+            return (
+                None,
+                Err(format!("the server sent nothing within {within:?}")),
+            );
+        }
+        (Some(rendered.join(" ; ")), Ok(()))
     }
 
     /// `expect server sends (..) within D`: every response the server sends while `D`
@@ -221,6 +322,9 @@ impl Runner {
         within: Duration,
     ) -> (Option<String>, Result<(), String>) {
         if !self.sim.models_server() {
+            if self.remote_as(Side::Server).is_some() {
+                return self.sends_remote(pattern, within);
+            }
             return (None, Err("the model does not play the server".into()));
         }
         let until = self.sim.now() + within;
@@ -233,7 +337,9 @@ impl Runner {
                     return (Some(rendered.join(" ; ")), Err(e));
                 }
                 rendered.push(self.show(notation::response(&response), response.type_url()));
-                self.deliver_responses(alloc::vec![response]);
+                if let Err(e) = self.deliver_responses(alloc::vec![response]) {
+                    return (Some(rendered.join(" ; ")), Err(e));
+                }
             }
             let next = self.sim.next_timer().filter(|at| *at <= until);
             let Err(stuck) = self.sim.fire_timers_until(next.unwrap_or(until)) else {
@@ -331,7 +437,8 @@ impl Runner {
 
     /// A server line: its commands as store operations, applied as one revision.
     fn server_commands(&mut self, commands: &[ServerCommand]) -> Result<(), String> {
-        if !self.sim.models_server() {
+        let remote_server = self.remote_as(Side::Server).is_some();
+        if !self.sim.models_server() && !remote_server {
             return Err("the model does not play the server".into());
         }
         let mut ops = Vec::new();
@@ -357,12 +464,16 @@ impl Runner {
                 }),
             }
         }
+        if let Some(remote) = self.remote_as(Side::Server) {
+            remote.publish(&ops)?;
+        }
+        // The store a real server is given is mirrored here, for the server's view.
         self.sim.apply(ops).map(|_| ()).map_err(|e| e.to_string())
     }
 
     /// The store entry an item of `server set` stands for.
     fn entry_of(&mut self, type_url: &str, item: &Item) -> ResourceEntry {
-        let body = body_of(item, type_url, "", self.refs_bodies);
+        let body = self.body_for(type_url, item, "");
         let mut entry = ResourceEntry::new(item.name.clone(), body);
         if let Some(v) = &item.version {
             entry = entry.with_version(self.versions_of(type_url).input(v));
@@ -403,7 +514,11 @@ impl Runner {
         }
         self.sim
             .fire_timers_until(until)
-            .map_err(|stuck| stuck.to_string())
+            .map_err(|stuck| stuck.to_string())?;
+        match self.remote.as_deref_mut() {
+            Some(remote) => remote.wait(duration),
+            None => Ok(()),
+        }
     }
 
     fn connect(&mut self) {
@@ -430,6 +545,16 @@ impl Runner {
                     .responses()
                     .map(|r| format!("S->C {}", notation::response(r))),
             );
+        }
+        if let Some(remote) = self.remote.as_deref_mut() {
+            match remote.quiet() {
+                Ok(None) => {}
+                Ok(Some(Wire::Request(r))) => left.push(format!("C->S {}", notation::request(&r))),
+                Ok(Some(Wire::Response(r))) => {
+                    left.push(format!("S->C {}", notation::response(&r)))
+                }
+                Err(e) => return Some(e),
+            }
         }
         (!left.is_empty()).then(|| {
             format!(

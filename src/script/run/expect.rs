@@ -291,10 +291,13 @@ fn in_scope<E>(
         .map(|l| &l.event)
 }
 
-impl Runner {
+impl Runner<'_> {
     pub(super) fn expect(&mut self, side: Side, expectation: &Expectation) -> Result<(), String> {
         self.sim.drain();
         self.take_events();
+        if self.remote_as(side).is_some() {
+            return self.expect_remote(side, expectation);
+        }
         match (side, expectation) {
             (Side::Client, Expectation::Quiet) => match self.sim.requests().next() {
                 None => Ok(()),
@@ -412,6 +415,38 @@ impl Runner {
             }
             (Side::Server, Expectation::ControlPlane(..)) => {
                 Err("control-plane is a client expectation".into())
+            }
+        }
+    }
+
+    /// An expectation on the side a real implementation plays: its silence and what it
+    /// sends can be observed, its state cannot (the line passes with a note).
+    fn expect_remote(&mut self, side: Side, expectation: &Expectation) -> Result<(), String> {
+        let who = match side {
+            Side::Client => "client",
+            Side::Server => "server",
+        };
+        match expectation {
+            Expectation::Quiet => {
+                let Some(remote) = self.remote_as(side) else {
+                    return Ok(());
+                };
+                match remote.quiet()? {
+                    None => Ok(()),
+                    Some(super::Wire::Request(r)) => {
+                        Err(format!("the real {who} sent {}", notation::request(&r)))
+                    }
+                    Some(super::Wire::Response(r)) => {
+                        Err(format!("the real {who} sent {}", notation::response(&r)))
+                    }
+                }
+            }
+            Expectation::Sends { message, within } => self.sends(message, *within).1,
+            _ => {
+                self.note = Some(format!(
+                    "not checked: the real {who}'s state cannot be observed"
+                ));
+                Ok(())
             }
         }
     }

@@ -183,7 +183,7 @@ fn check_node(expected: &Option<String>, actual: &Option<Node>) -> Result<(), St
     }
 }
 
-impl Runner {
+impl Runner<'_> {
     /// A scalar symbol against the value the model sent (no symbol: not checked).
     fn check_version(
         &mut self,
@@ -305,7 +305,7 @@ impl Runner {
             let what = format!("version of {}", item.name);
             self.check_version(type_url, &what, &item.version, actual)?;
             if let Some(tag) = &item.tag {
-                let expected = super::build::body_of(item, type_url, "", self.refs_bodies);
+                let expected = self.body_for(type_url, item, "");
                 if seen.body.as_ref() != Some(&expected) {
                     return Err(format!("body of {}: expected tag {tag}", item.name));
                 }

@@ -11,7 +11,10 @@ mod deps;
 mod driver;
 mod expect;
 mod matching;
+mod remote;
 mod symbols;
+
+pub use remote::{Remote, Wire};
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -39,6 +42,9 @@ pub struct LineReport {
     pub actual: Option<String>,
     /// `Err` with what differed, when the line failed.
     pub result: Result<(), String>,
+    /// Why a line that passed was not checked (an expectation on a real implementation's
+    /// state, which cannot be observed), for [`run_against`].
+    pub note: Option<String>,
 }
 
 /// The kinds of line, for drawing.
@@ -98,8 +104,12 @@ struct LastInput {
 
 /// The replay of one scenario: the simulated stream, the events the runner has taken from
 /// it, and the scenario's symbols.
-struct Runner {
+struct Runner<'r> {
     sim: Sim,
+    /// The real implementation that plays one side ([`run_against`]).
+    remote: Option<&'r mut dyn Remote>,
+    /// Set by a step that passed without being checked.
+    note: Option<String>,
     client_events: Vec<Logged<ClientEvent>>,
     server_events: Vec<Logged<ServerEvent>>,
     /// Responses awaiting a verdict (`client defer`), by type URL, with their names.
@@ -130,8 +140,8 @@ struct Runner {
     deps_grace: Option<core::time::Duration>,
 }
 
-impl Runner {
-    fn new(scenario: &Scenario) -> Runner {
+impl<'r> Runner<'r> {
+    fn new(scenario: &Scenario, remote: Option<&'r mut dyn Remote>) -> Runner<'r> {
         let transport = match &scenario.transport {
             TransportSpec::Ads => Transport::Aggregated,
             TransportSpec::PerType(url) => Transport::PerType(url.clone()),
@@ -174,8 +184,11 @@ impl Runner {
         if let Some(reporting) = options.not_found {
             server_config.not_found = reporting;
         }
-        let client_modeled = matches!(scenario.model, Model::Client | Model::Both);
-        let server_modeled = matches!(scenario.model, Model::Server | Model::Both);
+        let remote_side = remote.as_ref().map(|r| r.side());
+        let client_modeled = matches!(scenario.model, Model::Client | Model::Both)
+            && remote_side != Some(Side::Client);
+        let server_modeled = matches!(scenario.model, Model::Server | Model::Both)
+            && remote_side != Some(Side::Server);
         let mut sim = Sim::new(
             client_modeled.then(|| Client::new(client_config)),
             server_modeled.then_some(server_config),
@@ -185,6 +198,8 @@ impl Runner {
         }
         let mut runner = Runner {
             sim,
+            remote,
+            note: None,
             client_events: Vec::new(),
             server_events: Vec::new(),
             tickets: BTreeMap::new(),
@@ -205,6 +220,14 @@ impl Runner {
         };
         runner.take_events();
         runner
+    }
+
+    /// The real implementation, if it plays `side`.
+    fn remote_as(&mut self, side: Side) -> Option<&mut (dyn Remote + 'r)> {
+        match self.remote.as_deref_mut() {
+            Some(remote) if remote.side() == side => Some(remote),
+            _ => None,
+        }
     }
 
     /// The version symbols of a type.
@@ -251,10 +274,43 @@ fn kind_of(action: &Action) -> LineKind {
 
 /// Replays `scenario` and reports every line; stops at the first failing line.
 pub fn run(scenario: &Scenario) -> Report {
-    let mut runner = Runner::new(scenario);
+    run_with(scenario, None)
+}
+
+/// Replays `scenario` with a real implementation in the place of the model on one side
+/// ([`Remote::side`]); the scenario must have the model play that side (`model: client` or
+/// `both` for a real client, `server` or `both` for a real server), else the report fails
+/// saying so. See [`Remote`] for what is checked and what is skipped.
+pub fn run_against(scenario: &Scenario, remote: &mut dyn Remote) -> Report {
+    let side = remote.side();
+    let plays = match side {
+        Side::Client => matches!(scenario.model, Model::Client | Model::Both),
+        Side::Server => matches!(scenario.model, Model::Server | Model::Both),
+    };
+    if !plays {
+        return Report {
+            title: scenario.title.clone(),
+            lines: Vec::new(),
+            trailing: Some(alloc::format!(
+                "the scenario does not have the model play the {}",
+                match side {
+                    Side::Client => "client",
+                    Side::Server => "server",
+                }
+            )),
+            client_view: Vec::new(),
+            server_view: Vec::new(),
+        };
+    }
+    run_with(scenario, Some(remote))
+}
+
+fn run_with(scenario: &Scenario, remote: Option<&mut dyn Remote>) -> Report {
+    let mut runner = Runner::new(scenario, remote);
     let mut lines = Vec::new();
     let mut failed = false;
     for step in &scenario.steps {
+        runner.note = None;
         let (actual, result) = runner.step(&step.action);
         failed = result.is_err();
         lines.push(LineReport {
@@ -263,6 +319,7 @@ pub fn run(scenario: &Scenario) -> Report {
             kind: kind_of(&step.action),
             actual,
             result,
+            note: runner.note.take(),
         });
         if failed {
             break;

@@ -306,6 +306,41 @@ def compare(stub, store, step, expect=None):
 # ---------------------------------------------------------------- the story
 
 
+TAPS = []
+
+
+def start_tap(upstream, workdir):
+    """With XDS_TAP (the xds-sansio binary), puts `xds-sansio tap` between the client and
+    the server: returns the process and the address the client dials instead."""
+    binary = os.environ.get("XDS_TAP")
+    if not binary:
+        return None
+    out = open(os.path.join(workdir, "tap.txt"), "w")
+    tap = subprocess.Popen(
+        [binary, "tap", "--listen", "127.0.0.1:0", "--upstream", upstream,
+         "--record", os.path.join(workdir, "tap.jsonl")],
+        stdout=out, stderr=subprocess.STDOUT, text=True)
+    TAPS.append(tap)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        with open(os.path.join(workdir, "tap.txt")) as f:
+            first = f.readline()
+        if first.startswith("tap listening on "):
+            return tap, first.split()[3].rstrip(",")
+        time.sleep(0.05)
+    fail("the tap did not start")
+
+
+def stop_tap():
+    """Ends the tap (SIGTERM: it prints its closing line)."""
+    for tap in TAPS:
+        tap.send_signal(signal.SIGTERM)
+        try:
+            tap.wait(10)
+        except subprocess.TimeoutExpired:
+            tap.kill()
+
+
 def main(binary, descriptors, workdir):
     os.makedirs(workdir, exist_ok=True)
     resources = os.path.join(workdir, "resources.json")
@@ -333,6 +368,10 @@ def main(binary, descriptors, workdir):
             fail(f"ads_server did not start: {line!r}")
         address = line.split()[-1]
         log("ads_server at", address)
+        tap = start_tap(address, workdir)
+        if tap is not None:
+            tap_process, address = tap
+            log("the client goes through the tap at", address)
         bootstrap = os.path.join(workdir, "bootstrap.json")
         with open(bootstrap, "w") as f:
             json.dump(
@@ -488,6 +527,7 @@ def main(binary, descriptors, workdir):
         channel.close()
         admin.stop(0)
     finally:
+        stop_tap()
         server.terminate()
         try:
             server.wait(5)

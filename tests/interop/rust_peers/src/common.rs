@@ -215,3 +215,76 @@ impl Report {
 pub fn short(type_url: &str) -> &str {
     type_url.rsplit('.').next().unwrap_or(type_url)
 }
+
+/// `xds-sansio tap` between a client and the server, when `XDS_TAP` names the binary: it
+/// records into `WORKDIR/tap.jsonl`, prints into `WORKDIR/tap.txt`, and is ended with
+/// SIGTERM (its closing line) when dropped.
+pub struct Tap {
+    child: Child,
+    /// The address the client dials instead of the server's.
+    pub addr: String,
+}
+
+impl Tap {
+    /// Starts the tap in front of `upstream` if `XDS_TAP` is set.
+    #[allow(dead_code)]
+    pub fn start(upstream: &str, workdir: &Path) -> Result<Option<Tap>> {
+        let Ok(binary) = std::env::var("XDS_TAP") else {
+            return Ok(None);
+        };
+        let out_path = workdir.join("tap.txt");
+        let out = std::fs::File::create(&out_path).map_err(|e| e.to_string())?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let child = std::process::Command::new(binary)
+            .args([
+                "tap",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                upstream,
+                "--record",
+            ])
+            .arg(workdir.join("tap.jsonl"))
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("xds-sansio tap: {e}"))?;
+        let mut tap = Tap {
+            child,
+            addr: String::new(),
+        };
+        for _ in 0..200 {
+            let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+            if let Some(rest) = text
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("tap listening on "))
+            {
+                tap.addr = rest
+                    .split([',', ' '])
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                return Ok(Some(tap));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Err("the tap did not start".into())
+    }
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -12,6 +12,9 @@
 //! `initial_resource_versions`; an endpoint change on the new stream. After each step the
 //! client's dump (its CSDS view) is compared with what the server serves.
 //!
+//! With `XDS_TAP=<the xds-sansio binary>`, junction dials `xds-sansio tap` in front of the
+//! server (its findings in WORKDIR/tap.txt, its recording in WORKDIR/tap.jsonl).
+//!
 //! usage: junction_flow ADS_SERVER_BINARY WORKDIR
 
 #[path = "../common.rs"]
@@ -238,8 +241,11 @@ async fn story(binary: &str, workdir: &PathBuf, report: &mut Report) -> Result<(
     served.push(world.cluster(true));
     served.push(world.endpoints(9001));
     let server = AdsServer::start(binary, workdir, &served)?;
+    // With XDS_TAP, `xds-sansio tap` sits between junction and the server.
+    let tap = common::Tap::start(&server.addr, workdir)?;
+    let address = tap.as_ref().map_or(server.addr.clone(), |t| t.addr.clone());
     let client = junction_core::Client::build(
-        format!("http://{}", server.addr),
+        format!("http://{address}"),
         "junction-interop".into(),
         "interop".into(),
     )
@@ -410,6 +416,7 @@ async fn story(binary: &str, workdir: &PathBuf, report: &mut Report) -> Result<(
     server.publish(&served)?;
     resolves_to(&client, "endpoint change on the new stream", 9003).await?;
     compare(&client, &served, &[], report, "after reconnect").await?;
+    drop(tap);
     Ok(())
 }
 

@@ -1,6 +1,5 @@
 //! The command-line tool as a user runs it: replay (diagrams, exit status, --json,
-//! --record) and check on what replay recorded.
-#![cfg(feature = "cli")]
+//! --record), check on what replay recorded and on other tools' recordings, rules.
 
 use std::path::Path;
 use std::process::Command;
@@ -9,8 +8,10 @@ fn tool() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xds-sansio"))
 }
 
+/// The workspace root, where `scenarios/` and `examples/` are.
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR"));
+    cli.parent().unwrap_or(cli)
 }
 
 #[test]
@@ -227,4 +228,49 @@ fn rules_lists_every_rule_with_its_passage() {
         assert!(line.contains(passage), "{line}");
     }
     assert_eq!(text.lines().count(), xds_sansio::check::ALL_RULES.len());
+}
+
+/// The same conversation as other tools write it (`tests/fixtures/records/` of the core):
+/// every shape checks clean with the schemas, and names the resource type without them.
+#[test]
+fn check_reads_every_shape_from_the_command_line() {
+    const FIXTURES: [&str; 5] = [
+        "python_json_format.jsonl",
+        "python_json_format_proto_names.jsonl",
+        "java_jsonformat.jsonl",
+        "go_protojson.jsonl",
+        "go_protojson_unpopulated.jsonl",
+    ];
+    const MESSAGES: usize = 13;
+    let cluster = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+    let descriptors = root().join("examples/data/envoy.desc");
+    for name in FIXTURES {
+        let file = root().join("tests/fixtures/records").join(name);
+        for side in ["client", "server"] {
+            let out = tool()
+                .args(["check", "--side", side, "--descriptors"])
+                .arg(&descriptors)
+                .arg(&file)
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{name} ({side}): {stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                stdout.contains(&format!("{MESSAGES} messages checked, 0 violations")),
+                "{name}: {stdout}"
+            );
+        }
+        let out = tool()
+            .args(["check", "--side", "server"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(cluster), "{name}: {stderr}");
+    }
 }

@@ -4,76 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use xds_sansio::check::{self, CheckSide};
-use xds_sansio::script::{self, LineKind, LineReport, Report};
+use xds_sansio::script::{self, Report};
 
+use crate::diagram::{collect, print_diagram};
 use crate::output::{complain, say};
-
-const WIDTH: usize = 78;
-
-fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if path.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
-            .map(|e| e.map(|e| e.path()))
-            .collect::<Result<_, _>>()?;
-        entries.sort();
-        for entry in entries {
-            if entry.is_dir() || entry.extension().is_some_and(|e| e == "xds") {
-                collect(&entry, out)?;
-            }
-        }
-    } else {
-        out.push(path.to_path_buf());
-    }
-    Ok(())
-}
-
-fn arrow(text: &str, rightwards: bool) -> String {
-    let body = format!(" {text} ");
-    let len = body.chars().count();
-    let dashes = WIDTH.saturating_sub(len + 4).max(2);
-    let (left, right) = (dashes / 2, dashes - dashes / 2);
-    if rightwards {
-        format!("{}{}{}▶", "─".repeat(left), body, "─".repeat(right + 1))
-    } else {
-        format!("◀{}{}{}", "─".repeat(left + 1), body, "─".repeat(right))
-    }
-}
-
-fn draw(line: &LineReport) -> String {
-    let text = match line.kind {
-        LineKind::Request => arrow(line.actual.as_deref().unwrap_or(&line.source), true),
-        LineKind::Response => arrow(line.actual.as_deref().unwrap_or(&line.source), false),
-        LineKind::Client => line.source.clone(),
-        LineKind::Server => format!("{:>width$}", line.source, width = WIDTH - 1),
-        LineKind::Both => format!(
-            "{:^width$}",
-            format!("·· {} ··", line.source),
-            width = WIDTH - 1
-        ),
-    };
-    let mark = if line.result.is_ok() { "✓" } else { "✗" };
-    let mut out = format!("{:>4} {mark} {text}", line.line);
-    if let Err(why) = &line.result {
-        out.push_str(&format!("\n       expected: {}", line.source));
-        if let Some(actual) = &line.actual {
-            out.push_str(&format!("\n       got:      {actual}"));
-        }
-        out.push_str(&format!("\n       {why}"));
-    }
-    out
-}
-
-fn print_diagram(name: &str, report: &Report) {
-    say!("\n{}  ({name})", report.title);
-    say!("     client{:>width$}", "server", width = WIDTH - 3);
-    for line in &report.lines {
-        say!("{}", draw(line));
-    }
-    if let Some(trailing) = &report.trailing {
-        say!("   ✗ {trailing}");
-    }
-    say!("  => {}", if report.passed() { "PASS" } else { "FAIL" });
-}
 
 fn json_report(name: &str, report: Option<&Report>, error: Option<String>) -> serde_json::Value {
     let lines: Vec<serde_json::Value> = report

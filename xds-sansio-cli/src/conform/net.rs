@@ -1,0 +1,313 @@
+//! The network half of `conform`: a gRPC server a real client connects to, and a gRPC
+//! client that dials a real server. Both hand messages to the scenario runner through
+//! channels; the runner blocks on them with the patience and quiet period it was given.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tokio_stream::{Stream, StreamExt};
+use tonic::body::Body;
+use tonic::codegen::http::uri::PathAndQuery;
+use tonic::codegen::{http, Service};
+use tonic::server::{Grpc, NamedService, StreamingService};
+use tonic::service::Routes;
+use tonic::transport::Endpoint;
+use tonic::{Status, Streaming};
+use tonic_prost::ProstCodec;
+use xds_sansio::pb::discovery::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
+};
+use xds_sansio::{Request, Response, Transport, Variant};
+use xds_sansio_tonic::wire::{method_path, route, WireRequest, WireResponse, SERVICES};
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+type BoxStream<T> = Pin<Box<dyn Stream<Item = T> + Send>>;
+
+/// A call a real client opened to us.
+pub struct Incoming {
+    /// The method path.
+    pub method: &'static str,
+    /// Its variant and transport, from the path.
+    pub variant: Variant,
+    /// ADS or per-type.
+    pub transport: Transport,
+    /// Its requests, as they arrive; closed when the client half ends.
+    pub requests: mpsc::UnboundedReceiver<Request>,
+    /// Our responses; `Err` ends the call with that status.
+    pub responses: mpsc::UnboundedSender<Result<Response, Status>>,
+}
+
+#[derive(Clone)]
+struct Accept(mpsc::UnboundedSender<Incoming>);
+
+struct Handler {
+    accept: Accept,
+    method: &'static str,
+    variant: Variant,
+    transport: Transport,
+}
+
+impl<Req: WireRequest, Resp: WireResponse> StreamingService<Req> for TypedHandler<Req, Resp> {
+    type Response = Resp;
+    type ResponseStream = BoxStream<Result<Resp, Status>>;
+    type Future = BoxFuture<Result<tonic::Response<Self::ResponseStream>, Status>>;
+
+    fn call(&mut self, request: tonic::Request<Streaming<Req>>) -> Self::Future {
+        let (requests_tx, requests) = mpsc::unbounded_channel();
+        let (responses, responses_rx) = mpsc::unbounded_channel::<Result<Response, Status>>();
+        let mut inbound = request.into_inner();
+        tokio::spawn(async move {
+            while let Ok(Some(message)) = inbound.message().await {
+                if requests_tx.send(message.into_request()).is_err() {
+                    return;
+                }
+            }
+        });
+        let handler = &self.0;
+        let incoming = Incoming {
+            method: handler.method,
+            variant: handler.variant,
+            transport: handler.transport.clone(),
+            requests,
+            responses,
+        };
+        let accepted = handler.accept.0.send(incoming).is_ok();
+        Box::pin(async move {
+            if !accepted {
+                return Err(Status::unavailable("conform: not accepting streams"));
+            }
+            let stream = UnboundedReceiverStream::new(responses_rx).map(|item| {
+                item.and_then(|response| {
+                    Resp::from_response(response)
+                        .ok_or_else(|| Status::internal("conform: a response of the other variant"))
+                })
+            });
+            Ok(tonic::Response::new(Box::pin(stream) as BoxStream<_>))
+        })
+    }
+}
+
+struct TypedHandler<Req, Resp>(Handler, std::marker::PhantomData<fn(Req) -> Resp>);
+
+/// One discovery service (`SERVICES[I]`) served to the real client.
+#[derive(Clone)]
+struct Svc<const I: usize>(Arc<Accept>);
+
+impl<const I: usize> NamedService for Svc<I> {
+    // Evaluated at compile time: an index out of range is a build error, not a panic.
+    #[allow(clippy::indexing_slicing)]
+    const NAME: &'static str = SERVICES[I];
+}
+
+impl<const I: usize> Service<http::Request<Body>> for Svc<I> {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let accept = (*self.0).clone();
+        Box::pin(async move {
+            let path = request.uri().path().to_string();
+            let Some((method, variant, transport)) = route(&path) else {
+                return Ok(
+                    Status::unimplemented(format!("{path} is not an xDS method")).into_http(),
+                );
+            };
+            let handler = Handler {
+                accept,
+                method,
+                variant,
+                transport,
+            };
+            Ok(match variant {
+                Variant::Sotw => {
+                    let typed: TypedHandler<DiscoveryRequest, DiscoveryResponse> =
+                        TypedHandler(handler, std::marker::PhantomData);
+                    Grpc::new(ProstCodec::<DiscoveryResponse, DiscoveryRequest>::default())
+                        .streaming(typed, request)
+                        .await
+                }
+                Variant::Delta => {
+                    let typed: TypedHandler<DeltaDiscoveryRequest, DeltaDiscoveryResponse> =
+                        TypedHandler(handler, std::marker::PhantomData);
+                    Grpc::new(
+                        ProstCodec::<DeltaDiscoveryResponse, DeltaDiscoveryRequest>::default(),
+                    )
+                    .streaming(typed, request)
+                    .await
+                }
+            })
+        })
+    }
+}
+
+fn routes(accept: Accept) -> Routes {
+    let a = Arc::new(accept);
+    let mut routes = Routes::builder();
+    routes
+        .add_service(Svc::<0>(a.clone()))
+        .add_service(Svc::<1>(a.clone()))
+        .add_service(Svc::<2>(a.clone()))
+        .add_service(Svc::<3>(a.clone()))
+        .add_service(Svc::<4>(a.clone()))
+        .add_service(Svc::<5>(a.clone()))
+        .add_service(Svc::<6>(a.clone()))
+        .add_service(Svc::<7>(a.clone()))
+        .add_service(Svc::<8>(a.clone()))
+        .add_service(Svc::<9>(a.clone()))
+        .add_service(Svc::<10>(a.clone()))
+        .add_service(Svc::<11>(a.clone()))
+        .add_service(Svc::<12>(a.clone()))
+        .add_service(Svc::<13>(a.clone()))
+        .add_service(Svc::<14>(a.clone()))
+        .add_service(Svc::<15>(a.clone()))
+        .add_service(Svc::<16>(a.clone()))
+        .add_service(Svc::<17>(a.clone()))
+        .add_service(Svc::<18>(a.clone()));
+    routes.routes()
+}
+
+/// Serves every discovery service on `listen`; each call a real client opens arrives on
+/// the returned channel. Returns the bound address.
+pub fn serve(
+    rt: &Runtime,
+    listen: std::net::SocketAddr,
+) -> Result<(std::net::SocketAddr, mpsc::UnboundedReceiver<Incoming>), String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind(listen))
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let server = tonic::transport::Server::builder()
+        .add_routes(routes(Accept(tx)))
+        .serve_with_incoming(incoming);
+    rt.spawn(server);
+    Ok((local, rx))
+}
+
+/// A call we opened to a real server.
+pub struct Outgoing {
+    /// Our requests.
+    pub requests: mpsc::UnboundedSender<Request>,
+    /// Its responses; `Err` once, when the call ends with a status other than OK.
+    pub responses: mpsc::UnboundedReceiver<Result<Response, Status>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Outgoing {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Opens a call of `variant` and `transport` to `target` (requests queued before the call
+/// starts leave with it).
+pub fn dial(
+    rt: &Runtime,
+    target: &str,
+    variant: Variant,
+    transport: &Transport,
+    patience: Duration,
+) -> Result<Outgoing, String> {
+    let path = method_path(variant, transport)
+        .ok_or_else(|| format!("no gRPC method for {variant:?} {transport:?}"))?;
+    let endpoint = Endpoint::from_shared(crate::tap::upstream_uri(target))
+        .map_err(|e| format!("--target {target}: {e}"))?
+        .connect_timeout(patience);
+    let channel = rt
+        .block_on(endpoint.connect())
+        .map_err(|e| format!("cannot connect to {target}: {e}"))?;
+    let (requests, requests_rx) = mpsc::unbounded_channel();
+    let (responses_tx, responses) = mpsc::unbounded_channel();
+    let task = match variant {
+        Variant::Sotw => rt.spawn(pump::<DiscoveryRequest, DiscoveryResponse>(
+            channel,
+            path,
+            requests_rx,
+            responses_tx,
+        )),
+        Variant::Delta => rt.spawn(pump::<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(
+            channel,
+            path,
+            requests_rx,
+            responses_tx,
+        )),
+    };
+    Ok(Outgoing {
+        requests,
+        responses,
+        task,
+    })
+}
+
+async fn pump<Req: WireRequest, Resp: WireResponse>(
+    channel: tonic::transport::Channel,
+    path: &'static str,
+    requests: mpsc::UnboundedReceiver<Request>,
+    responses: mpsc::UnboundedSender<Result<Response, Status>>,
+) {
+    let mut grpc = tonic::client::Grpc::new(channel);
+    if let Err(e) = grpc.ready().await {
+        let _ = responses.send(Err(Status::unavailable(e.to_string())));
+        return;
+    }
+    let outbound = UnboundedReceiverStream::new(requests).filter_map(Req::from_request);
+    let call = grpc
+        .streaming(
+            tonic::Request::new(outbound),
+            PathAndQuery::from_static(path),
+            ProstCodec::<Req, Resp>::default(),
+        )
+        .await;
+    let mut inbound = match call {
+        Ok(response) => response.into_inner(),
+        Err(status) => {
+            let _ = responses.send(Err(status));
+            return;
+        }
+    };
+    loop {
+        match inbound.message().await {
+            Ok(Some(message)) => {
+                if responses.send(Ok(message.into_response())).is_err() {
+                    return;
+                }
+            }
+            Ok(None) => return,
+            Err(status) => {
+                let _ = responses.send(Err(status));
+                return;
+            }
+        }
+    }
+}
+
+/// Waits at most `within` for the next item of `rx`: `Ok(None)` on time-out, `Err(())`
+/// when the channel is closed.
+pub fn recv_within<T>(
+    rt: &Runtime,
+    rx: &mut mpsc::UnboundedReceiver<T>,
+    within: Duration,
+) -> Result<Option<T>, ()> {
+    rt.block_on(async {
+        match tokio::time::timeout(within, rx.recv()).await {
+            Ok(Some(item)) => Ok(Some(item)),
+            Ok(None) => Err(()),
+            Err(_) => Ok(None),
+        }
+    })
+}

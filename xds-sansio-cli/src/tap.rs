@@ -1,0 +1,647 @@
+//! `xds-sansio tap`: a gRPC proxy for every xDS RPC that forwards both directions
+//! unchanged, records every stream in the record format and checks both sides live.
+//!
+//! Decisions:
+//! - **Forwarded at the HTTP/2 level, byte for byte.** The tap never decodes and
+//!   re-encodes what it forwards: each call's headers, data and trailers go to the other
+//!   side as they came (tonic's channel sets the upstream's authority). A copy of the data
+//!   is cut into gRPC messages (`grpc` length prefixes, "gRPC over HTTP2", Length-Prefixed
+//!   Message) and decoded on the side; a message that does not decode, or a compressed one
+//!   (the tap does not inflate), is reported and forwarded all the same.
+//! - **Every xDS RPC.** The tap answers every service of the catalog (ADS and per-type,
+//!   SotW and delta, v3 and v2: [`xds_sansio_tonic::wire::SERVICES`]); the method path
+//!   says the variant.
+//! - **One recording, streams numbered.** Every stream goes into one recording, behind the
+//!   format's header line, each line with its stream number and variant, in the order the
+//!   tap saw the messages: the proxy's order, between the client's and the server's.
+//!   Messages that cross (a request sent while a response is on its way) may be seen in
+//!   either order there, so an order rule may differ from the server's own recording
+//!   (docs/conform.md says which); the checker accepts every order the protocol allows.
+//! - **Checked live.** A [`LiveCheck`] follows the recording; each violation is printed
+//!   when the message that breaks the rule passes, with the stream, the line of the
+//!   recording and the rule's passage.
+
+use std::convert::Infallible;
+use std::fs::File;
+use std::future::Future;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use bytes::{Buf, Bytes, BytesMut};
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use prost::Message;
+use tokio::sync::mpsc;
+use tonic::body::Body;
+use tonic::codegen::{http, Service};
+use tonic::server::NamedService;
+use tonic::service::Routes;
+use tonic::transport::{Channel, Endpoint};
+use tonic::Status;
+use xds_sansio::check::{self, CheckSide, LiveCheck};
+use xds_sansio::json::JsonCodec;
+use xds_sansio::pb::discovery::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
+};
+use xds_sansio::transcript::Entry;
+use xds_sansio::{Request, Response, Transport, Variant};
+use xds_sansio_tonic::wire::{route, SERVICES};
+
+use crate::output::say;
+
+/// The largest message the tap cuts out of a stream to check; a larger one is forwarded
+/// and reported, and the rest of that direction is forwarded unchecked.
+const MAX_MESSAGE: usize = 64 << 20;
+
+/// What `tap` was asked to do.
+pub struct Options {
+    /// Where clients connect.
+    pub listen: SocketAddr,
+    /// The management server (`host:port` or a URL).
+    pub upstream: String,
+    /// Where the recording goes.
+    pub record: Option<PathBuf>,
+    /// Resource schemas for the recording's canonical JSON.
+    pub codec: JsonCodec,
+    /// Stop after this many streams have ended.
+    pub exit_after_streams: Option<u64>,
+}
+
+/// The upstream as a URI tonic can dial: `host:port` becomes `http://host:port`.
+pub fn upstream_uri(upstream: &str) -> String {
+    if upstream.contains("://") {
+        upstream.to_string()
+    } else {
+        format!("http://{upstream}")
+    }
+}
+
+/// Counts kept while the tap runs.
+#[derive(Default)]
+struct Tally {
+    messages: u64,
+    violations: u64,
+    /// The next line of the recording (the header is line 1).
+    next_line: usize,
+}
+
+struct Shared {
+    upstream: Channel,
+    next_stream: AtomicU64,
+    /// The recording, the checker and the counts, kept in the order the tap saw messages.
+    state: Mutex<State>,
+    ended: mpsc::UnboundedSender<u64>,
+}
+
+struct State {
+    live: LiveCheck,
+    file: Option<File>,
+    codec: JsonCodec,
+    tally: Tally,
+}
+
+impl Shared {
+    /// Numbers an entry, records it, checks it and prints what it breaks.
+    fn observe(&self, make: impl FnOnce(usize) -> Entry) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = &mut *state;
+        let line = state.tally.next_line;
+        state.tally.next_line += 1;
+        state.tally.messages += 1;
+        let entry = make(line);
+        if let Some(file) = state.file.as_mut() {
+            match check::to_jsonl(&entry, &state.codec) {
+                Ok(text) => {
+                    let _ = writeln!(file, "{text}");
+                    let _ = file.flush();
+                }
+                Err(e) => say!("line {line}: not recorded: {e}"),
+            }
+        }
+        let stream = match &entry {
+            Entry::Request { stream, .. } | Entry::Response { stream, .. } => *stream,
+            Entry::Store { .. } => 0,
+        };
+        state.live.handle_entry(&entry);
+        while let Some((side, v)) = state.live.poll_violation() {
+            state.tally.violations += 1;
+            let side = match side {
+                CheckSide::Client => "client",
+                CheckSide::Server => "server",
+            };
+            say!(
+                "stream {stream} line {}: {side} broke {}: {}\n    {}",
+                v.line,
+                v.rule.id(),
+                v.detail,
+                v.rule.passage()
+            );
+        }
+    }
+}
+
+/// One call through the tap.
+struct StreamCtx {
+    id: u64,
+    variant: Variant,
+}
+
+/// Which way a body flows.
+#[derive(Clone, Copy)]
+enum Flow {
+    Requests,
+    Responses,
+}
+
+/// Cuts gRPC length-prefixed messages out of a byte stream.
+#[derive(Default)]
+struct Frames {
+    buf: BytesMut,
+    /// A message too large to check passed: the rest is forwarded unchecked.
+    gave_up: bool,
+}
+
+enum Cut {
+    Message(Bytes),
+    Compressed,
+    TooLarge(usize),
+}
+
+impl Frames {
+    fn push(&mut self, data: &[u8], out: &mut Vec<Cut>) {
+        if self.gave_up {
+            return;
+        }
+        self.buf.extend_from_slice(data);
+        loop {
+            let Some(header) = self.buf.get(..5) else {
+                return;
+            };
+            let compressed = header.first().copied().unwrap_or(0) != 0;
+            let mut len_bytes = [0u8; 4];
+            len_bytes.copy_from_slice(header.get(1..5).unwrap_or(&[0; 4]));
+            let len = u32::from_be_bytes(len_bytes) as usize;
+            if len > MAX_MESSAGE {
+                self.gave_up = true;
+                self.buf.clear();
+                out.push(Cut::TooLarge(len));
+                return;
+            }
+            if self.buf.len() < 5 + len {
+                return;
+            }
+            self.buf.advance(5);
+            let message = self.buf.split_to(len).freeze();
+            out.push(if compressed {
+                Cut::Compressed
+            } else {
+                Cut::Message(message)
+            });
+        }
+    }
+}
+
+/// A body passed on unchanged, with a copy of its data cut into messages and observed.
+struct Tee {
+    inner: Body,
+    flow: Flow,
+    ctx: Arc<StreamCtx>,
+    shared: Arc<Shared>,
+    frames: Frames,
+    /// The response side says when the call is over (once).
+    done: bool,
+}
+
+impl Tee {
+    fn data(&mut self, data: &[u8]) {
+        let mut cuts = Vec::new();
+        self.frames.push(data, &mut cuts);
+        for cut in cuts {
+            let id = self.ctx.id;
+            match cut {
+                Cut::Message(bytes) => self.message(bytes),
+                Cut::Compressed => {
+                    say!("stream {id}: a compressed message passed (forwarded, not checked)")
+                }
+                Cut::TooLarge(len) => say!(
+                    "stream {id}: a message of {len} bytes passed; the rest of this direction \
+                     is forwarded unchecked"
+                ),
+            }
+        }
+    }
+
+    fn message(&self, bytes: Bytes) {
+        let stream = self.ctx.id;
+        let decoded: Result<Entry, prost::DecodeError> = match (self.flow, self.ctx.variant) {
+            (Flow::Requests, Variant::Sotw) => {
+                DiscoveryRequest::decode(bytes).map(|m| Entry::Request {
+                    line: 0,
+                    stream,
+                    request: Request::Sotw(m),
+                })
+            }
+            (Flow::Requests, Variant::Delta) => {
+                DeltaDiscoveryRequest::decode(bytes).map(|m| Entry::Request {
+                    line: 0,
+                    stream,
+                    request: Request::Delta(m),
+                })
+            }
+            (Flow::Responses, Variant::Sotw) => {
+                DiscoveryResponse::decode(bytes).map(|m| Entry::Response {
+                    line: 0,
+                    stream,
+                    response: Response::Sotw(m),
+                })
+            }
+            (Flow::Responses, Variant::Delta) => {
+                DeltaDiscoveryResponse::decode(bytes).map(|m| Entry::Response {
+                    line: 0,
+                    stream,
+                    response: Response::Delta(m),
+                })
+            }
+        };
+        match decoded {
+            Ok(entry) => self.shared.observe(|line| match entry {
+                Entry::Request {
+                    stream, request, ..
+                } => Entry::Request {
+                    line,
+                    stream,
+                    request,
+                },
+                Entry::Response {
+                    stream, response, ..
+                } => Entry::Response {
+                    line,
+                    stream,
+                    response,
+                },
+                store => store,
+            }),
+            Err(e) => {
+                let what = match self.flow {
+                    Flow::Requests => "a request",
+                    Flow::Responses => "a response",
+                };
+                say!("stream {stream}: {what} that does not decode passed (forwarded): {e}");
+            }
+        }
+    }
+
+    fn end(&mut self, how: &str) {
+        if matches!(self.flow, Flow::Responses) && !self.done {
+            self.done = true;
+            say!("stream {} ended: {how}", self.ctx.id);
+            let _ = self.shared.ended.send(self.ctx.id);
+        }
+    }
+}
+
+impl Drop for Tee {
+    fn drop(&mut self) {
+        self.end("cancelled");
+    }
+}
+
+/// The status a call ended with, read from its trailers (or trailers-only headers).
+fn status_of(headers: &http::HeaderMap) -> String {
+    let code = headers
+        .get("grpc-status")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("?");
+    match headers.get("grpc-message").and_then(|v| v.to_str().ok()) {
+        Some(message) if !message.is_empty() => {
+            format!("grpc-status {code} ({})", percent_decoded(message))
+        }
+        _ => format!("grpc-status {code}"),
+    }
+}
+
+/// `grpc-message` is percent-encoded ("gRPC over HTTP2", Responses).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b, hex) {
+            (b'%', Some(value)) => {
+                out.push(value);
+                i += 3;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl HttpBody for Tee {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    this.data(data);
+                } else if let Some(trailers) = frame.trailers_ref() {
+                    let status = status_of(trailers);
+                    this.end(&status);
+                }
+            }
+            Poll::Ready(Some(Err(status))) => {
+                let how = format!("error {status}");
+                this.end(&how);
+            }
+            Poll::Ready(None) => this.end("closed"),
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// One discovery service (`SERVICES[I]`) of the tap; every method is forwarded.
+#[derive(Clone)]
+struct TapSvc<const I: usize>(Arc<Shared>);
+
+impl<const I: usize> NamedService for TapSvc<I> {
+    // Evaluated at compile time: an index out of range is a build error, not a panic.
+    #[allow(clippy::indexing_slicing)]
+    const NAME: &'static str = SERVICES[I];
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl<const I: usize> Service<http::Request<Body>> for TapSvc<I> {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let shared = self.0.clone();
+        Box::pin(async move { Ok(forward(shared, request).await) })
+    }
+}
+
+/// Forwards one call upstream, teeing both bodies.
+async fn forward(shared: Arc<Shared>, request: http::Request<Body>) -> http::Response<Body> {
+    let path = request.uri().path().to_string();
+    let Some((_, variant, transport)) = route(&path) else {
+        return Status::unimplemented(format!("tap: {path} is not an xDS method")).into_http();
+    };
+    let id = shared.next_stream.fetch_add(1, Ordering::Relaxed);
+    let peer = request
+        .extensions()
+        .get::<tonic::transport::server::TcpConnectInfo>()
+        .and_then(|info| info.remote_addr())
+        .map(|a| format!(" from {a}"))
+        .unwrap_or_default();
+    let shape = match (&transport, variant) {
+        (Transport::Aggregated, Variant::Sotw) => "SotW ADS".to_string(),
+        (Transport::Aggregated, Variant::Delta) => "delta ADS".to_string(),
+        (Transport::PerType(url), Variant::Sotw) => format!("SotW {url}"),
+        (Transport::PerType(url), Variant::Delta) => format!("delta {url}"),
+    };
+    say!("stream {id} opened: {path} ({shape}){peer}");
+    let ctx = Arc::new(StreamCtx { id, variant });
+    let (parts, body) = request.into_parts();
+    let body = Body::new(Tee {
+        inner: body,
+        flow: Flow::Requests,
+        ctx: ctx.clone(),
+        shared: shared.clone(),
+        frames: Frames::default(),
+        done: true,
+    });
+    let mut upstream = shared.upstream.clone();
+    if let Err(e) = std::future::poll_fn(|cx| upstream.poll_ready(cx)).await {
+        say!("stream {id} ended: upstream unavailable: {e}");
+        let _ = shared.ended.send(id);
+        return Status::unavailable(format!("tap: upstream: {e}")).into_http();
+    }
+    match upstream.call(http::Request::from_parts(parts, body)).await {
+        Ok(response) => {
+            let (parts, body) = response.into_parts();
+            let mut tee = Tee {
+                inner: body,
+                flow: Flow::Responses,
+                ctx,
+                shared,
+                frames: Frames::default(),
+                done: false,
+            };
+            // A trailers-only answer (an immediate error) has its status in the headers.
+            if parts.headers.contains_key("grpc-status") {
+                tee.end(&status_of(&parts.headers));
+            }
+            http::Response::from_parts(parts, Body::new(tee))
+        }
+        Err(e) => {
+            say!("stream {id} ended: upstream unavailable: {e}");
+            let _ = shared.ended.send(id);
+            Status::unavailable(format!("tap: upstream: {e}")).into_http()
+        }
+    }
+}
+
+fn routes(shared: &Arc<Shared>) -> Routes {
+    let s = shared;
+    let mut routes = Routes::builder();
+    routes
+        .add_service(TapSvc::<0>(s.clone()))
+        .add_service(TapSvc::<1>(s.clone()))
+        .add_service(TapSvc::<2>(s.clone()))
+        .add_service(TapSvc::<3>(s.clone()))
+        .add_service(TapSvc::<4>(s.clone()))
+        .add_service(TapSvc::<5>(s.clone()))
+        .add_service(TapSvc::<6>(s.clone()))
+        .add_service(TapSvc::<7>(s.clone()))
+        .add_service(TapSvc::<8>(s.clone()))
+        .add_service(TapSvc::<9>(s.clone()))
+        .add_service(TapSvc::<10>(s.clone()))
+        .add_service(TapSvc::<11>(s.clone()))
+        .add_service(TapSvc::<12>(s.clone()))
+        .add_service(TapSvc::<13>(s.clone()))
+        .add_service(TapSvc::<14>(s.clone()))
+        .add_service(TapSvc::<15>(s.clone()))
+        .add_service(TapSvc::<16>(s.clone()))
+        .add_service(TapSvc::<17>(s.clone()))
+        .add_service(TapSvc::<18>(s.clone()));
+    routes.routes()
+}
+
+/// Runs the tap until Ctrl-C, SIGTERM or `exit_after_streams`; returns the number of
+/// messages checked and of violations.
+pub async fn run(options: Options) -> Result<(u64, u64), String> {
+    let uri = upstream_uri(&options.upstream);
+    let upstream = Endpoint::from_shared(uri.clone())
+        .map_err(|e| format!("--upstream {}: {e}", options.upstream))?
+        .connect_lazy();
+    let file = match &options.record {
+        Some(path) => {
+            let mut file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            writeln!(file, "{}", check::header_jsonl(None))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Some(file)
+        }
+        None => None,
+    };
+    let (ended_tx, mut ended) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared {
+        upstream,
+        next_stream: AtomicU64::new(1),
+        state: Mutex::new(State {
+            live: LiveCheck::new(),
+            file,
+            codec: options.codec,
+            tally: Tally {
+                next_line: 2,
+                ..Tally::default()
+            },
+        }),
+        ended: ended_tx,
+    });
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+    say!("tap listening on {local}, forwarding to {uri}");
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let limit = options.exit_after_streams;
+    let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
+    let stop = async move {
+        let mut count = 0u64;
+        let streams_done = async {
+            while ended.recv().await.is_some() {
+                count += 1;
+                if limit.is_some_and(|limit| count >= limit) {
+                    return;
+                }
+            }
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            () = streams_done => {}
+            _ = tokio::signal::ctrl_c() => {}
+            () = terminated() => {}
+        }
+        let _ = stopping.send(());
+    };
+    let serving = tonic::transport::Server::builder()
+        .add_routes(routes(&shared))
+        .serve_with_incoming_shutdown(incoming, stop);
+    // Once stopped, streams still open (a client that keeps its stream) get a grace of
+    // 2 s, then the tap ends anyway: its closing line must not wait for the client.
+    let grace = async {
+        if stopped.await.is_ok() {
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        served = serving => served.map_err(|e| format!("tap: {e}"))?,
+        () = grace => {}
+    }
+    let state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+    Ok((state.tally.messages, state.tally.violations))
+}
+
+#[cfg(unix)]
+async fn terminated() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut signal) => {
+            signal.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
+}
+
+#[cfg(not(unix))]
+async fn terminated() {
+    std::future::pending().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn framed(flag: u8, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![flag];
+        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    #[test]
+    fn messages_are_cut_whatever_the_chunking() {
+        let mut stream = framed(0, b"hello");
+        stream.extend(framed(1, b"zz"));
+        stream.extend(framed(0, b""));
+        stream.extend(framed(0, b"world!"));
+        for chunk in 1..stream.len() {
+            let mut frames = Frames::default();
+            let mut cuts = Vec::new();
+            for piece in stream.chunks(chunk) {
+                frames.push(piece, &mut cuts);
+            }
+            let seen: Vec<String> = cuts
+                .iter()
+                .map(|c| match c {
+                    Cut::Message(b) => String::from_utf8_lossy(b).into_owned(),
+                    Cut::Compressed => "<compressed>".into(),
+                    Cut::TooLarge(n) => format!("<{n}>"),
+                })
+                .collect();
+            assert_eq!(seen, ["hello", "<compressed>", "", "world!"], "{chunk}");
+        }
+    }
+
+    #[test]
+    fn grpc_messages_are_percent_decoded() {
+        assert_eq!(percent_decoded("the%20end%"), "the end%");
+        assert_eq!(percent_decoded("caf%C3%A9 %zz"), "café %zz");
+    }
+
+    #[test]
+    fn a_huge_length_stops_checking_without_buffering() {
+        let mut frames = Frames::default();
+        let mut cuts = Vec::new();
+        frames.push(&[0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3], &mut cuts);
+        frames.push(&framed(0, b"later"), &mut cuts);
+        assert!(matches!(cuts.as_slice(), [Cut::TooLarge(_)]));
+        assert!(frames.buf.is_empty());
+    }
+}
