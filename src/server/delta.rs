@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use super::flow::{SendCtx, Timers};
 use super::names::{Changes, Names};
 use super::sotw::Diff;
-use super::store::ResourceStore;
+use super::store::{ResourceStore, StoredResource};
 use super::version::pair_hash;
 use super::NotFoundReporting;
 use crate::name::{collection_of, comparable, is_glob};
@@ -271,15 +271,29 @@ impl DeltaState {
         }
     }
 
+    /// Whether the client holds `r` as the store has it now (same version and TTL).
+    fn holds(&self, r: &StoredResource) -> bool {
+        matches!(self.known.get(r.name()), Some(Known::Version(_, pair)) if *pair == r.pair_hash())
+    }
+
     /// Turns what changed into planned upserts, not-founds and removals.
     pub(crate) fn plan(&mut self, store: &ResourceStore) {
         self.settle_unsubscribes(store);
         let t = self.type_url.as_str();
         let (mut candidates, resync) = self.changes.take();
-        if resync {
-            if self.wildcard {
-                candidates.extend(store.iter(t).map(|r| String::from(r.name())));
+        // A wildcard resync compares every resource of the type: straight from the store,
+        // in its order, without copying each name into `candidates` and looking it up
+        // again (most of a reconnect storm's cost). The candidates loop below then skips
+        // what the store holds.
+        let store_compared = resync && self.wildcard;
+        if store_compared {
+            for r in store.iter(t) {
+                if self.covers(r.name(), r.aliases()) && !self.holds(r) {
+                    self.out_upserts.insert(String::from(r.name()), true);
+                }
             }
+        }
+        if resync {
             candidates.extend(self.known.keys().cloned());
             for name in self.names.set() {
                 if is_glob(name) {
@@ -327,12 +341,9 @@ impl DeltaState {
         }
         for name in candidates {
             match store.get(t, &name) {
+                Some(_) if store_compared => {}
                 Some(r) => {
-                    if !self.covers(&name, r.aliases()) {
-                        continue;
-                    }
-                    let held = matches!(self.known.get(name.as_str()), Some(Known::Version(_, pair)) if *pair == r.pair_hash());
-                    if !held {
+                    if self.covers(&name, r.aliases()) && !self.holds(r) {
                         self.out_upserts.insert(name, true);
                     }
                 }
