@@ -16,8 +16,8 @@ use std::process::{Command, ExitCode};
 
 use bytes::Bytes;
 use prost::Message;
-use support::{cds_wildcard_stream, cluster_body, eds_body, fanout_setup, CDS, EDS};
-use xds_sansio::client::{Client, ClientConfig, ClientEvent, EventShape};
+use support::{cds_wildcard_stream, cluster_body, eds_body, fanout_setup, ingest_sotw, CDS, EDS};
+use xds_sansio::client::{Client, ClientConfig, EventShape};
 use xds_sansio::pb::discovery::{DeltaDiscoveryResponse, DiscoveryResponse, Resource};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::protobuf::Any;
@@ -124,22 +124,6 @@ fn cds_response_at(generation: u8) -> Bytes {
     Bytes::from(resp.encode_to_vec())
 }
 
-/// Decode, handle and ACK `wire` on `c`, draining every event (each change read from the
-/// cache for a batch, as an application applying it would).
-fn ingest(c: &mut Client, wire: &Bytes) {
-    let resp = DiscoveryResponse::decode(wire.clone()).unwrap_or_default();
-    c.handle_response(Instant::ZERO, Response::Sotw(resp));
-    black_box(c.poll_request(Instant::ZERO));
-    while let Some(e) = c.poll_event() {
-        if let ClientEvent::Changed { type_url, changes } = &e {
-            for view in c.changes(type_url, changes) {
-                black_box((view.name.len(), view.resource.map(|r| r.body.len())));
-            }
-        }
-        black_box(e);
-    }
-}
-
 /// The floor: decode the 10k-cluster response (and drop it), nothing else.
 fn prost_decode_cds(work: bool) {
     let wire = cds_response();
@@ -159,7 +143,7 @@ fn client_sotw_first_load_batched(work: bool) {
         .collect();
     if work {
         for c in &mut clients {
-            ingest(c, &wire);
+            ingest_sotw(c, &wire);
         }
     }
     black_box(clients);
@@ -169,11 +153,11 @@ fn all_changed(work: bool, shape: EventShape) {
     let (first, second) = (cds_response_at(1), cds_response_at(2));
     let mut clients: Vec<Client> = (0..3).map(|_| sotw_client_with(shape)).collect();
     for c in &mut clients {
-        ingest(c, &first);
+        ingest_sotw(c, &first);
     }
     if work {
         for c in &mut clients {
-            ingest(c, &second);
+            ingest_sotw(c, &second);
         }
     }
     black_box(clients);

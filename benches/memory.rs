@@ -3,9 +3,7 @@
 //! what a changed body leaves pinned, and what a drained burst keeps. Prints figures;
 //! `cargo bench --bench memory` (a few seconds; `XDS_MEMORY_SCALE=100000` for more).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicIsize, Ordering};
 
 use bytes::Bytes;
 use prost::Message;
@@ -19,35 +17,12 @@ use xds_sansio::server::{ResourceStore, ServerConfig, ServerStream};
 use xds_sansio::types::{CLUSTER, ENDPOINT};
 use xds_sansio::{Instant, Request, Response, Transport, Variant};
 
-/// Counts live heap bytes.
-struct Counting;
+mod support;
 
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use support::live;
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-fn live() -> isize {
-    LIVE.load(Ordering::Relaxed)
-}
+static ALLOCATOR: support::Counting = support::Counting;
 
 const CDS: &str = CLUSTER.type_url;
 const EDS: &str = ENDPOINT.type_url;

@@ -9,12 +9,9 @@
 //! 100 000 SotW streams and `XDS_SCALE_DELTA` (default 2 000) delta streams. Smaller:
 //! `XDS_SCALE_STREAMS=10000 XDS_SCALE_ENDPOINTS=90000 cargo bench --bench scale`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant as Clock;
 
-use bytes::Bytes;
 use xds_sansio::pb::discovery::{DeltaDiscoveryRequest, DiscoveryRequest};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::server::{
@@ -23,35 +20,12 @@ use xds_sansio::server::{
 use xds_sansio::types::{CLUSTER, ENDPOINT};
 use xds_sansio::{Instant, Request, Transport, Variant};
 
-/// Counts live heap bytes.
-struct Counting;
+mod support;
 
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use support::{body_filled, live};
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-fn live() -> isize {
-    LIVE.load(Ordering::Relaxed)
-}
+static ALLOCATOR: support::Counting = support::Counting;
 
 const CDS: &str = CLUSTER.type_url;
 const EDS: &str = ENDPOINT.type_url;
@@ -61,21 +35,6 @@ fn env(key: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// A body: the name in field 1, `filler` bytes of `generation` in field 2.
-fn body(name: &str, filler: usize, generation: u8) -> Bytes {
-    let mut out = vec![0x0a, name.len() as u8];
-    out.extend_from_slice(name.as_bytes());
-    out.push(0x12);
-    let mut len = filler;
-    while len >= 0x80 {
-        out.push((len as u8) | 0x80);
-        len >>= 7;
-    }
-    out.push(len as u8);
-    out.extend(std::iter::repeat_n(generation, filler));
-    Bytes::from(out)
 }
 
 fn cluster(i: usize) -> String {
@@ -190,13 +149,13 @@ fn main() {
         for i in 0..s.clusters {
             let name = cluster(i);
             store
-                .set(CDS, &name, body(&name, 200, 1))
+                .set(CDS, &name, body_filled(&name, 200, 1))
                 .unwrap_or_default();
         }
         for i in 0..s.endpoints {
             let name = endpoint(i);
             store
-                .set(EDS, &name, body(&name, 64, 1))
+                .set(EDS, &name, body_filled(&name, 64, 1))
                 .unwrap_or_default();
         }
         store
@@ -243,7 +202,7 @@ fn main() {
     // One cluster changes: every stream is a wildcard CDS subscriber.
     let name = cluster(0);
     store
-        .set(CDS, &name, body(&name, 200, 2))
+        .set(CDS, &name, body_filled(&name, 200, 2))
         .unwrap_or_default();
     let bytes = timed("one cluster changed, to every stream", || {
         drain(&mut set, &store)
@@ -252,7 +211,7 @@ fn main() {
     // One endpoint set changes: only its subscribers (about streams x 100 / endpoints).
     let name = endpoint(0);
     store
-        .set(EDS, &name, body(&name, 64, 2))
+        .set(EDS, &name, body_filled(&name, 64, 2))
         .unwrap_or_default();
     let bytes = timed("one endpoint set changed, to its subscribers", || {
         drain(&mut set, &store)
@@ -265,7 +224,7 @@ fn main() {
             let ops = (0..s.clusters)
                 .map(|i| {
                     let name = cluster(i);
-                    let body = body(&name, 200, 3);
+                    let body = body_filled(&name, 200, 3);
                     StoreOp::Set {
                         type_url: CDS.into(),
                         entry: ResourceEntry::new(name, body),

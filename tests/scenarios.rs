@@ -93,12 +93,12 @@ fn a_wrong_expectation_fails_with_the_line_and_the_difference() {
     );
 }
 
-/// Every scenario in which the model plays the server, again with the server drained by
-/// `poll_response_encoded` (option `server-encoded=true`): the encoded path sends the same
-/// conversation.
-#[test]
-fn every_server_scenario_passes_through_the_encoded_path() {
-    use xds_sansio::script::Model;
+/// Replays every scenario of the corpus that `runs` picks, changed by `change`; the names
+/// of those that fail, and how many ran.
+fn replay_corpus_with(
+    runs: impl Fn(xds_sansio::script::Model) -> bool,
+    change: impl Fn(&mut xds_sansio::script::Scenario),
+) -> (usize, Vec<String>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
     let mut paths = Vec::new();
     files(&root, &mut paths);
@@ -107,16 +107,28 @@ fn every_server_scenario_passes_through_the_encoded_path() {
         let text = std::fs::read_to_string(path).unwrap();
         let name = path.strip_prefix(&root).unwrap().display().to_string();
         let mut scenario = xds_sansio::script::parse(&text, &name).unwrap();
-        if scenario.model == Model::Client {
+        if !runs(scenario.model) {
             continue;
         }
-        scenario.options.server_encoded = true;
+        change(&mut scenario);
         ran += 1;
-        let report = xds_sansio::script::run(&scenario);
-        if !report.passed() {
+        if !xds_sansio::script::run(&scenario).passed() {
             failures.push(name);
         }
     }
+    (ran, failures)
+}
+
+/// Every scenario in which the model plays the server, again with the server drained by
+/// `poll_response_encoded` (option `server-encoded=true`): the encoded path sends the same
+/// conversation.
+#[test]
+fn every_server_scenario_passes_through_the_encoded_path() {
+    use xds_sansio::script::Model;
+    let (ran, failures) = replay_corpus_with(
+        |model| model != Model::Client,
+        |scenario| scenario.options.server_encoded = true,
+    );
     assert!(ran >= 20, "only {ran} server scenarios");
     assert!(failures.is_empty(), "encoded path failed: {failures:?}");
     eprintln!("{ran} server scenarios passed through the encoded path");
@@ -129,24 +141,10 @@ fn every_server_scenario_passes_through_the_encoded_path() {
 fn every_client_scenario_passes_with_batched_events() {
     use xds_sansio::client::EventShape;
     use xds_sansio::script::Model;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut paths = Vec::new();
-    files(&root, &mut paths);
-    let (mut ran, mut failures) = (0, Vec::new());
-    for path in &paths {
-        let text = std::fs::read_to_string(path).unwrap();
-        let name = path.strip_prefix(&root).unwrap().display().to_string();
-        let mut scenario = xds_sansio::script::parse(&text, &name).unwrap();
-        if scenario.model == Model::Server {
-            continue;
-        }
-        scenario.options.client_event_shape = Some(EventShape::Batched);
-        ran += 1;
-        let report = xds_sansio::script::run(&scenario);
-        if !report.passed() {
-            failures.push(name);
-        }
-    }
+    let (ran, failures) = replay_corpus_with(
+        |model| model != Model::Server,
+        |scenario| scenario.options.client_event_shape = Some(EventShape::Batched),
+    );
     assert!(ran >= 40, "only {ran} client scenarios");
     assert!(failures.is_empty(), "batched events failed: {failures:?}");
     eprintln!("{ran} client scenarios passed with batched events");

@@ -1,7 +1,11 @@
-//! What the server benches share: resource bodies, a wildcard CDS stream and the fan-out
-//! stream set, so `server_build` and `server_fanout` measure exactly what their `_steady`
-//! twins measure.
+//! What the benches share: resource bodies, a wildcard CDS stream and the fan-out stream
+//! set (so `server_build` and `server_fanout` measure exactly what their `_steady` twins
+//! measure), a client's drain, and a counting allocator for the memory figures.
 #![allow(dead_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicIsize, Ordering};
 
 use bytes::Bytes;
 use xds_sansio::pb::discovery::DiscoveryRequest;
@@ -15,6 +19,12 @@ pub const EDS: &str = ENDPOINT.type_url;
 
 /// A cluster body: the name (field 1) and `filler` bytes of other fields (field 2).
 pub fn cluster_body(name: &str, filler: usize) -> Bytes {
+    body_filled(name, filler, 7)
+}
+
+/// A body: the name (field 1) and `filler` bytes of `fill` (field 2); another `fill` is
+/// another body of the same size.
+pub fn body_filled(name: &str, filler: usize, fill: u8) -> Bytes {
     let mut out = vec![0x0a, name.len() as u8];
     out.extend_from_slice(name.as_bytes());
     out.push(0x12);
@@ -24,7 +34,7 @@ pub fn cluster_body(name: &str, filler: usize) -> Bytes {
         len >>= 7;
     }
     out.push(len as u8);
-    out.extend(std::iter::repeat_n(7u8, filler));
+    out.extend(std::iter::repeat_n(fill, filler));
     Bytes::from(out)
 }
 
@@ -94,4 +104,54 @@ pub fn fanout_setup(
         while set.poll_event(id).is_some() {}
     }
     (store, set)
+}
+
+/// Decodes, handles and ACKs a SotW response on `c` and drains every event; for a batch,
+/// each change is read from the cache (name, body and version borrowed), as an
+/// application applying it would.
+pub fn ingest_sotw(c: &mut xds_sansio::client::Client, wire: &Bytes) {
+    use prost::Message;
+    use xds_sansio::client::ClientEvent;
+    use xds_sansio::pb::discovery::DiscoveryResponse;
+    let resp = DiscoveryResponse::decode(wire.clone()).unwrap_or_default();
+    c.handle_response(Instant::ZERO, xds_sansio::Response::Sotw(resp));
+    black_box(c.poll_request(Instant::ZERO));
+    while let Some(e) = c.poll_event() {
+        if let ClientEvent::Changed { type_url, changes } = &e {
+            for view in c.changes(type_url, changes) {
+                black_box((view.name.len(), view.resource.map(|r| r.body.len())));
+            }
+        }
+        black_box(e);
+    }
+}
+
+/// Counts live heap bytes; a bench installs it with
+/// `#[global_allocator] static ALLOCATOR: support::Counting = support::Counting;`.
+pub struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: every call is passed to the system allocator unchanged; only a counter is kept.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// The live heap bytes, when [`Counting`] is the global allocator.
+pub fn live() -> isize {
+    LIVE.load(Ordering::Relaxed)
 }
