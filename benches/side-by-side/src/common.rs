@@ -50,9 +50,12 @@ pub fn cluster_bytes(i: usize, generation: u32) -> Bytes {
 /// time of the span it measures.
 pub type Contender<'a> = (&'a str, Box<dyn FnMut() -> Duration + 'a>);
 
+/// Label, median, first and third quartiles (seconds).
+pub type Timing = (String, f64, f64, f64);
+
 /// Runs every contender once per iteration, the order rotated each iteration, `iterations`
-/// times; returns the median of each, in the order given.
-pub fn interleave(iterations: usize, contenders: &mut [Contender<'_>]) -> Vec<(String, f64)> {
+/// times; returns the median and quartiles of each, in the order given.
+pub fn interleave(iterations: usize, contenders: &mut [Contender<'_>]) -> Vec<Timing> {
     let n = contenders.len();
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(iterations); n];
     // One untimed warm-up round.
@@ -71,23 +74,34 @@ pub fn interleave(iterations: usize, contenders: &mut [Contender<'_>]) -> Vec<(S
         .zip(samples)
         .map(|((label, _), mut v)| {
             v.sort_by(f64::total_cmp);
-            (label.to_string(), v[v.len() / 2])
+            (
+                label.to_string(),
+                v[v.len() / 2],
+                v[v.len() / 4],
+                v[v.len() * 3 / 4],
+            )
         })
         .collect()
 }
 
 /// Prints the medians with the ratio of each to `base` (a label of the list).
-pub fn report(title: &str, results: &[(String, f64)], base: &str) {
+pub fn report(title: &str, results: &[Timing], base: &str) {
     let b = results
         .iter()
-        .find(|(l, _)| l == base)
-        .map(|(_, t)| *t)
+        .find(|(l, ..)| l == base)
+        .map(|(_, t, ..)| *t)
         .unwrap_or(f64::NAN);
     println!("\n## {title}\n");
-    println!("| contender | median | ratio to `{base}` |");
-    println!("|---|---|---|");
-    for (label, t) in results {
-        println!("| {label} | {} | {:.2} |", human(*t), t / b);
+    println!("| contender | median | quartiles | ratio to `{base}` |");
+    println!("|---|---|---|---|");
+    for (label, t, q1, q3) in results {
+        println!(
+            "| {label} | {} | {} – {} | {:.2} |",
+            human(*t),
+            human(*q1),
+            human(*q3),
+            t / b
+        );
     }
 }
 

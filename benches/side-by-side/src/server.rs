@@ -417,8 +417,8 @@ pub fn run(iterations: usize, rt: &tokio::runtime::Runtime) {
     let get = |label: &str| {
         results
             .iter()
-            .find(|(l, _)| l == label)
-            .map(|(_, t)| *t)
+            .find(|(l, ..)| l == label)
+            .map(|(_, t, ..)| *t)
             .unwrap_or(f64::NAN)
     };
     println!(

@@ -92,6 +92,7 @@ impl xds_client::Resource for XCluster {
 
 pub struct Peer {
     rt: tokio::runtime::Runtime,
+    next_id: std::sync::atomic::AtomicU64,
     uri: String,
     opened: tokio::sync::Mutex<mpsc::UnboundedReceiver<Opened>>,
 }
@@ -125,8 +126,30 @@ impl Peer {
         });
         Peer {
             rt,
+            next_id: std::sync::atomic::AtomicU64::new(0),
             uri,
             opened: tokio::sync::Mutex::new(opened),
+        }
+    }
+
+    fn id(&self, who: &str) -> String {
+        let n = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{who}-{n}")
+    }
+
+    /// The stream whose first request comes from node `id` (streams a client opened
+    /// earlier, e.g. a reconnection of a dropped client, are closed and skipped).
+    async fn stream_of(opened: &mut mpsc::UnboundedReceiver<Opened>, id: &str) -> Opened {
+        loop {
+            let next = tokio::time::timeout(Duration::from_secs(30), opened.recv())
+                .await
+                .expect("a stream within 30 s")
+                .expect("server running");
+            if next.first.node.as_ref().map(|n| n.id.as_str()) == Some(id) {
+                return next;
+            }
         }
     }
 
@@ -134,10 +157,9 @@ impl Peer {
     async fn exchange(opened: &mut Opened, response: EResp) -> (Duration, EReq) {
         let start = std::time::Instant::now();
         opened.responses.send(Ok(response)).expect("stream open");
-        let ack = opened
-            .requests
-            .message()
+        let ack = tokio::time::timeout(Duration::from_secs(30), opened.requests.message())
             .await
+            .expect("an ACK within 30 s")
             .expect("ack")
             .expect("stream open");
         (start.elapsed(), ack)
@@ -156,13 +178,14 @@ impl Peer {
         Box::new(move || {
             let response = response.clone();
             let uri = self.uri.clone();
+            let id = self.id("xds-client");
             let opened = &self.opened;
             self.rt.block_on(async move {
                 let mut opened = opened.lock().await;
                 use xds_client::{
                     ClientConfig, Node, ProstCodec, TokioRuntime, TonicTransportBuilder, XdsClient,
                 };
-                let node = Node::new("side-by-side", "0").with_id("xds-client");
+                let node = Node::new("side-by-side", "0").with_id(id.clone());
                 let client = XdsClient::builder(
                     ClientConfig::new(node, uri),
                     TonicTransportBuilder::new(),
@@ -171,7 +194,7 @@ impl Peer {
                 )
                 .build();
                 let watcher = client.watch::<XCluster>("").await;
-                let mut stream = opened.recv().await.expect("a stream");
+                let mut stream = Self::stream_of(&mut opened, &id).await;
                 assert_eq!(stream.first.type_url, CDS);
                 let (d, ack) = Self::exchange(&mut stream, response).await;
                 Self::check_ack("xds-client", &ack);
@@ -185,6 +208,7 @@ impl Peer {
     /// A client of our pb types behind tonic (the same codec for the floor and the crate).
     async fn tonic_client(
         uri: String,
+        id: String,
     ) -> (
         mpsc::Sender<xds_sansio::pb::discovery::DiscoveryRequest>,
         Streaming<xds_sansio::pb::discovery::DiscoveryResponse>,
@@ -200,7 +224,7 @@ impl Peer {
         let (tx, rx) = mpsc::channel(4);
         tx.send(DiscoveryRequest {
             node: Some(xds_sansio::pb::envoy::config::core::v3::Node {
-                id: "tonic".into(),
+                id,
                 ..Default::default()
             }),
             type_url: CDS.into(),
@@ -240,13 +264,14 @@ impl Peer {
         Box::new(move || {
             let response = response.clone();
             let uri = self.uri.clone();
+            let id = self.id("tonic");
             let opened = &self.opened;
             self.rt.block_on(async move {
                 let mut opened = opened.lock().await;
                 use xds_sansio::client::{Client, ClientConfig, EventShape};
                 use xds_sansio::pb::discovery::DiscoveryRequest;
-                let (tx, mut responses) = Self::tonic_client(uri).await;
-                let mut stream = opened.recv().await.expect("a stream");
+                let (tx, mut responses) = Self::tonic_client(uri, id.clone()).await;
+                let mut stream = Self::stream_of(&mut opened, &id).await;
                 let client = tokio::spawn(async move {
                     let mut c = if with_crate {
                         let mut config = ClientConfig::new(
