@@ -84,8 +84,11 @@ fn crate_run(shape: EventShape, typed: bool, wire: &Bytes) -> std::time::Duratio
 pub fn run(iterations: usize, xds_client: Option<&crate::xds_client_peer::Peer>) {
     let wire = response_bytes();
     println!(
-        "client: response of {N} clusters, {} bytes on the wire",
-        wire.len()
+        "client: response of {N} clusters, {} bytes on the wire; cluster body {} bytes; \
+         size_of::<envoy_types Cluster>() = {} bytes",
+        wire.len(),
+        cluster_bytes(0, 1).len(),
+        std::mem::size_of::<Cluster>()
     );
     let mut contenders: Vec<Contender<'_>> = vec![
         (
