@@ -19,7 +19,7 @@ impl Client {
         ts.record(&comparable(name)).and_then(|r| r.cached.as_ref())
     }
 
-    /// The changes of a [`ClientEvent::Changed`](super::ClientEvent::Changed) of `type_url`,
+    /// The changes of a [`ClientEvent::Changed`] of `type_url`,
     /// each with the resource as the cache holds it now: read before the next input, an
     /// upsert shows the resource it put there. Nothing is copied.
     pub fn changes<'a>(
@@ -40,10 +40,6 @@ impl Client {
     /// [`EventShape::PerResource`](super::EventShape::PerResource) would have emitted
     /// them), made from the cache: call before the next input. An upsert whose resource
     /// is no longer held (changed again since) has no event.
-    ///
-    /// [`ClientEvent::Upserted`]: super::ClientEvent::Upserted
-    /// [`ClientEvent::Removed`]: super::ClientEvent::Removed
-    /// [`ClientEvent::DoesNotExist`]: super::ClientEvent::DoesNotExist
     pub fn owned_events<'a>(
         &'a self,
         type_url: &'a SharedStr,

@@ -46,7 +46,7 @@ pub enum Op {
     Subscribe {
         /// `false`: CDS, `true`: EDS.
         eds: bool,
-        /// Bits of [`NAMES`].
+        /// Bits of the names `a`, `b`, `c` (bit 0 is `a`).
         names: u8,
     },
     /// The application unsubscribes from names.
@@ -186,7 +186,7 @@ fn names_of(bits: u8) -> Vec<&'static str> {
         .collect()
 }
 
-/// A resource name: one of [`NAMES`], or (index 3) one nobody asked for.
+/// A resource name: `a`, `b` or `c`, or (index 3) one nobody asked for.
 fn name_at(index: u8) -> &'static str {
     NAMES.get(usize::from(index)).copied().unwrap_or("zz")
 }
