@@ -121,7 +121,7 @@ step "our server <-> gRPC C-core xDS client (PyPI grpcio)"
 if command -v python3 >/dev/null; then
   VENV=$WORK/venv
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r tests/interop/grpc_python/requirements.txt
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/interop/grpc_python/requirements.txt
   "$VENV/bin/python" tests/interop/grpc_python/descriptors.py "$WORK/envoy.desc"
   rm -rf "$WORK/grpc_python"
   timeout 300 "$VENV/bin/python" -u tests/interop/grpc_python/xds_flow.py \

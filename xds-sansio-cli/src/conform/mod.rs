@@ -349,6 +349,19 @@ fn why_skipped(
             Side::Server => "not a server scenario (the model does not play the server)".into(),
         });
     }
+    let deps = scenario.steps.iter().any(|s| {
+        matches!(
+            s.action,
+            script::Action::Deps(_) | script::Action::ExpectDeps(_)
+        )
+    });
+    if side == Side::Client && deps {
+        // `deps` steps are the model client's dependency manager: a real client's is
+        // its own, and it is not driven through the hook.
+        return Some(
+            "it drives the model's dependency manager (deps), a real client's is its own".into(),
+        );
+    }
     if variant.is_some_and(|v| v != scenario.variant) {
         return Some(format!("a {:?} scenario (--variant)", scenario.variant));
     }
