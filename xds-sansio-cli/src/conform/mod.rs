@@ -183,6 +183,38 @@ fn play_generated(session: &mut Session<'_>, title: &str, ops: &[generate::Op]) 
     Some(session.play(&scenario, title))
 }
 
+/// What kind of divergence a failing report shows: the kind of its first failing line and
+/// its reason up to the first `:` ("R", "V", "the client has no stream open to send this
+/// on", ...), or the trailing failure's; `None` when it passed. Shrinking keeps it, so a
+/// conversation is not shrunk into another, easier divergence.
+fn divergence(report: &Report) -> Option<String> {
+    if report.passed() {
+        return None;
+    }
+    let first = report.lines.iter().find_map(|l| match &l.result {
+        Err(e) => Some(format!("{:?} {}", l.kind, e.split(':').next().unwrap_or(e))),
+        Ok(()) => None,
+    });
+    Some(first.unwrap_or_else(|| {
+        let trailing = report.trailing.as_deref().unwrap_or_default();
+        format!("end {}", trailing.split(':').next().unwrap_or(trailing))
+    }))
+}
+
+/// The first failing line of a report, as text: `line N: reason`.
+fn first_failure(report: &Report) -> String {
+    report
+        .lines
+        .iter()
+        .find_map(|l| match &l.result {
+            Err(e) => Some(format!("line {}: {}: {}", l.line, l.source.trim(), e)),
+            Ok(()) => None,
+        })
+        .or_else(|| report.trailing.clone())
+        .unwrap_or_default()
+        .replace('\n', " ")
+}
+
 /// `--fuzz N`: N conversations from the model's state space, each played to the real
 /// client; the first divergence of each failing one is shrunk to a minimal scenario and
 /// written out.
@@ -213,15 +245,21 @@ fn fuzz(
             continue;
         }
         failed += 1;
-        // Shrink: a smaller conversation that still diverges (any failure counts).
+        let original = first_failure(&report);
+        say!("{title}: diverges at {original}");
+        // Shrink: a smaller conversation that still diverges the same way (the same kind
+        // of line, the same reason), so it is not shrunk into another divergence.
+        let kind = divergence(&report);
         let shrunk = generate::shrink(&ops, 60, |candidate| {
-            play_generated(session, &title, candidate).is_some_and(|r| !r.passed())
+            play_generated(session, &title, candidate)
+                .is_some_and(|r| divergence(&r).is_some() && divergence(&r) == kind)
         });
         let text = generate::client_scenario(&title, &shrunk);
         let header = format!(
             "# xds-sansio conform client --fuzz: seed {case_seed}, shrunk from {} to {} \
              operations.\n# The C->S lines are what the model sends; the first failing \
-             line is where the client under test differs.\n",
+             line is where the client under test differs.\n# Unshrunk, it diverged at \
+             {original}\n",
             ops.len(),
             shrunk.len()
         );
@@ -310,6 +348,19 @@ fn why_skipped(
             Side::Client => "not a client scenario (the model does not play the client)".into(),
             Side::Server => "not a server scenario (the model does not play the server)".into(),
         });
+    }
+    let deps = scenario.steps.iter().any(|s| {
+        matches!(
+            s.action,
+            script::Action::Deps(_) | script::Action::ExpectDeps(_)
+        )
+    });
+    if side == Side::Client && deps {
+        // `deps` steps are the model client's dependency manager: a real client's is
+        // its own, and it is not driven through the hook.
+        return Some(
+            "it drives the model's dependency manager (deps), a real client's is its own".into(),
+        );
     }
     if variant.is_some_and(|v| v != scenario.variant) {
         return Some(format!("a {:?} scenario (--variant)", scenario.variant));

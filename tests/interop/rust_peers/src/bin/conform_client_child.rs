@@ -137,10 +137,10 @@ impl Peer {
                     names.to_vec()
                 };
                 for name in names {
-                    match watchers.remove(&(type_url.to_string(), name.to_string())) {
-                        // Dropping the watcher is how its application unwatches.
-                        Some(task) => task.abort(),
-                        None => return Err(format!("{name:?} is not watched")),
+                    // Dropping the watcher is how its application unwatches; a name not
+                    // watched is nothing to drop (the model's unsubscribe of it is a no-op).
+                    if let Some(task) = watchers.remove(&(type_url.to_string(), name.to_string())) {
+                        task.abort();
                     }
                 }
                 Ok(())
