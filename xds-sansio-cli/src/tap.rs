@@ -21,9 +21,7 @@
 //!   when the message that breaks the rule passes, with the stream, the line of the
 //!   recording and the rule's passage.
 
-use std::convert::Infallible;
 use std::fs::File;
-use std::future::Future;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -38,7 +36,6 @@ use prost::Message;
 use tokio::sync::mpsc;
 use tonic::body::Body;
 use tonic::codegen::{http, Service};
-use tonic::server::NamedService;
 use tonic::service::Routes;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
@@ -49,7 +46,7 @@ use xds_sansio::pb::discovery::{
 };
 use xds_sansio::transcript::Entry;
 use xds_sansio::{Request, Response, Transport, Variant};
-use xds_sansio_tonic::wire::{route, SERVICES};
+use xds_sansio_tonic::wire::{add_every_service, route};
 
 use crate::output::say;
 
@@ -386,33 +383,6 @@ impl HttpBody for Tee {
     }
 }
 
-/// One discovery service (`SERVICES[I]`) of the tap; every method is forwarded.
-#[derive(Clone)]
-struct TapSvc<const I: usize>(Arc<Shared>);
-
-impl<const I: usize> NamedService for TapSvc<I> {
-    // Evaluated at compile time: an index out of range is a build error, not a panic.
-    #[allow(clippy::indexing_slicing)]
-    const NAME: &'static str = SERVICES[I];
-}
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-impl<const I: usize> Service<http::Request<Body>> for TapSvc<I> {
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = BoxFuture<Result<Self::Response, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        let shared = self.0.clone();
-        Box::pin(async move { Ok(forward(shared, request).await) })
-    }
-}
-
 /// Forwards one call upstream, teeing both bodies.
 async fn forward(shared: Arc<Shared>, request: http::Request<Body>) -> http::Response<Body> {
     let path = request.uri().path().to_string();
@@ -475,28 +445,9 @@ async fn forward(shared: Arc<Shared>, request: http::Request<Body>) -> http::Res
 }
 
 fn routes(shared: &Arc<Shared>) -> Routes {
-    let s = shared;
     let mut routes = Routes::builder();
-    routes
-        .add_service(TapSvc::<0>(s.clone()))
-        .add_service(TapSvc::<1>(s.clone()))
-        .add_service(TapSvc::<2>(s.clone()))
-        .add_service(TapSvc::<3>(s.clone()))
-        .add_service(TapSvc::<4>(s.clone()))
-        .add_service(TapSvc::<5>(s.clone()))
-        .add_service(TapSvc::<6>(s.clone()))
-        .add_service(TapSvc::<7>(s.clone()))
-        .add_service(TapSvc::<8>(s.clone()))
-        .add_service(TapSvc::<9>(s.clone()))
-        .add_service(TapSvc::<10>(s.clone()))
-        .add_service(TapSvc::<11>(s.clone()))
-        .add_service(TapSvc::<12>(s.clone()))
-        .add_service(TapSvc::<13>(s.clone()))
-        .add_service(TapSvc::<14>(s.clone()))
-        .add_service(TapSvc::<15>(s.clone()))
-        .add_service(TapSvc::<16>(s.clone()))
-        .add_service(TapSvc::<17>(s.clone()))
-        .add_service(TapSvc::<18>(s.clone()));
+    let shared = shared.clone();
+    add_every_service(&mut routes, move |request| forward(shared.clone(), request));
     routes.routes()
 }
 

@@ -2,8 +2,16 @@
 //! and services of the catalog (v3 and v2), and the codec that writes a response the core
 //! already encoded as it is.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use bytes::{BufMut, Bytes};
+use tonic::body::Body;
 use tonic::codec::{Codec, EncodeBuf, Encoder};
+use tonic::codegen::{http, Service};
+use tonic::server::NamedService;
 use tonic::Status;
 use tonic_prost::{ProstCodec, ProstDecoder};
 use xds_sansio::pb::discovery::{
@@ -233,5 +241,51 @@ mod tests {
             );
         }
         assert_eq!(route("/unknown.Service/Method"), None);
+    }
+}
+
+/// Serves every discovery service of [`SERVICES`] on `routes`, each handing its calls to
+/// `handler`; the method path of a call says which RPC it is ([`route`]). The one home of
+/// "answer every xDS service by path" for the adapter's server, a proxy in front of one
+/// (the CLI's `tap`) and a test peer (`conform`).
+pub fn add_every_service<H, F>(routes: &mut tonic::service::RoutesBuilder, handler: H)
+where
+    H: Fn(http::Request<Body>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = http::Response<Body>> + Send + 'static,
+{
+    macro_rules! each {
+        ($($i:literal)*) => {
+            $(routes.add_service(ServiceOf::<$i, H>(handler.clone()));)*
+        };
+    }
+    each!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18);
+}
+
+/// One discovery service (`SERVICES[I]`), every call handed to the handler.
+#[derive(Clone)]
+struct ServiceOf<const I: usize, H>(H);
+
+impl<const I: usize, H> NamedService for ServiceOf<I, H> {
+    // Evaluated at compile time: an index out of range is a build error, not a panic.
+    #[allow(clippy::indexing_slicing)]
+    const NAME: &'static str = SERVICES[I];
+}
+
+impl<const I: usize, H, F> Service<http::Request<Body>> for ServiceOf<I, H>
+where
+    H: Fn(http::Request<Body>) -> F,
+    F: Future<Output = http::Response<Body>> + Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let answer = (self.0)(request);
+        Box::pin(async move { Ok(answer.await) })
     }
 }

@@ -2,11 +2,8 @@
 //! client that dials a real server. Both hand messages to the scenario runner through
 //! channels; the runner blocks on them with the patience and quiet period it was given.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::runtime::Runtime;
@@ -14,9 +11,9 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_stream::{Stream, StreamExt};
 use tonic::body::Body;
+use tonic::codegen::http;
 use tonic::codegen::http::uri::PathAndQuery;
-use tonic::codegen::{http, Service};
-use tonic::server::{Grpc, NamedService, StreamingService};
+use tonic::server::{Grpc, StreamingService};
 use tonic::service::Routes;
 use tonic::transport::Endpoint;
 use tonic::{Status, Streaming};
@@ -25,7 +22,7 @@ use xds_sansio::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
 use xds_sansio::{Request, Response, Transport, Variant};
-use xds_sansio_tonic::wire::{method_path, route, WireRequest, WireResponse, SERVICES};
+use xds_sansio_tonic::wire::{add_every_service, method_path, route, WireRequest, WireResponse};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 type BoxStream<T> = Pin<Box<dyn Stream<Item = T> + Send>>;
@@ -96,85 +93,41 @@ impl<Req: WireRequest, Resp: WireResponse> StreamingService<Req> for TypedHandle
 
 struct TypedHandler<Req, Resp>(Handler, std::marker::PhantomData<fn(Req) -> Resp>);
 
-/// One discovery service (`SERVICES[I]`) served to the real client.
-#[derive(Clone)]
-struct Svc<const I: usize>(Arc<Accept>);
-
-impl<const I: usize> NamedService for Svc<I> {
-    // Evaluated at compile time: an index out of range is a build error, not a panic.
-    #[allow(clippy::indexing_slicing)]
-    const NAME: &'static str = SERVICES[I];
-}
-
-impl<const I: usize> Service<http::Request<Body>> for Svc<I> {
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = BoxFuture<Result<Self::Response, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        let accept = (*self.0).clone();
-        Box::pin(async move {
-            let path = request.uri().path().to_string();
-            let Some((method, variant, transport)) = route(&path) else {
-                return Ok(
-                    Status::unimplemented(format!("{path} is not an xDS method")).into_http(),
-                );
-            };
-            let handler = Handler {
-                accept,
-                method,
-                variant,
-                transport,
-            };
-            Ok(match variant {
-                Variant::Sotw => {
-                    let typed: TypedHandler<DiscoveryRequest, DiscoveryResponse> =
-                        TypedHandler(handler, std::marker::PhantomData);
-                    Grpc::new(ProstCodec::<DiscoveryResponse, DiscoveryRequest>::default())
-                        .streaming(typed, request)
-                        .await
-                }
-                Variant::Delta => {
-                    let typed: TypedHandler<DeltaDiscoveryRequest, DeltaDiscoveryResponse> =
-                        TypedHandler(handler, std::marker::PhantomData);
-                    Grpc::new(
-                        ProstCodec::<DeltaDiscoveryResponse, DeltaDiscoveryRequest>::default(),
-                    )
-                    .streaming(typed, request)
-                    .await
-                }
-            })
-        })
+/// Hands one call of a real client to the scenario that accepts it.
+async fn serve_call(accept: Accept, request: http::Request<Body>) -> http::Response<Body> {
+    let path = request.uri().path().to_string();
+    let Some((method, variant, transport)) = route(&path) else {
+        return Status::unimplemented(format!("{path} is not an xDS method")).into_http();
+    };
+    let handler = Handler {
+        accept,
+        method,
+        variant,
+        transport,
+    };
+    match variant {
+        Variant::Sotw => {
+            let typed: TypedHandler<DiscoveryRequest, DiscoveryResponse> =
+                TypedHandler(handler, std::marker::PhantomData);
+            Grpc::new(ProstCodec::<DiscoveryResponse, DiscoveryRequest>::default())
+                .streaming(typed, request)
+                .await
+        }
+        Variant::Delta => {
+            let typed: TypedHandler<DeltaDiscoveryRequest, DeltaDiscoveryResponse> =
+                TypedHandler(handler, std::marker::PhantomData);
+            Grpc::new(ProstCodec::<DeltaDiscoveryResponse, DeltaDiscoveryRequest>::default())
+                .streaming(typed, request)
+                .await
+        }
     }
 }
 
 fn routes(accept: Accept) -> Routes {
-    let a = Arc::new(accept);
     let mut routes = Routes::builder();
-    routes
-        .add_service(Svc::<0>(a.clone()))
-        .add_service(Svc::<1>(a.clone()))
-        .add_service(Svc::<2>(a.clone()))
-        .add_service(Svc::<3>(a.clone()))
-        .add_service(Svc::<4>(a.clone()))
-        .add_service(Svc::<5>(a.clone()))
-        .add_service(Svc::<6>(a.clone()))
-        .add_service(Svc::<7>(a.clone()))
-        .add_service(Svc::<8>(a.clone()))
-        .add_service(Svc::<9>(a.clone()))
-        .add_service(Svc::<10>(a.clone()))
-        .add_service(Svc::<11>(a.clone()))
-        .add_service(Svc::<12>(a.clone()))
-        .add_service(Svc::<13>(a.clone()))
-        .add_service(Svc::<14>(a.clone()))
-        .add_service(Svc::<15>(a.clone()))
-        .add_service(Svc::<16>(a.clone()))
-        .add_service(Svc::<17>(a.clone()))
-        .add_service(Svc::<18>(a.clone()));
+    add_every_service(&mut routes, move |request| {
+        serve_call(accept.clone(), request)
+    });
     routes.routes()
 }
 

@@ -43,13 +43,10 @@ pub mod metrics;
 mod stream;
 
 use std::collections::{BTreeMap, HashMap};
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -57,8 +54,8 @@ use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::body::Body;
 use tonic::codec::CompressionEncoding;
-use tonic::codegen::{http, Service};
-use tonic::server::{Grpc, NamedService, StreamingService};
+use tonic::codegen::http;
+use tonic::server::{Grpc, StreamingService};
 use tonic::service::Routes;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Status, Streaming};
@@ -68,7 +65,7 @@ use xds_sansio::server::{ResourceEntry, ResourceStore, Revision, StoreError, Sto
 use xds_sansio::time::StdClock;
 use xds_sansio::{ServerConfig, Transport, Variant};
 
-use crate::wire::{route, EncodedCodec, WireRequest, SERVICES};
+use crate::wire::{add_every_service, route, EncodedCodec, WireRequest, SERVICES};
 use ending::Refusal;
 use group::Group;
 pub use hooks::{Authorize, Callbacks, Peer, StreamInfo, DEFAULT_GROUP};
@@ -470,26 +467,8 @@ impl XdsServer {
     pub fn routes(&self) -> Routes {
         let s = &self.shared;
         let mut routes = Routes::builder();
-        routes
-            .add_service(Svc::<0>(s.clone()))
-            .add_service(Svc::<1>(s.clone()))
-            .add_service(Svc::<2>(s.clone()))
-            .add_service(Svc::<3>(s.clone()))
-            .add_service(Svc::<4>(s.clone()))
-            .add_service(Svc::<5>(s.clone()))
-            .add_service(Svc::<6>(s.clone()))
-            .add_service(Svc::<7>(s.clone()))
-            .add_service(Svc::<8>(s.clone()))
-            .add_service(Svc::<9>(s.clone()))
-            .add_service(Svc::<10>(s.clone()))
-            .add_service(Svc::<11>(s.clone()))
-            .add_service(Svc::<12>(s.clone()))
-            .add_service(Svc::<13>(s.clone()))
-            .add_service(Svc::<14>(s.clone()))
-            .add_service(Svc::<15>(s.clone()))
-            .add_service(Svc::<16>(s.clone()))
-            .add_service(Svc::<17>(s.clone()))
-            .add_service(Svc::<18>(s.clone()));
+        let shared = s.clone();
+        add_every_service(&mut routes, move |request| answer(shared.clone(), request));
         if s.options.health {
             let service =
                 tonic_health::server::HealthService::from_health_reporter(s.health.clone());
@@ -602,33 +581,6 @@ impl std::error::Error for ServeError {
 impl From<tonic::transport::Error> for ServeError {
     fn from(e: tonic::transport::Error) -> Self {
         ServeError::Transport(e)
-    }
-}
-
-/// One discovery service (`SERVICES[I]`); every method is routed by its path.
-#[derive(Clone)]
-struct Svc<const I: usize>(Arc<Shared>);
-
-impl<const I: usize> NamedService for Svc<I> {
-    // Evaluated at compile time: an index out of range is a build error, not a panic.
-    #[allow(clippy::indexing_slicing)]
-    const NAME: &'static str = SERVICES[I];
-}
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-impl<const I: usize> Service<http::Request<Body>> for Svc<I> {
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = BoxFuture<Result<Self::Response, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        let shared = self.0.clone();
-        Box::pin(async move { Ok(answer(shared, request).await) })
     }
 }
 
