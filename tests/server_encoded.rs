@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use prost::Message;
 use server_common::*;
+use xds_sansio::pb::discovery::DiscoveryResponse;
 use xds_sansio::server::{
     EncodedResponse, ResourceEntry, ResourceStore, ServerConfig, ServerStream, StreamSet,
 };
@@ -49,7 +50,7 @@ fn assert_same(message: &Response, encoded: &EncodedResponse) {
             &r.type_url,
         ),
     };
-    assert_eq!(encoded.bytes.as_ref(), bytes.as_slice(), "byte for byte");
+    assert_eq!(encoded.bytes.to_vec(), bytes, "byte for byte");
     assert_eq!(&encoded.nonce, nonce);
     assert_eq!(&encoded.version, version);
     assert_eq!(&encoded.type_url, type_url);
@@ -218,4 +219,108 @@ fn stream_set_encoded_equals_the_message_encoded() {
             store.set(EDS, "b", body("b", "unsubscribed")).unwrap();
         }
     }
+}
+
+/// The encoded wildcard CDS response of a new stream on `store`.
+fn wildcard_cds(store: &ResourceStore) -> EncodedResponse {
+    let mut stream = ServerStream::new(ServerConfig::new(Variant::Sotw, Transport::Aggregated));
+    stream.handle_request(T0, Request::Sotw(sotw(CDS, "", &[], "")));
+    stream.poll_response_encoded(T0, store).expect("a response")
+}
+
+fn middle(encoded: &EncodedResponse) -> bytes::Bytes {
+    let chunks: Vec<_> = encoded.bytes.chunks().cloned().collect();
+    assert_eq!(chunks.len(), 3, "head, shared frames, tail");
+    chunks[1].clone()
+}
+
+/// A wildcard full state is encoded once per revision and shared: every stream's response
+/// carries the same frames buffer (not a copy), and a change makes a new one.
+#[test]
+fn a_wildcard_full_state_is_shared_between_streams_until_it_changes() {
+    let mut store = ResourceStore::new();
+    for i in 0..100 {
+        let name = format!("c{i:03}");
+        store.set(CDS, &name, body(&name, "v1")).unwrap();
+    }
+    let (a, b) = (wildcard_cds(&store), wildcard_cds(&store));
+    assert_eq!(
+        middle(&a).as_ptr(),
+        middle(&b).as_ptr(),
+        "one buffer, shared"
+    );
+    assert_eq!(a, b);
+    let decoded = DiscoveryResponse::decode(a.bytes.clone()).unwrap();
+    assert_eq!(decoded.resources.len(), 100);
+
+    store.set(CDS, "c007", body("c007", "v2")).unwrap();
+    let c = wildcard_cds(&store);
+    assert_ne!(
+        middle(&a).as_ptr(),
+        middle(&c).as_ptr(),
+        "rebuilt after a change"
+    );
+    let decoded = DiscoveryResponse::decode(c.bytes.clone()).unwrap();
+    assert_eq!(
+        decoded.resources[7].value,
+        store.get(CDS, "c007").unwrap().body()
+    );
+    assert_ne!(decoded.version_info, a.version);
+}
+
+/// A TTL gives each stream its own timers and heartbeats: not shared, one chunk; named
+/// subscriptions are never shared either.
+#[test]
+fn ttl_types_and_named_subscriptions_are_built_per_stream() {
+    let mut store = ResourceStore::new();
+    store.set(CDS, "a", body("a", "1")).unwrap();
+    store
+        .set_entry(
+            CDS,
+            ResourceEntry::new("b", body("b", "1")).with_ttl(Duration::from_secs(5)),
+        )
+        .unwrap();
+    assert_eq!(wildcard_cds(&store).bytes.chunks().count(), 1);
+    store.remove(CDS, "b");
+    assert_eq!(wildcard_cds(&store).bytes.chunks().count(), 3);
+
+    let mut named = ServerStream::new(ServerConfig::new(Variant::Sotw, Transport::Aggregated));
+    named.handle_request(T0, Request::Sotw(sotw(CDS, "", &["a"], "")));
+    let r = named.poll_response_encoded(T0, &store).unwrap();
+    assert_eq!(r.bytes.chunks().count(), 1);
+}
+
+/// `EncodedBytes` reads as one sequence of bytes across its chunks.
+#[test]
+fn encoded_bytes_is_a_buf_across_its_chunks() {
+    use bytes::Buf;
+    let mut store = ResourceStore::new();
+    for i in 0..10 {
+        let name = format!("c{i}");
+        store.set(CDS, &name, body(&name, "x")).unwrap();
+    }
+    let encoded = wildcard_cds(&store).bytes;
+    let flat = encoded.to_vec();
+    assert_eq!(encoded.len(), flat.len());
+    assert_eq!(encoded, flat);
+    assert_eq!(encoded.to_bytes(), flat.as_slice());
+
+    let mut slices = [std::io::IoSlice::new(&[]); 4];
+    assert_eq!(encoded.chunks_vectored(&mut slices), 3);
+
+    // Read it back in uneven steps that cross every boundary.
+    for step in [1, 7, 64, 1000] {
+        let mut buf = encoded.clone();
+        let mut read = Vec::new();
+        while buf.has_remaining() {
+            let n = step.min(buf.remaining());
+            read.extend_from_slice(&buf.copy_to_bytes(n));
+        }
+        assert_eq!(read, flat, "step {step}");
+    }
+    let mut buf = encoded.clone();
+    let head = buf.chunk().len();
+    buf.advance(head + 3);
+    assert_eq!(buf.remaining(), flat.len() - head - 3);
+    assert_eq!(buf.chunk()[0], flat[head + 3]);
 }

@@ -252,6 +252,7 @@ mod event;
 mod flow;
 mod index;
 mod names;
+mod shared;
 mod sotw;
 mod store;
 mod stream;
@@ -268,4 +269,4 @@ pub use store::{
 };
 pub use stream::{NotFoundReporting, ServerConfig, ServerLimits, ServerStream};
 pub use version::{body_version, entry_hash, fnv1a64, pair_hash, VersionSum};
-pub use wire::EncodedResponse;
+pub use wire::{EncodedBytes, EncodedResponse};

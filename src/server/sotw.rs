@@ -435,9 +435,14 @@ impl SotwState {
             }
         };
         if wildcard {
-            sink.begin(&version, store.len(t), store.frame_bytes(t));
-            for r in store.iter(t) {
-                push(sink, r);
+            // Every stream at this revision sends the same frames: shared when the sink
+            // can take them whole (the encoded form) and no resource has a TTL (no timers,
+            // no heartbeats to put in their place).
+            if !sink.full_state(&version, store, t) {
+                sink.begin(&version, store.len(t), store.frame_bytes(t));
+                for r in store.iter(t) {
+                    push(sink, r);
+                }
             }
         } else {
             sink.begin(&version, named.len(), 0);

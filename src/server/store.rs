@@ -13,6 +13,7 @@ use core::time::Duration;
 use prost::Message;
 
 use super::consistency::{Consistency, ConsistencyReport};
+use super::shared::SharedFrames;
 use super::version::{body_version, entry_hash, VersionSum};
 use crate::name::{collection_of, comparable, NameParseError, XdstpName, XDSTP_SCHEME};
 use crate::pb::discovery::Resource;
@@ -332,6 +333,32 @@ struct TypeTable {
     revision: Revision,
     /// The total length of the resources' SotW frames (an encoded wildcard response's size).
     frame_bytes: usize,
+    /// The frames of every resource, concatenated once per revision for the streams that
+    /// send the full state.
+    full_state: SharedFrames,
+}
+
+impl TypeTable {
+    /// Notes a change at `revision`: the shared full state is stale.
+    fn changed(&mut self, revision: Revision) {
+        self.revision = revision;
+        self.full_state = SharedFrames::default();
+    }
+
+    /// Every resource's frame in name order, as one buffer built at most once per revision;
+    /// `None` when a resource has a TTL (its frame depends on the stream's heartbeats).
+    fn shared_frames(&self) -> Option<Bytes> {
+        self.full_state.get_or_build(|| {
+            let mut frames = Vec::with_capacity(self.frame_bytes);
+            for r in self.resources.values() {
+                if r.ttl.is_some() {
+                    return None;
+                }
+                frames.extend_from_slice(&r.frame);
+            }
+            Some(Bytes::from(frames))
+        })
+    }
 }
 
 /// The default number of changes the log keeps.
@@ -712,7 +739,7 @@ impl ResourceStore {
                 }
             }
         }
-        table.revision = revision;
+        table.changed(revision);
         self.push_change(revision, type_url, entry.name, changed_aliases);
     }
 
@@ -729,7 +756,7 @@ impl ResourceStore {
         for alias in &old.aliases {
             table.aliases.remove(alias.as_str());
         }
-        table.revision = revision;
+        table.changed(revision);
         self.push_change(revision, type_url, old.name, old.aliases);
     }
 
@@ -798,6 +825,13 @@ impl ResourceStore {
     /// The total size of the SotW frames of a type (capacity of an encoded response).
     pub(crate) fn frame_bytes(&self, type_url: &str) -> usize {
         self.types.get(type_url).map_or(0, |t| t.frame_bytes)
+    }
+
+    /// Every SotW frame of a type, concatenated in name order (the middle of an encoded
+    /// wildcard response): built by the first stream that asks at a revision, then shared.
+    /// `None` for a type not published, or when one of its resources has a TTL.
+    pub(crate) fn shared_frames(&self, type_url: &str) -> Option<Bytes> {
+        self.types.get(type_url)?.shared_frames()
     }
 
     /// How many resources of a type the store holds.

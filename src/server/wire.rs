@@ -6,11 +6,11 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
-use bytes::Bytes;
+use bytes::{Buf, BufMut, Bytes};
 use prost::encoding::WireType;
 use prost::Message;
 
-use super::store::StoredResource;
+use super::store::{ResourceStore, StoredResource};
 use crate::message::{Response, Variant};
 use crate::pb::discovery::DiscoveryResponse;
 use crate::pb::google::protobuf::{Any, TypeUrl};
@@ -24,6 +24,13 @@ pub(crate) trait ResourceSink {
     fn stored(&mut self, resource: &StoredResource, type_url: &TypeUrl);
     /// Any other resource (a heartbeat, built on the spot).
     fn any(&mut self, any: Any);
+    /// Every resource of `type_url`, as stored, in the store's order, when the sink can
+    /// take them as one piece the store shares between streams (then it begins the
+    /// response itself and returns `true`); `false` leaves the caller to `begin` and write
+    /// them one by one.
+    fn full_state(&mut self, _version: &str, _store: &ResourceStore, _type_url: &str) -> bool {
+        false
+    }
 }
 
 /// The message form: `Any`s that share the stored bodies.
@@ -41,10 +48,13 @@ impl ResourceSink for Vec<Any> {
 
 /// The encoded form: field 1 (`version_info`), then the frames (field 2), then the other
 /// fields; byte for byte what prost writes for the same message, since prost writes fields
-/// in number order and a frame is prost's own encoding of the `Any`.
+/// in number order and a frame is prost's own encoding of the `Any`. A full state the store
+/// shares is not copied: it becomes the middle chunk of the [`EncodedBytes`].
 #[derive(Debug, Default)]
 pub(crate) struct WireSink {
     buf: Vec<u8>,
+    /// The head (everything before the shared frames) and the shared frames.
+    shared: Option<(Bytes, Bytes)>,
 }
 
 impl ResourceSink for WireSink {
@@ -68,17 +78,170 @@ impl ResourceSink for WireSink {
     fn any(&mut self, any: Any) {
         prost::encoding::message::encode(2, &any, &mut self.buf);
     }
+    fn full_state(&mut self, version: &str, store: &ResourceStore, type_url: &str) -> bool {
+        let Some(frames) = store.shared_frames(type_url) else {
+            return false;
+        };
+        self.begin(version, 0, 0);
+        let head = Bytes::from(core::mem::take(&mut self.buf));
+        self.shared = Some((head, frames));
+        true
+    }
 }
 
 impl WireSink {
     /// Appends every field of `rest` but `version_info` and `resources` (fields 3 and up)
     /// and returns the encoded response.
-    pub(crate) fn finish(mut self, mut rest: DiscoveryResponse) -> Bytes {
+    pub(crate) fn finish(mut self, mut rest: DiscoveryResponse) -> EncodedBytes {
         rest.version_info = String::new();
         rest.resources = Vec::new();
+        if self.shared.is_some() {
+            self.buf.reserve(rest.encoded_len());
+        }
         // Writing into a Vec cannot run out of room.
         let _ = rest.encode(&mut self.buf);
-        Bytes::from(self.buf)
+        let last = Bytes::from(self.buf);
+        match self.shared {
+            Some((head, frames)) => EncodedBytes::from_parts([head, frames, last]),
+            None => EncodedBytes::from(last),
+        }
+    }
+}
+
+/// An encoded message as up to three chunks, to be written in order: the response's own
+/// head, the frames of a full state the store encoded once and shares between every stream
+/// that sends it (a reference count, not a copy), and its tail (type URL, nonce, ...).
+///
+/// It is a [`Buf`]: hand it to `BufMut::put` (one copy into a codec's buffer, as tonic's
+/// encoders take it), to [`Buf::chunks_vectored`] for a vectored write, or to
+/// `prost::Message::decode`. [`EncodedBytes::to_bytes`] makes it contiguous (free when it is
+/// one chunk: every incremental response, and every SotW response but a shared full state).
+/// Equality compares the bytes, not how they are split.
+#[derive(Clone, Debug, Default)]
+pub struct EncodedBytes {
+    parts: [Bytes; 3],
+}
+
+impl EncodedBytes {
+    fn from_parts(parts: [Bytes; 3]) -> EncodedBytes {
+        EncodedBytes { parts }
+    }
+
+    /// The number of bytes.
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(Bytes::len).sum()
+    }
+
+    /// Whether there are no bytes (an empty message).
+    pub fn is_empty(&self) -> bool {
+        self.parts.iter().all(Bytes::is_empty)
+    }
+
+    /// The non-empty chunks, in order.
+    pub fn chunks(&self) -> impl Iterator<Item = &Bytes> {
+        self.parts.iter().filter(|p| !p.is_empty())
+    }
+
+    /// The bytes in one piece: a clone of the chunk when there is one, else a copy.
+    pub fn to_bytes(&self) -> Bytes {
+        let mut chunks = self.chunks();
+        match (chunks.next(), chunks.next()) {
+            (None, _) => Bytes::new(),
+            (Some(only), None) => only.clone(),
+            _ => Bytes::from(self.to_vec()),
+        }
+    }
+
+    /// The bytes copied into a vector.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        for chunk in self.chunks() {
+            out.extend_from_slice(chunk);
+        }
+        out
+    }
+
+    fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        self.chunks().flat_map(|c| c.iter().copied())
+    }
+}
+
+impl From<Bytes> for EncodedBytes {
+    fn from(bytes: Bytes) -> EncodedBytes {
+        EncodedBytes::from_parts([bytes, Bytes::new(), Bytes::new()])
+    }
+}
+
+impl From<EncodedBytes> for Bytes {
+    fn from(encoded: EncodedBytes) -> Bytes {
+        encoded.to_bytes()
+    }
+}
+
+impl Buf for EncodedBytes {
+    fn remaining(&self) -> usize {
+        self.len()
+    }
+
+    fn chunk(&self) -> &[u8] {
+        self.chunks().next().map_or(&[], |c| c.as_ref())
+    }
+
+    fn advance(&mut self, mut cnt: usize) {
+        assert!(cnt <= self.len(), "advance past the end of an EncodedBytes");
+        for part in &mut self.parts {
+            let here = cnt.min(part.len());
+            part.advance(here);
+            cnt -= here;
+        }
+    }
+
+    #[cfg(feature = "std")]
+    fn chunks_vectored<'a>(&'a self, dst: &mut [std::io::IoSlice<'a>]) -> usize {
+        let mut n = 0;
+        for (slot, chunk) in dst.iter_mut().zip(self.chunks()) {
+            *slot = std::io::IoSlice::new(chunk);
+            n += 1;
+        }
+        n
+    }
+
+    fn copy_to_bytes(&mut self, len: usize) -> Bytes {
+        // One chunk long enough: a slice of it, no copy.
+        if let Some(first) = self.parts.iter_mut().find(|p| !p.is_empty()) {
+            if first.len() >= len {
+                return first.split_to(len);
+            }
+        }
+        let mut out = bytes::BytesMut::with_capacity(len);
+        out.put((&mut *self).take(len));
+        out.freeze()
+    }
+}
+
+impl PartialEq for EncodedBytes {
+    fn eq(&self, other: &EncodedBytes) -> bool {
+        self.len() == other.len() && self.bytes().eq(other.bytes())
+    }
+}
+
+impl Eq for EncodedBytes {}
+
+impl PartialEq<[u8]> for EncodedBytes {
+    fn eq(&self, other: &[u8]) -> bool {
+        self.len() == other.len() && self.bytes().eq(other.iter().copied())
+    }
+}
+
+impl PartialEq<Vec<u8>> for EncodedBytes {
+    fn eq(&self, other: &Vec<u8>) -> bool {
+        *self == other[..]
+    }
+}
+
+impl PartialEq<Bytes> for EncodedBytes {
+    fn eq(&self, other: &Bytes) -> bool {
+        *self == other[..]
     }
 }
 
@@ -86,8 +249,10 @@ impl WireSink {
 /// [`ServerStream::poll_response_encoded`](super::ServerStream::poll_response_encoded):
 /// `bytes` is exactly `response.encode_to_vec()` of the response
 /// [`poll_response`](super::ServerStream::poll_response) would have returned, built without
-/// the message (SotW bodies are copied once from the frames the store encoded when they
-/// were set). Hand `bytes` to a codec that writes pre-encoded messages.
+/// the message: SotW bodies are copied once from the frames the store encoded when they
+/// were set, and a wildcard full state (every resource of a type, none with a TTL) is not
+/// copied at all, but shared by every stream that sends it at that revision. Hand `bytes`
+/// to a codec that writes pre-encoded messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EncodedResponse {
     /// SotW (`DiscoveryResponse`) or incremental (`DeltaDiscoveryResponse`).
@@ -98,8 +263,9 @@ pub struct EncodedResponse {
     pub nonce: String,
     /// SotW `version_info`, incremental `system_version_info`.
     pub version: String,
-    /// The encoded message.
-    pub bytes: Bytes,
+    /// The encoded message: one chunk, or three when a SotW full state the store shares is
+    /// its middle (see [`EncodedBytes`]).
+    pub bytes: EncodedBytes,
 }
 
 impl EncodedResponse {
@@ -112,14 +278,14 @@ impl EncodedResponse {
                 type_url: r.type_url.clone(),
                 nonce: r.nonce.clone(),
                 version: r.version_info.clone(),
-                bytes: Bytes::from(r.encode_to_vec()),
+                bytes: Bytes::from(r.encode_to_vec()).into(),
             },
             Response::Delta(r) => EncodedResponse {
                 variant: Variant::Delta,
                 type_url: r.type_url.clone(),
                 nonce: r.nonce.clone(),
                 version: r.system_version_info.clone(),
-                bytes: Bytes::from(r.encode_to_vec()),
+                bytes: Bytes::from(r.encode_to_vec()).into(),
             },
         }
     }

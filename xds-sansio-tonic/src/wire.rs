@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::{BufMut, Bytes};
+use bytes::BufMut;
 use tonic::body::Body;
 use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic::codegen::{http, Service};
@@ -17,6 +17,7 @@ use tonic_prost::{ProstCodec, ProstDecoder};
 use xds_sansio::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
+use xds_sansio::server::EncodedBytes;
 use xds_sansio::types::{self, ApiVersion, TypeInfo, CATALOG};
 use xds_sansio::{Request, Response, Transport, Variant};
 
@@ -166,7 +167,7 @@ impl<Req> Default for EncodedCodec<Req> {
 }
 
 impl<Req: prost::Message + Default + Send + 'static> Codec for EncodedCodec<Req> {
-    type Encode = Bytes;
+    type Encode = EncodedBytes;
     type Decode = Req;
     type Encoder = RawEncoder;
     type Decoder = ProstDecoder<Req>;
@@ -179,14 +180,15 @@ impl<Req: prost::Message + Default + Send + 'static> Codec for EncodedCodec<Req>
     }
 }
 
-/// Copies an encoded message into the gRPC frame.
+/// Copies an encoded message into the gRPC frame, chunk by chunk (a shared full state is
+/// copied here once, straight from the store's buffer).
 pub(crate) struct RawEncoder;
 
 impl Encoder for RawEncoder {
-    type Item = Bytes;
+    type Item = EncodedBytes;
     type Error = Status;
 
-    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+    fn encode(&mut self, item: EncodedBytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
         dst.put(item);
         Ok(())
     }

@@ -52,7 +52,10 @@ struct Audit(Mutex<Vec<(Option<String>, Bytes)>>);
 impl Callbacks for Audit {
     fn response(&self, stream: &StreamInfo, response: &EncodedResponse) {
         let group = stream.group.as_deref().map(String::from);
-        self.0.lock().unwrap().push((group, response.bytes.clone()));
+        self.0
+            .lock()
+            .unwrap()
+            .push((group, response.bytes.to_bytes()));
     }
 }
 

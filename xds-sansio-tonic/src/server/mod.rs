@@ -49,7 +49,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::body::Body;
@@ -61,7 +60,9 @@ use tonic::transport::server::TcpIncoming;
 use tonic::{Status, Streaming};
 use xds_sansio::pb::discovery::{DeltaDiscoveryRequest, DiscoveryRequest};
 use xds_sansio::pb::envoy::config::core::v3::Node;
-use xds_sansio::server::{ResourceEntry, ResourceStore, Revision, StoreError, StoreOp};
+use xds_sansio::server::{
+    EncodedBytes, ResourceEntry, ResourceStore, Revision, StoreError, StoreOp,
+};
 use xds_sansio::time::StdClock;
 use xds_sansio::{ServerConfig, Transport, Variant};
 
@@ -648,8 +649,8 @@ struct Handler {
 }
 
 impl<Req: WireRequest> StreamingService<Req> for Handler {
-    type Response = Bytes;
-    type ResponseStream = ReceiverStream<Result<Bytes, Status>>;
+    type Response = EncodedBytes;
+    type ResponseStream = ReceiverStream<Result<EncodedBytes, Status>>;
     type Future = std::future::Ready<Result<tonic::Response<Self::ResponseStream>, Status>>;
 
     fn call(&mut self, request: tonic::Request<Streaming<Req>>) -> Self::Future {

@@ -14,11 +14,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use bytes::Bytes;
 use tokio::sync::{mpsc, Notify};
 use tonic::{Status, Streaming};
 use tracing::Instrument;
-use xds_sansio::server::{EncodedResponse, ServerEvent};
+use xds_sansio::server::{EncodedBytes, EncodedResponse, ServerEvent};
 use xds_sansio::time::Instant;
 use xds_sansio::{ServerConfig, ServerStream};
 
@@ -29,7 +28,7 @@ use super::{metrics, Shared};
 use crate::wire::WireRequest;
 
 /// The sending half of a stream: what tonic writes, in order.
-pub(crate) type Outbound = mpsc::Sender<Result<Bytes, Status>>;
+pub(crate) type Outbound = mpsc::Sender<Result<EncodedBytes, Status>>;
 
 /// Counts the stream as open while it lives.
 pub(crate) struct OpenSlot(pub(crate) Arc<Shared>);
