@@ -74,6 +74,11 @@ const WORKLOADS: &[Workload] = &[
         run: server_build_encoded,
     },
     Workload {
+        name: "server_build_encoded_cds_10k_shared",
+        iterations: 100,
+        run: server_build_encoded_shared,
+    },
+    Workload {
         name: "server_fanout_one_change_100_streams",
         iterations: 200,
         run: server_fanout,
@@ -256,7 +261,7 @@ fn client_delta_update(work: bool) {
 }
 
 /// The encoded wildcard CDS response of a 10k-cluster store, on fresh streams.
-fn server_build_encoded(work: bool) {
+fn cds_store_10k() -> ResourceStore {
     let mut store = ResourceStore::new();
     for i in 0..10_000 {
         let name = format!("cluster-{i:05}");
@@ -264,7 +269,35 @@ fn server_build_encoded(work: bool) {
             .set(CDS, &name, cluster_body(&name, 150))
             .unwrap_or_default();
     }
+    store
+}
+
+/// Each of 5 streams answered at a new revision (one cluster changed before each): every
+/// response builds the full state, as the first stream after a change does.
+fn server_build_encoded(work: bool) {
+    let mut store = cds_store_10k();
+    let bodies = [
+        cluster_body("cluster-00000", 151),
+        cluster_body("cluster-00000", 150),
+    ];
     let mut streams: Vec<_> = (0..5).map(|_| cds_wildcard_stream()).collect();
+    for (k, s) in streams.iter_mut().enumerate() {
+        store
+            .set(CDS, "cluster-00000", bodies[k % 2].clone())
+            .unwrap_or_default();
+        if work {
+            black_box(s.poll_response_encoded(Instant::ZERO, &store));
+        }
+    }
+    black_box(streams);
+}
+
+/// 100 streams answered at one revision whose full state another stream already built:
+/// what each further stream of a reconnect storm or a fan-out costs.
+fn server_build_encoded_shared(work: bool) {
+    let store = cds_store_10k();
+    black_box(cds_wildcard_stream().poll_response_encoded(Instant::ZERO, &store));
+    let mut streams: Vec<_> = (0..100).map(|_| cds_wildcard_stream()).collect();
     if work {
         for s in &mut streams {
             black_box(s.poll_response_encoded(Instant::ZERO, &store));

@@ -16,8 +16,9 @@
 //!    (TTL heartbeats).
 //!    Each `poll_response` has an encoded twin, `poll_response_encoded`: the same response
 //!    (same nonce, same state change) as the bytes its message encodes to, assembled from
-//!    frames the store encoded once per resource ([`EncodedResponse`]); use it with a codec
-//!    that writes pre-encoded messages and skip the encode.
+//!    frames the store encoded once per resource ([`EncodedResponse`]), a wildcard full
+//!    state shared between streams rather than copied ([`EncodedBytes`]); use it with a
+//!    codec that writes pre-encoded messages and skip the encode.
 //! 5. When `is_closed()` (after a [`ServerEvent::ProtocolError`]): end the call with
 //!    [`ProtocolError::grpc_code`].
 //!

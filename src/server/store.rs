@@ -378,7 +378,7 @@ pub const DEFAULT_LOG_CAPACITY: usize = 65_536;
 /// ```
 /// # use std::sync::RwLock;
 /// # use xds_sansio::{ResourceStore, ServerConfig, ServerStream, Transport, Variant, Instant};
-/// # async fn send(_: bytes::Bytes) {}
+/// # async fn send(_: xds_sansio::server::EncodedBytes) {}
 /// # async fn example(store: &RwLock<ResourceStore>, stream: &mut ServerStream) {
 /// loop {
 ///     // The guard lives for this statement only.
@@ -388,6 +388,19 @@ pub const DEFAULT_LOG_CAPACITY: usize = 65_536;
 /// }
 /// # }
 /// ```
+///
+/// # The shared full state
+///
+/// Every SotW stream subscribed by wildcard to a type sends the same resources at a given
+/// revision. The first such stream to build an encoded response
+/// ([`ServerStream::poll_response_encoded`](super::ServerStream::poll_response_encoded))
+/// concatenates the type's frames into one buffer, which the store keeps until the type
+/// next changes; every other stream's response holds a reference to it (the middle chunk
+/// of its [`EncodedBytes`](super::EncodedBytes)). So a reconnect storm or a fan-out copies
+/// each revision's full state once, not once per stream; the cost is one more copy of a
+/// type's frames while it is unchanged (about the size of one response). Types with a TTL
+/// resource are not shared (each stream has its own heartbeats); without the `std`
+/// feature nothing is kept (no `Sync` once-cell in `core`) and each response copies.
 #[derive(Clone, Debug)]
 pub struct ResourceStore {
     types: BTreeMap<String, TypeTable>,
