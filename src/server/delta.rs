@@ -23,9 +23,11 @@ use crate::types::TypeInfo;
 /// What the server believes the client holds for one name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Known {
-    /// This version (told by `initial_resource_versions`, or sent), with its entry hash
-    /// (name, version, TTL) to tell a TTL change.
-    Version(String, u64),
+    /// The entry hash (name, version, TTL) of the version the client holds (told by
+    /// `initial_resource_versions`, or sent): equal hashes are the same version, and the
+    /// TTL is in it so a TTL change is sent. Only the hash is kept (the version string
+    /// would cost about 50 bytes per resource per stream and is never read back).
+    Version(u64),
     /// The client was told the name does not exist (not-found or removal).
     Absent,
 }
@@ -148,8 +150,7 @@ impl DeltaState {
                 }
                 let name = &comparable(name).into_owned();
                 let pair = pair_hash(name, version);
-                self.known
-                    .insert(name.clone(), Known::Version(version.clone(), pair));
+                self.known.insert(name.clone(), Known::Version(pair));
                 if self.names.insert(name.clone()) {
                     diff.added.push(name.clone());
                 }
@@ -273,7 +274,7 @@ impl DeltaState {
 
     /// Whether the client holds `r` as the store has it now (same version and TTL).
     fn holds(&self, r: &StoredResource) -> bool {
-        matches!(self.known.get(r.name()), Some(Known::Version(_, pair)) if *pair == r.pair_hash())
+        matches!(self.known.get(r.name()), Some(Known::Version(pair)) if *pair == r.pair_hash())
     }
 
     /// Turns what changed into planned upserts, not-founds and removals.
@@ -348,7 +349,7 @@ impl DeltaState {
                     }
                 }
                 None => match self.known.get(name.as_str()) {
-                    Some(Known::Version(..)) => {
+                    Some(Known::Version(_)) => {
                         self.out_removals.insert(name);
                     }
                     Some(Known::Absent) => {}
@@ -362,7 +363,7 @@ impl DeltaState {
         }
         for name in core::mem::take(&mut self.heartbeats_due) {
             if let Some(r) = store.get(t, &name) {
-                let held = matches!(self.known.get(name.as_str()), Some(Known::Version(_, pair)) if *pair == r.pair_hash());
+                let held = matches!(self.known.get(name.as_str()), Some(Known::Version(pair)) if *pair == r.pair_hash());
                 if held && r.ttl().is_some() {
                     self.out_upserts.entry(name).or_insert(false);
                 }
@@ -399,19 +400,16 @@ impl DeltaState {
             for (name, with_body) in core::mem::take(&mut self.out_upserts) {
                 match store.get(t, &name) {
                     Some(r) => {
-                        let held = matches!(self.known.get(name.as_str()), Some(Known::Version(_, pair)) if *pair == r.pair_hash());
+                        let held = matches!(self.known.get(name.as_str()), Some(Known::Version(pair)) if *pair == r.pair_hash());
                         resources.push(r.delta_resource(&url, with_body || !held));
                         match r.ttl() {
                             Some(ttl) => timers.schedule(&name, now + ttl / divisor),
                             None => timers.cancel(&name),
                         }
-                        self.known.insert(
-                            name,
-                            Known::Version(String::from(r.version()), r.pair_hash()),
-                        );
+                        self.known.insert(name, Known::Version(r.pair_hash()));
                     }
                     None => {
-                        if matches!(self.known.get(name.as_str()), Some(Known::Version(..))) {
+                        if matches!(self.known.get(name.as_str()), Some(Known::Version(_))) {
                             self.out_removals.insert(name);
                         }
                     }

@@ -380,6 +380,10 @@ impl ServerStream {
             .iter()
             .position(|t| ads_order(type_url, &t.type_url).is_lt())
             .unwrap_or(self.types.len());
+        // Exactly one more: a `TypeState` is ~430 bytes and most streams carry one to six
+        // types, so the vector's usual doubling (room for four at the first) would make an
+        // idle one-type stream hold three unused.
+        self.types.reserve_exact(1);
         self.types
             .insert(at, TypeState::new(type_url, &self.config));
         (at, true)
