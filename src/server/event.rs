@@ -1,6 +1,7 @@
 //! What a server stream tells the application: who the node is, ACKs and NACKs,
 //! subscription changes, stale requests, and the protocol errors that close the stream.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -14,7 +15,9 @@ use crate::text::SharedStr;
 #[derive(Clone, Debug, PartialEq)]
 pub enum ServerEvent {
     /// The first request carried this node; the application may pick the store for it.
-    NodeIdentified(Node),
+    /// Boxed: a `Node` is 320 bytes, and every event of a stream's queue would be that
+    /// large for the sake of this one.
+    NodeIdentified(Box<Node>),
     /// The client now subscribes to these names of `type_url` (`*` is wildcard).
     Subscribed {
         /// The type.

@@ -2,6 +2,7 @@
 //! type URL), classifies each request per type, routes it to the type's SotW or delta
 //! state, and orders responses across types on ADS.
 
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::format;
 use alloc::string::String;
@@ -256,7 +257,7 @@ impl ServerStream {
             (None, Some(node)) => {
                 self.node = Some(node.clone());
                 self.events
-                    .push_back(ServerEvent::NodeIdentified(node.clone()));
+                    .push_back(ServerEvent::NodeIdentified(Box::new(node.clone())));
             }
             (Some(first), Some(node)) if first != node => {
                 self.close(ProtocolError::NodeChanged);

@@ -250,7 +250,7 @@ impl Driver {
             self.shared.callbacks.event(&self.info, &event);
             match event {
                 ServerEvent::NodeIdentified(node) => {
-                    if let Some(ending) = self.attach(node) {
+                    if let Some(ending) = self.attach(*node) {
                         return Some(ending);
                     }
                 }
