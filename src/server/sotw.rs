@@ -150,7 +150,11 @@ impl SotwState {
         if !self.covers(name) {
             return;
         }
-        if self.full_state {
+        if self.full_state && self.is_wildcard() {
+            // Every name is covered while the wildcard lasts, and ending it resyncs: that
+            // something changed is all the build needs (no name copied per stream).
+            self.changes.overflow = true;
+        } else if self.full_state {
             // Everything or nothing is sent, and never the same state twice (the version
             // compare in `build_full`): a few names decide that a build is due.
             self.changes.mark_some(name, FULL_STATE_DIRTY_CAP);

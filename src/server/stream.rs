@@ -529,13 +529,17 @@ impl ServerStream {
         match self.config.variant {
             Variant::Sotw => {
                 let mut sink = WireSink::default();
-                let response = self.build_sotw(now, store, &mut sink)?;
+                let mut response = self.build_sotw(now, store, &mut sink)?;
+                // The sink wrote field 1 itself; the strings move out once the tail is
+                // encoded (no copies: this runs once per stream in a fan-out).
+                let version = core::mem::take(&mut response.version_info);
+                let bytes = sink.finish(&response);
                 Some(EncodedResponse {
                     variant: Variant::Sotw,
-                    type_url: response.type_url.clone(),
-                    nonce: response.nonce.clone(),
-                    version: response.version_info.clone(),
-                    bytes: sink.finish(response),
+                    type_url: response.type_url,
+                    nonce: response.nonce,
+                    version,
+                    bytes,
                 })
             }
             Variant::Delta => self

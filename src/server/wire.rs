@@ -65,12 +65,7 @@ impl ResourceSink for WireSink {
                 .saturating_add(version.len())
                 .saturating_add(256),
         );
-        if !version.is_empty() {
-            // What prost writes for a string field 1, without copying it into a String.
-            prost::encoding::encode_key(1, WireType::LengthDelimited, &mut self.buf);
-            prost::encoding::encode_varint(version.len() as u64, &mut self.buf);
-            self.buf.extend_from_slice(version.as_bytes());
-        }
+        self.version_field(version);
     }
     fn stored(&mut self, resource: &StoredResource, _type_url: &TypeUrl) {
         self.buf.extend_from_slice(resource.sotw_frame());
@@ -82,21 +77,45 @@ impl ResourceSink for WireSink {
         let Some(frames) = store.shared_frames(type_url) else {
             return false;
         };
-        self.begin(version, 0, 0);
+        // Exactly field 1's size, for the same reason as the tail's.
+        self.buf = Vec::with_capacity(version_field_len(version));
+        self.version_field(version);
         let head = Bytes::from(core::mem::take(&mut self.buf));
         self.shared = Some((head, frames));
         true
     }
 }
 
+/// The encoded size of `version_info` (none when empty, as prost writes it).
+fn version_field_len(version: &str) -> usize {
+    if version.is_empty() {
+        return 0;
+    }
+    prost::encoding::key_len(1)
+        + prost::encoding::encoded_len_varint(version.len() as u64)
+        + version.len()
+}
+
 impl WireSink {
-    /// Appends every field of `rest` but `version_info` and `resources` (fields 3 and up)
-    /// and returns the encoded response.
-    pub(crate) fn finish(mut self, mut rest: DiscoveryResponse) -> EncodedBytes {
-        rest.version_info = String::new();
-        rest.resources = Vec::new();
+    /// Field 1, `version_info`: what prost writes for a string field, without copying it
+    /// into a `String`.
+    fn version_field(&mut self, version: &str) {
+        if !version.is_empty() {
+            prost::encoding::encode_key(1, WireType::LengthDelimited, &mut self.buf);
+            prost::encoding::encode_varint(version.len() as u64, &mut self.buf);
+            self.buf.extend_from_slice(version.as_bytes());
+        }
+    }
+
+    /// Appends every field of `rest` but `version_info` and `resources` (fields 3 and up;
+    /// the sink wrote those, and `rest` must hold neither) and returns the encoded
+    /// response.
+    pub(crate) fn finish(mut self, rest: &DiscoveryResponse) -> EncodedBytes {
+        debug_assert!(rest.version_info.is_empty() && rest.resources.is_empty());
         if self.shared.is_some() {
-            self.buf.reserve(rest.encoded_len());
+            // Exactly the tail's size: a full `Vec` becomes `Bytes` without another
+            // allocation.
+            self.buf.reserve_exact(rest.encoded_len());
         }
         // Writing into a Vec cannot run out of room.
         let _ = rest.encode(&mut self.buf);
