@@ -40,7 +40,7 @@ impl Client {
     pub fn poll_event(&mut self) -> Option<ClientEvent> {
         let event = self.events.pop_front();
         if event.is_none() {
-            crate::queue::shrink_after_burst(&mut self.events);
+            crate::queue::shrink_after_burst(&mut self.events, crate::queue::KEEP_BUSY);
         }
         event
     }

@@ -394,7 +394,7 @@ impl ServerStream {
     pub fn poll_event(&mut self) -> Option<ServerEvent> {
         let event = self.events.pop_front();
         if event.is_none() {
-            crate::queue::shrink_after_burst(&mut self.events);
+            crate::queue::shrink_after_burst(&mut self.events, crate::queue::KEEP_IDLE);
         }
         event
     }
