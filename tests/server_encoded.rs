@@ -324,3 +324,33 @@ fn encoded_bytes_is_a_buf_across_its_chunks() {
     assert_eq!(buf.remaining(), flat.len() - head - 3);
     assert_eq!(buf.chunk()[0], flat[head + 3]);
 }
+
+/// The store stays shareable between threads with its shared full state inside, and
+/// streams reading it at once from several threads all get the one buffer, built once.
+#[test]
+fn threads_reading_one_store_share_one_full_state() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<ResourceStore>();
+    shareable::<EncodedResponse>();
+
+    let mut store = ResourceStore::new();
+    for i in 0..1000 {
+        let name = format!("c{i:04}");
+        store.set(CDS, &name, body(&name, "v1")).unwrap();
+    }
+    let store = std::sync::Arc::new(std::sync::RwLock::new(store));
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let (store, barrier) = (store.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let guard = store.read().unwrap();
+                middle(&wildcard_cds(&guard)).as_ptr() as usize
+            })
+        })
+        .collect();
+    let pointers: std::collections::BTreeSet<usize> =
+        handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(pointers.len(), 1, "one buffer for every thread");
+}
