@@ -274,7 +274,13 @@ impl DeltaState {
 
     /// Whether the client holds `r` as the store has it now (same version and TTL).
     fn holds(&self, r: &StoredResource) -> bool {
-        matches!(self.known.get(r.name()), Some(Known::Version(pair)) if *pair == r.pair_hash())
+        self.holds_as(r.name(), r)
+    }
+
+    /// [`DeltaState::holds`], with what the client holds looked up under `name` (the
+    /// name it was planned by).
+    fn holds_as(&self, name: &str, r: &StoredResource) -> bool {
+        matches!(self.known.get(name), Some(Known::Version(pair)) if *pair == r.pair_hash())
     }
 
     /// Turns what changed into planned upserts, not-founds and removals.
@@ -363,8 +369,7 @@ impl DeltaState {
         }
         for name in core::mem::take(&mut self.heartbeats_due) {
             if let Some(r) = store.get(t, &name) {
-                let held = matches!(self.known.get(name.as_str()), Some(Known::Version(pair)) if *pair == r.pair_hash());
-                if held && r.ttl().is_some() {
+                if self.holds_as(&name, r) && r.ttl().is_some() {
                     self.out_upserts.entry(name).or_insert(false);
                 }
             }
@@ -400,7 +405,7 @@ impl DeltaState {
             for (name, with_body) in core::mem::take(&mut self.out_upserts) {
                 match store.get(t, &name) {
                     Some(r) => {
-                        let held = matches!(self.known.get(name.as_str()), Some(Known::Version(pair)) if *pair == r.pair_hash());
+                        let held = self.holds_as(&name, r);
                         resources.push(r.delta_resource(&url, with_body || !held));
                         match r.ttl() {
                             Some(ttl) => timers.schedule(&name, now + ttl / divisor),

@@ -53,6 +53,14 @@ pub type Contender<'a> = (&'a str, Box<dyn FnMut() -> Duration + 'a>);
 /// Label, median, first and third quartiles (seconds).
 pub type Timing = (String, f64, f64, f64);
 
+/// The median of the contender labelled `label` in `results`, NaN when there is none.
+pub fn median_of(results: &[Timing], label: &str) -> f64 {
+    results
+        .iter()
+        .find(|(l, ..)| l == label)
+        .map_or(f64::NAN, |(_, t, ..)| *t)
+}
+
 /// Runs every contender once per iteration, the order rotated each iteration, `iterations`
 /// times; returns the median and quartiles of each, in the order given.
 pub fn interleave(iterations: usize, contenders: &mut [Contender<'_>]) -> Vec<Timing> {

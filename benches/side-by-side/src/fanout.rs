@@ -2,7 +2,7 @@
 //! of every stream's response. SotW: xds-sansio vs rust-control-plane; delta: xds-sansio
 //! vs rime-xds. The ACKs that follow each round are fed untimed, to every contender.
 
-use crate::common::{cluster_bytes, interleave, report, timed, Contender, CDS};
+use crate::common::{cluster_bytes, interleave, report, timed, Contender, CDS, median_of};
 use bytes::Bytes;
 use prost::Message;
 use std::cell::RefCell;
@@ -363,13 +363,7 @@ pub fn run(iterations: usize, rt: &tokio::runtime::Runtime) {
         &results,
         "xds-sansio, SotW",
     );
-    let get = |label: &str| {
-        results
-            .iter()
-            .find(|(l, ..)| l == label)
-            .map(|(_, t, ..)| *t)
-            .unwrap_or(f64::NAN)
-    };
+    let get = |label: &str| median_of(&results, label);
     println!(
         "goal fan-out >= 20x faster than rust-control-plane (SotW): {:.2}x; delta vs rime-xds: {:.2}x",
         get("rust-control-plane 0.1.2, SotW") / get("xds-sansio, SotW"),
