@@ -225,6 +225,11 @@ impl SotwState {
             .map(|n| comparable(n).into_owned())
             .collect();
         let want_wildcard = requested.remove("*");
+        // What the wildcard brought, the client asked for: a name it now names is not new
+        // to it (it holds what `sent` records), so narrowing `*` to names resends nothing
+        // unchanged ("the server must resend any newly requested resources", xDS protocol,
+        // "How the client specifies what resources to return": these were requested).
+        let was_wildcard = self.wildcard != Wildcard::Off;
         if want_wildcard && self.wildcard == Wildcard::Off {
             self.wildcard = Wildcard::Explicit;
             self.changes.resync = true;
@@ -247,7 +252,9 @@ impl SotwState {
         }
         for name in requested.difference(self.names.set()) {
             diff.added.push(name.clone());
-            self.pending.insert(name.clone());
+            if !(was_wildcard && self.sent.contains_key(name.as_str())) {
+                self.pending.insert(name.clone());
+            }
         }
         for name in self.names.set().difference(&requested) {
             diff.removed.push(name.clone());
