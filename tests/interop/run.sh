@@ -8,8 +8,8 @@ export CARGO_TERM_COLOR=never
 WORK=target/interop
 mkdir -p "$WORK"
 START=$(date +%s)
-step() { printf '\n=== interop: %s (%ss) ===\n' "$*" "$(( $(date +%s) - START ))"; }
-loud_skip() { printf '\n!!!!!!!!!! SKIPPED: %s !!!!!!!!!!\n\n' "$*" >&2; }
+# shellcheck source=tests/interop/lib.sh
+source tests/interop/lib.sh
 
 step "our client (run_stream, and the XdsClient driver) <-> our server over the adapter, four variants"
 timeout 900 cargo test -p xds-sansio-tonic --all-features --test loopback --test client_driver
@@ -20,42 +20,6 @@ timeout 900 cargo build -p xds-sansio-cli --bins --examples
 ADS_SERVER=$PWD/target/debug/examples/ads_server
 CHECK=$PWD/target/debug/xds-sansio
 PEER=$PWD/target/debug/examples/conform_peer
-
-# conform against a peer behind its hook: every failure must be one docs/conform.md
-# classifies (tests/interop/conform_known_failures.txt, under LABEL).
-conform_peer() { # label, side, conform args (with the scenario paths)...
-  local label=$1 side=$2; shift 2
-  mkdir -p "$WORK/conform"
-  local log=$WORK/conform/$label.txt
-  timeout 600 "$CHECK" conform "$side" "$@" --patience-ms 2000 \
-    --junit "$WORK/conform/$label.xml" >"$log" 2>&1 || true
-  echo "$(grep -E '^[0-9]+ passed, ' "$log" | tail -n 1) (report: $log)"
-  if ! python3 tests/interop/conform_verdicts.py "$label" "$WORK/conform/$label.xml" \
-      tests/interop/conform_known_failures.txt; then
-    tail -n 40 "$log" >&2
-    exit 1
-  fi
-}
-
-# conform over the whole corpus against one of the adapter's peers.
-conform_corpus() { # side, conform args...
-  local side=$1; shift
-  conform_peer "$side" "$side" "$@" scenarios/
-}
-
-# Starts a hook (a control socket) in the background and waits until it listens.
-start_hook() { # log, command...
-  local log=$1; shift
-  "$@" >"$log" 2>&1 &
-  HOOK_PID=$!
-  for _ in $(seq 100); do
-    grep -q 'listening on' "$log" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  cat "$log" >&2
-  echo "the hook did not start: $*" >&2
-  exit 1
-}
 
 step "conform client <-> our client (the adapter's, examples/conform_peer.rs)"
 "$PEER" client --control 127.0.0.1:17301 >"$WORK/peer-client.log" 2>&1 &
@@ -78,44 +42,6 @@ step "conform server <-> our server (the adapter's, examples/conform_peer.rs)"
 PEER_PID=$!
 conform_corpus server --target 127.0.0.1:17303 --hook-socket 127.0.0.1:17302
 kill "$PEER_PID" 2>/dev/null || true
-
-# Judges a recorded conversation: our side must have no violation; the peer's are listed.
-check_record() { # record, our side, peer side, report
-  local record=$1 ours=$2 peer=$3 out=$4
-  echo "checker, our side ($ours):"
-  "$CHECK" check "$record" --side "$ours" --variant sotw | tee "$(dirname "$out")/our-violations.txt"
-  echo "checker, peer side ($peer), deviations listed, not failures:"
-  "$CHECK" check "$record" --side "$peer" --variant sotw | tee "$out" || true
-}
-
-check_record_delta() { # record, report (our side is the server)
-  echo "checker, our side (server):"
-  "$CHECK" check "$1" --side server --variant delta | tee "$(dirname "$2")/our-violations.txt"
-  echo "checker, peer side (client), deviations listed, not failures:"
-  "$CHECK" check "$1" --side client --variant delta | tee "$2" || true
-}
-
-# Judges a run through `xds-sansio tap`: our server must be clean; the client's findings,
-# printed live by the tap, must be the checker's on the server's own recording.
-check_tap() { # workdir, variant
-  local dir=$1 variant=$2 tapped own
-  echo "tap: $(grep -E 'messages checked' "$dir/tap.txt")"
-  if grep -q ' server broke ' "$dir/tap.txt"; then
-    grep -A1 ' server broke ' "$dir/tap.txt" >&2
-    echo "the tap reports a violation of our server" >&2
-    exit 1
-  fi
-  tapped=$(grep -oE ' client broke [a-z-]+' "$dir/tap.txt" | awk '{print $3}' | sort | uniq -c || true)
-  own=$("$CHECK" check "$dir/record.jsonl" --side client --variant "$variant" \
-    | grep -oE '^[^ ]+:[0-9]+: [a-z-]+:' | awk '{print $2}' | tr -d ':' | sort | uniq -c || true)
-  echo "the client's findings, live through the tap:"
-  echo "${tapped:-  (none)}"
-  if [ "$tapped" != "$own" ]; then
-    echo "the checker on the server's own recording finds instead:" >&2
-    echo "${own:-  (none)}" >&2
-    exit 1
-  fi
-}
 
 step "our server <-> gRPC C-core xDS client (PyPI grpcio)"
 if command -v python3 >/dev/null; then
@@ -273,6 +199,13 @@ if [ ${#PEER_FEATURES[@]} -gt 0 ]; then
 else
   loud_skip "protoc not found and not installable: the rust-control-plane interop test did not run"
 fi
+
+# The field's implementations: grpc-go and go-control-plane, grpc-java and
+# java-control-plane (each script installs its toolchain's packages, bounded).
+# shellcheck source=tests/interop/go/run.sh
+source tests/interop/go/run.sh
+# shellcheck source=tests/interop/java/run.sh
+source tests/interop/java/run.sh
 
 step "summary ($WORK/REPORT.md)"
 if command -v python3 >/dev/null; then

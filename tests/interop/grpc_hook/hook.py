@@ -1,8 +1,9 @@
 """`xds-sansio conform client`'s hook for real xDS clients (docs/conform.md, "The hook"):
 a control socket that gives every scenario a fresh client process.
 
-- `start`: a new child process whose client dials `address`: grpcio (`child.py`) and
-  @grpc/grpc-js-xds (`child.js`) with a bootstrap (GRPC_XDS_BOOTSTRAP) naming it (gRPC's
+- `start`: a new child process whose client dials `address`: grpcio (`child.py`),
+  @grpc/grpc-js-xds (`child.js`), grpc-go and grpc-java (`--child-cmd`, the programs under
+  tests/interop/go and tests/interop/java) with a bootstrap (GRPC_XDS_BOOTSTRAP) naming it (gRPC's
   XdsClient is one per process, so a new process is a new client); junction-core and
   hyperium's xds-client through `conform_client_child` (tests/interop/rust_peers).
 - gRPC and junction (`follows`): `subscribe LDS NAME...` is what their application does
@@ -16,13 +17,15 @@ a control socket that gives every scenario a fresh client process.
 - Wildcards, `defer`/`accept`/`reject`, `publish`: answered with the reason.
 - `stop`: the child is ended.
 
-usage: python3 hook.py --control HOST:PORT --peer python|node|junction|xds-client --workdir DIR
+usage: python3 hook.py --control HOST:PORT --peer python|node|go|java|junction|xds-client --workdir DIR
            [--python VENV_PYTHON] (the interpreter with grpcio, for --peer python)
+           [--child-cmd "COMMAND ARGS"] (grpc-go's or grpc-java's child, for --peer go|java)
            [--child-bin PATH] (conform_client_child, for --peer junction|xds-client)
 """
 import argparse
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -92,6 +95,9 @@ class Peer:
                 argv = [self.args.python, "-u", os.path.join(HERE, "child.py")]
             elif self.args.peer == "node":
                 argv = ["node", os.path.join(HERE, "child.js")]
+            elif self.args.peer in ("go", "java"):
+                # grpc-go's and grpc-java's children speak child.py's protocol.
+                argv = shlex.split(self.args.child_cmd)
             else:
                 argv = [self.args.child_bin, self.args.peer, event["address"]]
             log = open(os.path.join(self.args.workdir, f"client-{self.count}.log"), "w")
@@ -132,8 +138,11 @@ class Peer:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--control", required=True)
-    parser.add_argument("--peer", choices=["python", "node", "junction", "xds-client"], required=True)
+    parser.add_argument(
+        "--peer", choices=["python", "node", "go", "java", "junction", "xds-client"], required=True
+    )
     parser.add_argument("--child-bin")
+    parser.add_argument("--child-cmd")
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--python", default=sys.executable)
     args = parser.parse_args()

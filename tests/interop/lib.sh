@@ -1,0 +1,93 @@
+# Shared by tests/interop/run.sh and the per-peer scripts it sources (go/run.sh,
+# java/run.sh): the step banner, loud skips, hooks, conform against a peer with its
+# classified failures, and the checker over a recording or a tap. Expects WORK (the
+# report directory), CHECK (the xds-sansio binary) and START (the run's start time).
+
+step() { printf '\n=== interop: %s (%ss) ===\n' "$*" "$(( $(date +%s) - START ))"; }
+loud_skip() { printf '\n!!!!!!!!!! SKIPPED: %s !!!!!!!!!!\n\n' "$*" >&2; }
+
+# conform against a peer behind its hook: every failure must be one docs/conform.md
+# classifies (tests/interop/conform_known_failures.txt, under LABEL).
+conform_peer() { # label, side, conform args (with the scenario paths)...
+  local label=$1 side=$2; shift 2
+  mkdir -p "$WORK/conform"
+  local log=$WORK/conform/$label.txt
+  timeout 600 "$CHECK" conform "$side" "$@" --patience-ms 2000 \
+    --junit "$WORK/conform/$label.xml" >"$log" 2>&1 || true
+  echo "$(grep -E '^[0-9]+ passed, ' "$log" | tail -n 1) (report: $log)"
+  if ! python3 tests/interop/conform_verdicts.py "$label" "$WORK/conform/$label.xml" \
+      tests/interop/conform_known_failures.txt; then
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+}
+
+# conform over the whole corpus against one of the adapter's peers.
+conform_corpus() { # side, conform args...
+  local side=$1; shift
+  conform_peer "$side" "$side" "$@" scenarios/
+}
+
+# Starts a hook (a control socket) in the background and waits until it listens.
+start_hook() { # log, command...
+  local log=$1; shift
+  "$@" >"$log" 2>&1 &
+  HOOK_PID=$!
+  for _ in $(seq 100); do
+    grep -q 'listening on' "$log" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  cat "$log" >&2
+  echo "the hook did not start: $*" >&2
+  exit 1
+}
+
+# Judges a recorded conversation: our side must have no violation; the peer's are listed.
+check_record() { # record, our side, peer side, report
+  local record=$1 ours=$2 peer=$3 out=$4
+  echo "checker, our side ($ours):"
+  "$CHECK" check "$record" --side "$ours" --variant sotw | tee "$(dirname "$out")/our-violations.txt"
+  echo "checker, peer side ($peer), deviations listed, not failures:"
+  "$CHECK" check "$record" --side "$peer" --variant sotw | tee "$out" || true
+}
+
+check_record_delta() { # record, report (our side is the server)
+  echo "checker, our side (server):"
+  "$CHECK" check "$1" --side server --variant delta | tee "$(dirname "$2")/our-violations.txt"
+  echo "checker, peer side (client), deviations listed, not failures:"
+  "$CHECK" check "$1" --side client --variant delta | tee "$2" || true
+}
+
+# Judges a run through `xds-sansio tap`: our server must be clean; the client's findings,
+# printed live by the tap, must be the checker's on the server's own recording.
+check_tap() { # workdir, variant
+  local dir=$1 variant=$2 tapped own
+  echo "tap: $(grep -E 'messages checked' "$dir/tap.txt")"
+  if grep -q ' server broke ' "$dir/tap.txt"; then
+    grep -A1 ' server broke ' "$dir/tap.txt" >&2
+    echo "the tap reports a violation of our server" >&2
+    exit 1
+  fi
+  tapped=$(grep -oE ' client broke [a-z-]+' "$dir/tap.txt" | awk '{print $3}' | sort | uniq -c || true)
+  own=$("$CHECK" check "$dir/record.jsonl" --side client --variant "$variant" \
+    | grep -oE '^[^ ]+:[0-9]+: [a-z-]+:' | awk '{print $2}' | tr -d ':' | sort | uniq -c || true)
+  echo "the client's findings, live through the tap:"
+  echo "${tapped:-  (none)}"
+  if [ "$tapped" != "$own" ]; then
+    echo "the checker on the server's own recording finds instead:" >&2
+    echo "${own:-  (none)}" >&2
+    exit 1
+  fi
+}
+
+# A per-peer script (go/run.sh, java/run.sh) run on its own rather than sourced by run.sh:
+# the same report directory and binaries, built by run.sh's steps (or by hand before).
+standalone_env() {
+  WORK=${WORK:-target/interop}
+  mkdir -p "$WORK"
+  START=${START:-$(date +%s)}
+  ADS_SERVER=${ADS_SERVER:-$PWD/target/debug/examples/ads_server}
+  CHECK=${CHECK:-$PWD/target/debug/xds-sansio}
+  PEER=${PEER:-$PWD/target/debug/examples/conform_peer}
+  PEERS=${PEERS:-$PWD/$WORK/rust_peers/debug}
+}
