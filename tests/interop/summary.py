@@ -18,12 +18,13 @@ PEERS = [
     ("go_control_plane_snapshot", "our client <-> go-control-plane 0.14.0 (SnapshotCache)"),
     ("go_control_plane_linear", "our client <-> go-control-plane 0.14.0 (LinearCache)"),
     ("java_control_plane", "our client <-> java-control-plane 1.0.49"),
+    ("authorities", "our client, two authorities <-> two go-control-plane 0.14.0 servers"),
     ("grpc_go_gcp", "grpc-go 1.85.0 client <-> go-control-plane 0.14.0, tap between (none of ours)"),
 ]
 # Drivers that run the checker on our side themselves (and fail on a violation of ours).
 CHECKED_INSIDE = {
     "xds_server", "rust_control_plane", "go_control_plane_snapshot", "go_control_plane_linear",
-    "java_control_plane",
+    "java_control_plane", "authorities",
 }
 
 

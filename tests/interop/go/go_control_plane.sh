@@ -31,3 +31,18 @@ for GCP_CACHE in snapshot linear; do
   python3 -c 'import json, sys; print("\n".join("  " + d for d in json.load(open(sys.argv[1]))["deviations"]) or "  (none)")' \
     "$WORK/go_control_plane_$GCP_CACHE/report.json"
 done
+
+# A multi-authority bootstrap (gRFC A47) against two go-control-plane servers: xdstp names
+# of two authorities, each fetched from its own server; one server down reaches only its
+# authority's watches; it comes back on its own.
+step "our client (XdsClient), two authorities <-> two go-control-plane 0.14.0 servers (rust_peers authorities_flow)"
+rm -rf "$WORK/authorities"
+timeout 200 "$PEERS/authorities_flow" --peer "go-control-plane 0.14.0, two servers" \
+  --hook-a "$GO_BIN/gcp_hook --cache snapshot --control 127.0.0.1:17371 --listen 127.0.0.1:17372" \
+  --control-a 127.0.0.1:17371 --target-a 127.0.0.1:17372 \
+  --hook-b "$GO_BIN/gcp_hook --cache snapshot --control 127.0.0.1:17373 --listen 127.0.0.1:17374" \
+  --control-b 127.0.0.1:17373 --target-b 127.0.0.1:17374 \
+  "$WORK/authorities" >"$WORK/authorities.txt" 2>&1 \
+  || { tail -n 60 "$WORK/authorities.txt" >&2; exit 1; }
+python3 -c 'import json, sys; [print("  " + s["step"] + ":", s["detail"]) for s in json.load(open(sys.argv[1]))["steps"]]' \
+  "$WORK/authorities/report.json"

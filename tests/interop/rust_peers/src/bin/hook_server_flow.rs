@@ -20,19 +20,18 @@
 
 #[path = "../common.rs"]
 mod common;
+#[path = "../hook.rs"]
+mod hook;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
 use bytes::Bytes;
 use common::{Report, Result, STEP};
-use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
+use hook::{Hook, Key};
+use serde_json::json;
 use xds_sansio::check::{check, to_jsonl, CheckSide};
 use xds_sansio::client::ResourceState;
 use xds_sansio::json::JsonCodec;
@@ -53,8 +52,6 @@ const BAD: &str = "bad";
 /// More responses than this to one NACK within [`LOOP_WINDOW`] is a resend loop.
 const LOOP_LIMIT: usize = 3;
 const LOOP_WINDOW: Duration = Duration::from_secs(2);
-
-type Key = (String, String);
 
 /// A Cluster or a ClusterLoadAssignment named `name` that carries `note`.
 fn body(type_url: &str, name: &str, note: &str) -> Vec<u8> {
@@ -96,103 +93,6 @@ fn validate_cluster(_name: &str, _version: &str, body: &Bytes) -> std::result::R
         return Err(format!("cluster {} is marked {BAD}", c.name));
     }
     Ok(())
-}
-
-/// The hook process and its control socket.
-struct Hook {
-    child: Child,
-    lines: tokio::io::Lines<BufReader<tokio::net::tcp::OwnedReadHalf>>,
-    write: tokio::net::tcp::OwnedWriteHalf,
-    target: String,
-}
-
-impl Hook {
-    async fn start(cmd: &str, control: &str, target: &str, workdir: &Path) -> Result<Hook> {
-        let words: Vec<&str> = cmd.split_whitespace().collect();
-        let (program, args) = words.split_first().ok_or("--hook-cmd is empty")?;
-        let log = std::fs::File::create(workdir.join("hook.log")).map_err(|e| e.to_string())?;
-        let err = log.try_clone().map_err(|e| e.to_string())?;
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err)
-            .spawn()
-            .map_err(|e| format!("{program}: {e}"))?;
-        let socket = common::eventually("the hook's control socket", || async {
-            TcpStream::connect(control).await.ok()
-        })
-        .await;
-        let socket = match socket {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(e);
-            }
-        };
-        let (read, write) = socket.into_split();
-        Ok(Hook {
-            child,
-            lines: BufReader::new(read).lines(),
-            write,
-            target: target.into(),
-        })
-    }
-
-    /// Sends one event; the hook answers `ok` or why not.
-    async fn send(&mut self, event: Value) -> Result<()> {
-        let what = event["hook"].as_str().unwrap_or_default().to_string();
-        self.write
-            .write_all(format!("{event}\n").as_bytes())
-            .await
-            .map_err(|e| format!("hook {what}: {e}"))?;
-        let answer = tokio::time::timeout(STEP, self.lines.next_line())
-            .await
-            .map_err(|_| format!("hook {what}: no answer"))?
-            .map_err(|e| format!("hook {what}: {e}"))?
-            .ok_or(format!("hook {what}: the hook closed its socket"))?;
-        if answer.trim() == "ok" {
-            Ok(())
-        } else {
-            Err(format!("hook {what}: {answer}"))
-        }
-    }
-
-    async fn start_server(&mut self, label: &str, variant: Variant, per_type: bool) -> Result<()> {
-        let variant = if variant == Variant::Delta {
-            "delta"
-        } else {
-            "sotw"
-        };
-        // docs/conform.md: `ads` or the type URL; per type, the client opens one stream per
-        // type (CDS and EDS): the field names the first.
-        let transport = if per_type { CDS } else { "ads" };
-        self.send(json!({
-            "hook": "start", "side": "server", "title": label, "file": "hook_server_flow",
-            "address": self.target, "variant": variant, "transport": transport,
-        }))
-        .await
-    }
-
-    /// One revision: `set` every resource given.
-    async fn publish(&mut self, resources: &BTreeMap<Key, Vec<u8>>) -> Result<()> {
-        let ops: Vec<Value> = resources
-            .iter()
-            .map(|((t, n), b)| {
-                json!({"op": "set", "type_url": t, "name": n,
-                       "body": base64::engine::general_purpose::STANDARD.encode(b)})
-            })
-            .collect();
-        self.send(json!({"hook": "publish", "ops": ops})).await
-    }
-}
-
-impl Drop for Hook {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn key(type_url: &str, name: &str) -> Key {
@@ -637,7 +537,7 @@ async fn all(args: &[String], workdir: &PathBuf, report: &mut Report) -> Result<
     };
     let wanted =
         arg(args, "--runs").unwrap_or("sotw-ads,delta-ads,sotw-per-type,delta-per-type".into());
-    let mut hook = Hook::start(&cmd, &control, &target, workdir).await?;
+    let mut hook = Hook::start(&cmd, &control, &target, workdir, "hook.log").await?;
     let mut failures = Vec::new();
     for label in wanted.split(',') {
         let (variant, per_type) = match label {
