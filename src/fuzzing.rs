@@ -591,11 +591,13 @@ pub fn pair(data: &[u8]) {
 }
 
 /// The types the `refs` target reads a body as (its first byte picks one).
-pub const REFS_TYPES: [&str; 6] = [
+pub const REFS_TYPES: [&str; 8] = [
     LISTENER.type_url,
     ROUTE.type_url,
     crate::types::SCOPED_ROUTE.type_url,
+    crate::types::VIRTUAL_HOST.type_url,
     CLUSTER.type_url,
+    crate::types::EXTENSION_CONFIG.type_url,
     ENDPOINT.type_url,
     crate::types::SECRET.type_url,
 ];
@@ -670,9 +672,8 @@ pub fn refs(data: &[u8]) {
         .set_entry(type_url, ResourceEntry::new("a", body))
         .is_ok()
     {
-        // The check reads listeners, route configurations and clusters: exactly their
-        // unreadable bodies are reported.
-        let read = [LISTENER.type_url, ROUTE.type_url, CLUSTER.type_url].contains(&type_url);
+        // The check reads the referring types: exactly their unreadable bodies are reported.
+        let read = crate::refs::REFERRING.contains(&type_url);
         let report = store.consistency();
         assert_eq!(
             report.unreadable.is_empty(),

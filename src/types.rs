@@ -14,6 +14,10 @@ pub const TYPE_URL_PREFIX: &str = "type.googleapis.com/";
 /// exist (xRFC TP3), for the client that reads it and the server that writes it.
 pub const NOT_FOUND_CODE: i32 = 5;
 
+/// `google.rpc.Code.PERMISSION_DENIED`: with NOT_FOUND, the `resource_errors` code that gRPC
+/// A88 counts as a data error rather than a transient one.
+pub const PERMISSION_DENIED_CODE: i32 = 7;
+
 /// The type URL of the `Resource` wrapper that carries a TTL or a heartbeat in SotW.
 pub const RESOURCE_WRAPPER_TYPE_URL: &str =
     "type.googleapis.com/envoy.service.discovery.v3.Resource";

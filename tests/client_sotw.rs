@@ -1269,3 +1269,152 @@ fn resource_errors_over_the_limit_are_a_nack() {
         ResourceState::Requested
     );
 }
+
+// ---------------------------------------------------------------- data errors (gRPC A88)
+
+/// `foo` and `bar` held at version 1, under `data_errors`.
+fn eds_held(data_errors: xds_sansio::client::DataErrors) -> Client {
+    let mut cfg = config(Variant::Sotw, Transport::Aggregated);
+    cfg.data_errors = data_errors;
+    let mut c = Client::new(cfg);
+    c.subscribe(EDS, &["foo", "bar"]).unwrap();
+    c.connected(t(0));
+    one(&mut c, t(0));
+    c.handle_response(t(1), sotw(EDS, "1", "A", &[("foo", "1"), ("bar", "1")]));
+    events(&mut c);
+    one(&mut c, t(1));
+    c
+}
+
+/// A88 step 2 and 3: without `fail_on_data_errors` NOT_FOUND and PERMISSION_DENIED are
+/// recorded (RECEIVED_ERROR) and the body stays.
+#[test]
+fn a88_keep_cached_data_errors_keep_the_body() {
+    let mut c = eds_held(xds_sansio::client::DataErrors::KeepCached);
+    c.handle_response(
+        t(2),
+        with_errors(
+            sotw(EDS, "2", "B", &[]),
+            &[("foo", NOT_FOUND, "gone"), ("bar", PERMISSION_DENIED, "no")],
+        ),
+    );
+    assert_eq!(
+        names_of(&events(&mut c)),
+        ["error:foo:5", "error:bar:7", "ack:2/B"]
+    );
+    for name in ["foo", "bar"] {
+        let status = c.status(EDS, name).unwrap();
+        assert_eq!(status.state, ResourceState::ReceivedError);
+        assert!(c.resource(EDS, name).is_some(), "{name} still held");
+    }
+    assert_eq!(c.status(EDS, "foo").unwrap().server_error.unwrap().code, 5);
+}
+
+/// A88 step 3 with the feature: NOT_FOUND and PERMISSION_DENIED drop the body; a
+/// transient code keeps it.
+#[test]
+fn a88_fail_on_data_errors_drops_only_on_data_errors() {
+    let mut c = eds_held(xds_sansio::client::DataErrors::FailOnDataErrors);
+    c.handle_response(
+        t(2),
+        with_errors(
+            sotw(EDS, "2", "B", &[]),
+            &[
+                ("foo", PERMISSION_DENIED, "no"),
+                ("bar", UNAVAILABLE, "later"),
+            ],
+        ),
+    );
+    assert_eq!(
+        names_of(&events(&mut c)),
+        [
+            "-foo:ServerRemoved",
+            "error:foo:7",
+            "error:bar:14",
+            "ack:2/B"
+        ]
+    );
+    assert!(c.resource(EDS, "foo").is_none());
+    assert!(c.resource(EDS, "bar").is_some());
+    assert_eq!(
+        c.status(EDS, "foo").unwrap().state,
+        ResourceState::ReceivedError
+    );
+}
+
+/// A88, "Handling Data Errors": with the feature a NACK drops what is held of the
+/// rejected resource; the NACK itself still carries the previous good version.
+#[test]
+fn a88_fail_on_data_errors_nack_drops_the_rejected_resource() {
+    let mut c = eds_held(xds_sansio::client::DataErrors::FailOnDataErrors);
+    c.set_validator(EDS, reject_bad());
+    c.handle_response(t(2), sotw(EDS, "2", "B", &[("foo", "bad"), ("bar", "1")]));
+    let evs = names_of(&events(&mut c));
+    assert!(evs.contains(&"-foo:ServerRemoved".to_string()), "{evs:?}");
+    check(&one(&mut c, t(2)), "1", &["bar", "foo"], "B", true);
+    assert!(c.resource(EDS, "foo").is_none());
+    assert!(c.resource(EDS, "bar").is_some());
+    assert_eq!(c.status(EDS, "foo").unwrap().state, ResourceState::Nacked);
+}
+
+/// A88 ignores A53's option: under KeepCached a full-state deletion is kept even with it
+/// off (status DoesNotExist), under FailOnDataErrors it drops even with it on.
+#[test]
+fn a88_deletion_follows_fail_on_data_errors_not_a53() {
+    use xds_sansio::client::DataErrors;
+    for (mode, a53, kept) in [
+        (DataErrors::KeepCached, false, true),
+        (DataErrors::FailOnDataErrors, true, false),
+        (DataErrors::Legacy, false, false),
+        (DataErrors::Legacy, true, true),
+    ] {
+        let mut cfg = config(Variant::Sotw, Transport::Aggregated);
+        cfg.data_errors = mode;
+        cfg.ignore_resource_deletion = a53;
+        let mut c = Client::new(cfg);
+        c.subscribe(CDS, &["a", "b"]).unwrap();
+        c.connected(t(0));
+        one(&mut c, t(0));
+        c.handle_response(t(1), sotw(CDS, "1", "A", &[("a", "1"), ("b", "1")]));
+        one(&mut c, t(1));
+        events(&mut c);
+        c.handle_response(t(2), sotw(CDS, "2", "B", &[("a", "1")]));
+        one(&mut c, t(2));
+        assert_eq!(c.resource(CDS, "b").is_some(), kept, "{mode:?} a53={a53}");
+        if mode == DataErrors::KeepCached {
+            assert_eq!(
+                c.status(CDS, "b").unwrap().state,
+                ResourceState::DoesNotExist
+            );
+        }
+    }
+}
+
+/// A88 step 1 and 2 for a name never held: the timer stops, the status records the error,
+/// no does-not-exist follows.
+#[test]
+fn a88_error_for_a_name_not_held_stops_its_timer() {
+    let mut cfg = config(Variant::Sotw, Transport::Aggregated);
+    cfg.data_errors = xds_sansio::client::DataErrors::KeepCached;
+    let mut c = Client::new(cfg);
+    c.subscribe(EDS, &["foo", "bar"]).unwrap();
+    c.connected(t(0));
+    one(&mut c, t(0));
+    c.handle_response(
+        t(1),
+        with_errors(
+            sotw(EDS, "1", "A", &[("foo", "1")]),
+            &[("bar", NOT_FOUND, "gone")],
+        ),
+    );
+    assert_eq!(
+        names_of(&events(&mut c)),
+        ["+foo", "error:bar:5", "ack:1/A", "ready"]
+    );
+    one(&mut c, t(1));
+    assert_eq!(c.poll_timeout(), None, "no timer left");
+    assert_eq!(
+        c.status(EDS, "bar").unwrap().state,
+        ResourceState::ReceivedError
+    );
+}

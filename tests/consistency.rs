@@ -14,7 +14,9 @@ use xds_sansio::server::{
     Consistency, ResourceEntry, ResourceStore, ServerConfig, StoreError, StoreOp,
 };
 use xds_sansio::testing::{Pair, PairConfig};
-use xds_sansio::types::{CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET};
+use xds_sansio::types::{
+    CLUSTER, ENDPOINT, EXTENSION_CONFIG, LISTENER, ROUTE, SCOPED_ROUTE, SECRET, VIRTUAL_HOST,
+};
 use xds_sansio::{Transport, Variant};
 
 fn set(type_url: &str, name: &str, body: bytes::Bytes) -> StoreOp {
@@ -216,4 +218,99 @@ fn two_phase_publication_never_leaves_the_client_with_a_dangling_route() {
         );
         assert!(pair.client.resource(CLUSTER.type_url, "y").is_some());
     }
+}
+
+/// The dangling references of the store, as text.
+fn dangling(store: &ResourceStore) -> Vec<String> {
+    store
+        .consistency()
+        .dangling
+        .iter()
+        .map(|d| d.to_string())
+        .collect()
+}
+
+#[test]
+fn ecds_srds_and_vhds_references_are_checked_and_planned() {
+    let mut store = ResourceStore::new();
+    store
+        .apply(vec![
+            set(
+                LISTENER.type_url,
+                "l",
+                envoy::ecds_listener("l", "r", &["authz"], "net-rbac", "tls-inspect"),
+            ),
+            set(
+                LISTENER.type_url,
+                "scoped",
+                envoy::scoped_listener("scoped", "set"),
+            ),
+            set(ROUTE.type_url, "r", envoy::vhds_route("r")),
+            set(SCOPED_ROUTE.type_url, "s1", envoy::scope("s1", "r-scoped")),
+            set(
+                VIRTUAL_HOST.type_url,
+                "r/www",
+                envoy::virtual_host("r/www", &["web"]),
+            ),
+            set(
+                EXTENSION_CONFIG.type_url,
+                "authz",
+                envoy::extension_config("authz"),
+            ),
+            set(
+                EXTENSION_CONFIG.type_url,
+                "net-rbac",
+                envoy::extension_config("net-rbac"),
+            ),
+            StoreOp::Publish {
+                type_url: CLUSTER.type_url.into(),
+            },
+        ])
+        .unwrap();
+    // The scope set's name is no resource; a VHDS route names no virtual host.
+    assert_eq!(
+        dangling(&store),
+        [
+            "LDS \"l\" names ECDS \"tls-inspect\" (ListenerFilter.name), which is not published",
+            "SRDS \"s1\" names RDS \"r-scoped\" (ScopedRouteConfiguration.route_configuration_name), which is not published",
+            "VHDS \"r/www\" names CDS \"web\" (RouteAction.cluster), which is not published",
+        ]
+    );
+    store
+        .apply(vec![
+            set(
+                EXTENSION_CONFIG.type_url,
+                "tls-inspect",
+                envoy::extension_config("tls-inspect"),
+            ),
+            set(
+                ROUTE.type_url,
+                "r-scoped",
+                envoy::route("r-scoped", &[], &[]),
+            ),
+            set(
+                CLUSTER.type_url,
+                "web",
+                envoy::eds_cluster("web", None, None),
+            ),
+        ])
+        .unwrap();
+    assert!(store.consistency().is_consistent());
+    // Removing what a listener's filter, a scope and a virtual host name: each dangles,
+    // and make-before-break holds each removal for the second phase.
+    let ops = vec![
+        remove(EXTENSION_CONFIG.type_url, "authz"),
+        remove(ROUTE.type_url, "r-scoped"),
+        remove(CLUSTER.type_url, "web"),
+        remove(SCOPED_ROUTE.type_url, "s1"),
+    ];
+    assert_eq!(store.consistency_of(&ops[..3]).dangling.len(), 3);
+    let plan = store.plan_make_before_break(ops);
+    assert_eq!(plan.now, [remove(SCOPED_ROUTE.type_url, "s1")]);
+    assert_eq!(plan.later.len(), 3);
+    store.set_consistency(Consistency::Enforce);
+    assert!(matches!(
+        store.apply(vec![remove(EXTENSION_CONFIG.type_url, "authz")]),
+        Err(StoreError::Inconsistent(_))
+    ));
 }

@@ -11,7 +11,9 @@ use xds_sansio::client::deps::{DependencyManager, DepsConfig, Failure, ResourceK
 use xds_sansio::client::ClientConfig;
 use xds_sansio::server::{ResourceEntry, ServerConfig, StoreOp};
 use xds_sansio::testing::{Pair, PairConfig};
-use xds_sansio::types::{CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET};
+use xds_sansio::types::{
+    CLUSTER, ENDPOINT, EXTENSION_CONFIG, LISTENER, ROUTE, SCOPED_ROUTE, SECRET, VIRTUAL_HOST,
+};
 use xds_sansio::{Transport, Variant};
 
 fn pair(variant: Variant) -> Pair {
@@ -21,7 +23,15 @@ fn pair(variant: Variant) -> Pair {
         latency: Duration::from_millis(5),
     });
     pair.server.as_mut().unwrap();
-    for t in [LISTENER, ROUTE, CLUSTER, ENDPOINT, SECRET] {
+    for t in [
+        LISTENER,
+        ROUTE,
+        CLUSTER,
+        ENDPOINT,
+        SECRET,
+        SCOPED_ROUTE,
+        EXTENSION_CONFIG,
+    ] {
         pair.apply(vec![StoreOp::Publish {
             type_url: t.type_url.into(),
         }])
@@ -266,4 +276,214 @@ fn grpc_shape_over_per_type_streams() {
         assert_eq!(config.status, Ok(()));
         assert_eq!(config.resources.len(), 10, "{variant:?}");
     }
+}
+
+fn keys(list: &[(&'static str, &str)]) -> Vec<ResourceKey> {
+    list.iter().map(|(t, n)| ResourceKey::new(t, *n)).collect()
+}
+
+fn waiting(deps: &DependencyManager) -> Vec<ResourceKey> {
+    deps.waiting().into_iter().map(|(k, _)| k).collect()
+}
+
+#[test]
+fn ecds_filter_configurations_are_waited_for_and_fail_the_listener() {
+    for variant in [Variant::Sotw, Variant::Delta] {
+        let mut pair = pair(variant);
+        pair.apply(vec![
+            set(
+                LISTENER.type_url,
+                "l",
+                envoy::ecds_listener("l", "r", &["authz"], "net-rbac", "tls-inspect"),
+            ),
+            set(ROUTE.type_url, "r", envoy::route("r", &[], &[])),
+            set(
+                EXTENSION_CONFIG.type_url,
+                "authz",
+                envoy::extension_config("authz"),
+            ),
+            set(
+                EXTENSION_CONFIG.type_url,
+                "net-rbac",
+                envoy::extension_config("net-rbac"),
+            ),
+        ])
+        .unwrap();
+        let mut deps = DependencyManager::new(DepsConfig::default());
+        deps.watch_listener(pair.now(), "l").unwrap();
+        let snapshots = settle(&mut pair, &mut deps);
+        if variant == Variant::Sotw {
+            // SotW cannot say tls-inspect does not exist (before the client's timer).
+            assert!(snapshots.is_empty(), "tls-inspect is not in");
+            assert_eq!(
+                waiting(&deps),
+                keys(&[(EXTENSION_CONFIG.type_url, "tls-inspect")])
+            );
+        } else {
+            // Incremental says so at once: complete, and the listener fails.
+            assert_eq!(snapshots.len(), 1);
+            assert_eq!(
+                deps.config("l").unwrap().status,
+                Err(Failure::DoesNotExist(ResourceKey::new(
+                    EXTENSION_CONFIG.type_url,
+                    "tls-inspect"
+                )))
+            );
+        }
+        assert_eq!(
+            pair.client.subscribed_names(EXTENSION_CONFIG.type_url),
+            ["authz", "net-rbac", "tls-inspect"]
+        );
+        pair.apply(vec![set(
+            EXTENSION_CONFIG.type_url,
+            "tls-inspect",
+            envoy::extension_config("tls-inspect"),
+        )])
+        .unwrap();
+        let snapshots = settle(&mut pair, &mut deps);
+        assert_eq!(snapshots.len(), 1, "{variant:?}");
+        assert_eq!(deps.config("l").unwrap().status, Ok(()));
+        // A filter configuration that goes away fails the listener (Envoy answers 500).
+        pair.store.remove(EXTENSION_CONFIG.type_url, "authz");
+        if variant == Variant::Sotw {
+            // SotW cannot say a non-wildcard resource went away: the store's removal is
+            // not sent, so nothing changes for the client.
+            continue;
+        }
+        let snapshots = settle(&mut pair, &mut deps);
+        assert_eq!(snapshots.len(), 1);
+        assert_eq!(
+            deps.config("l").unwrap().status,
+            Err(Failure::DoesNotExist(ResourceKey::new(
+                EXTENSION_CONFIG.type_url,
+                "authz"
+            )))
+        );
+    }
+}
+
+#[test]
+fn srds_scope_set_is_every_scope_and_each_names_its_route() {
+    for variant in [Variant::Sotw, Variant::Delta] {
+        let mut pair = pair(variant);
+        pair.apply(vec![
+            set(
+                LISTENER.type_url,
+                "l",
+                envoy::scoped_listener("l", "scopes"),
+            ),
+            set(SCOPED_ROUTE.type_url, "s1", envoy::scope("s1", "r1")),
+            set(SCOPED_ROUTE.type_url, "s2", envoy::scope("s2", "r2")),
+            set(ROUTE.type_url, "r1", envoy::route("r1", &["c"], &[])),
+            set(CLUSTER.type_url, "c", envoy::eds_cluster("c", None, None)),
+            set(ENDPOINT.type_url, "c", envoy::endpoints("c", 1)),
+        ])
+        .unwrap();
+        let mut deps = DependencyManager::new(DepsConfig::default());
+        deps.watch_listener(pair.now(), "l").unwrap();
+        let snapshots = settle(&mut pair, &mut deps);
+        assert_eq!(pair.client.subscribed_names(SCOPED_ROUTE.type_url), ["*"]);
+        if variant == Variant::Sotw {
+            assert!(snapshots.is_empty(), "r2 is not published");
+            assert_eq!(waiting(&deps), keys(&[(ROUTE.type_url, "r2")]));
+        } else {
+            // A scope's route configuration fails the listener, as its own would.
+            assert_eq!(snapshots.len(), 1);
+            assert_eq!(
+                deps.config("l").unwrap().status,
+                Err(Failure::DoesNotExist(ResourceKey::new(
+                    ROUTE.type_url,
+                    "r2"
+                )))
+            );
+        }
+        pair.apply(vec![set(
+            ROUTE.type_url,
+            "r2",
+            envoy::route("r2", &["c"], &[]),
+        )])
+        .unwrap();
+        let snapshots = settle(&mut pair, &mut deps);
+        assert_eq!(snapshots.len(), 1, "{variant:?}");
+        let config = deps.config("l").unwrap();
+        assert_eq!(config.status, Ok(()));
+        let held: Vec<String> = config.resources.iter().map(|r| r.key.to_string()).collect();
+        assert_eq!(
+            held,
+            ["CDS c", "EDS c", "LDS l", "RDS r1", "RDS r2", "SRDS s1", "SRDS s2",]
+        );
+        if variant == Variant::Delta {
+            // A scope removed leaves the set, and its route configuration the
+            // configuration, which stays usable.
+            pair.store.remove(SCOPED_ROUTE.type_url, "s2");
+            let snapshots = settle(&mut pair, &mut deps);
+            assert_eq!(snapshots.len(), 1);
+            let config = deps.config("l").unwrap();
+            assert_eq!(config.status, Ok(()));
+            let held: Vec<String> = config.resources.iter().map(|r| r.key.to_string()).collect();
+            assert_eq!(held, ["CDS c", "EDS c", "LDS l", "RDS r1", "SRDS s1"]);
+        }
+    }
+}
+
+#[test]
+fn vhds_route_is_complete_without_virtual_hosts_and_follows_those_received() {
+    let mut pair = pair(Variant::Delta);
+    pair.apply(vec![
+        StoreOp::Publish {
+            type_url: VIRTUAL_HOST.type_url.into(),
+        },
+        set(LISTENER.type_url, "l", envoy::api_listener("l", "r")),
+        set(ROUTE.type_url, "r", envoy::vhds_route("r")),
+        set(
+            VIRTUAL_HOST.type_url,
+            "r/www.example.com",
+            envoy::virtual_host("r/www.example.com", &["web"]),
+        ),
+        set(
+            CLUSTER.type_url,
+            "web",
+            envoy::eds_cluster("web", None, None),
+        ),
+        set(ENDPOINT.type_url, "web", envoy::endpoints("web", 1)),
+    ])
+    .unwrap();
+    let mut deps = DependencyManager::new(DepsConfig::default());
+    deps.watch_listener(pair.now(), "l").unwrap();
+    let snapshots = settle(&mut pair, &mut deps);
+    assert_eq!(snapshots.len(), 1, "complete with no virtual host");
+    assert!(pair
+        .client
+        .subscribed_names(VIRTUAL_HOST.type_url)
+        .is_empty());
+    // A request for www.example.com finds no route: the application asks VHDS for it.
+    pair.client
+        .subscribe(VIRTUAL_HOST.type_url, &["r/www.example.com"])
+        .unwrap();
+    let snapshots = settle(&mut pair, &mut deps);
+    assert_eq!(snapshots.len(), 1, "once its cluster and endpoints are in");
+    let config = deps.config("l").unwrap();
+    assert_eq!(config.status, Ok(()));
+    let held: Vec<String> = config.resources.iter().map(|r| r.key.to_string()).collect();
+    assert_eq!(
+        held,
+        [
+            "CDS web",
+            "EDS web",
+            "LDS l",
+            "RDS r",
+            "VHDS r/www.example.com"
+        ]
+    );
+    // The virtual host is removed: it leaves the configuration, which stays usable.
+    pair.store
+        .remove(VIRTUAL_HOST.type_url, "r/www.example.com");
+    let snapshots = settle(&mut pair, &mut deps);
+    assert_eq!(snapshots.len(), 1);
+    let config = deps.config("l").unwrap();
+    assert_eq!(config.status, Ok(()));
+    assert!(!config
+        .resources
+        .iter()
+        .any(|r| r.key.type_url == VIRTUAL_HOST.type_url));
 }

@@ -384,6 +384,8 @@ impl Used {
             }
             ServerCommand::Remove(..) => self.add("server remove"),
             ServerCommand::Publish(_) => self.add("server publish"),
+            ServerCommand::Error { .. } => self.add("server error"),
+            ServerCommand::ClearError(..) => self.add("server clear-error"),
         }
     }
 
@@ -656,6 +658,8 @@ fn the_complete_examples_use_every_part_of_the_language() {
         "server set",
         "server remove",
         "server publish",
+        "server error",
+        "server clear-error",
         "server ; command",
         "wait",
         "disconnect",

@@ -4,8 +4,8 @@
 mod envoy_bodies;
 
 use envoy_bodies as envoy;
-use xds_sansio::refs::{references, References};
-use xds_sansio::types::{CLUSTER, LISTENER, ROUTE, SCOPED_ROUTE};
+use xds_sansio::refs::{references, vhds_route_configuration, References};
+use xds_sansio::types::{CLUSTER, EXTENSION_CONFIG, LISTENER, ROUTE, SCOPED_ROUTE, VIRTUAL_HOST};
 
 fn names(refs: &References) -> Vec<(String, String, &'static str)> {
     refs.iter()
@@ -129,4 +129,72 @@ fn nested_bodies_are_slices_of_the_resource() {
     );
     let refs = references(ROUTE.type_url, &body).unwrap();
     assert_eq!(refs.len(), 2000);
+}
+
+#[test]
+fn filters_over_ecds_are_named_by_their_filter_names() {
+    let body = envoy::ecds_listener("l", "r", &["authz", "ratelimit"], "net-rbac", "tls-inspect");
+    let refs = references(LISTENER.type_url, &body).unwrap();
+    assert_eq!(
+        names(&refs),
+        [
+            ("RDS".into(), "r".into(), "Rds.route_config_name"),
+            ("ECDS".into(), "authz".into(), "HttpFilter.name"),
+            ("ECDS".into(), "net-rbac".into(), "Filter.name"),
+            ("ECDS".into(), "ratelimit".into(), "HttpFilter.name"),
+            ("ECDS".into(), "tls-inspect".into(), "ListenerFilter.name"),
+        ]
+    );
+    // The router, configured inline, is no ECDS reference.
+    assert!(!refs
+        .of_type(EXTENSION_CONFIG.type_url)
+        .any(|n| n.contains("router")));
+}
+
+#[test]
+fn ecds_resources_name_what_their_configuration_names() {
+    let plain = references(EXTENSION_CONFIG.type_url, &envoy::extension_config("authz")).unwrap();
+    assert!(plain.is_empty());
+    let hcm = envoy::extension_config_hcm("hcm", "r7");
+    let refs = references(EXTENSION_CONFIG.type_url, &hcm).unwrap();
+    assert_eq!(pairs(&refs), owned(&[("RDS", "r7")]));
+}
+
+#[test]
+fn vhds_route_names_nothing_and_its_virtual_hosts_name_clusters() {
+    let refs = references(ROUTE.type_url, &envoy::vhds_route("r")).unwrap();
+    assert!(refs.is_empty());
+    assert!(refs.vhds);
+    let host = envoy::virtual_host("r/www.example.com", &["web", "api"]);
+    let refs = references(VIRTUAL_HOST.type_url, &host).unwrap();
+    assert_eq!(pairs(&refs), owned(&[("CDS", "api"), ("CDS", "web")]));
+    // "matching should be done from right to left": a route name may hold slashes.
+    assert_eq!(
+        vhds_route_configuration("team/a/routes/www.example.com"),
+        Some("team/a/routes")
+    );
+    assert_eq!(vhds_route_configuration("no-host"), None);
+}
+
+#[test]
+fn xdstp_references_are_never_relative_to_the_referrer() {
+    // A listener of authority "a" naming a route with no authority and a plain route: the
+    // names stay as written (TP1: the authority is part of the name; A47: no authority is
+    // the empty authority), never completed with the referrer's authority.
+    let listener = "xdstp://a/envoy.config.listener.v3.Listener/l";
+    let no_authority = "xdstp:///envoy.config.route.v3.RouteConfiguration/r?z=1&b=2";
+    for (route, expected) in [
+        (
+            no_authority,
+            "xdstp:///envoy.config.route.v3.RouteConfiguration/r?b=2&z=1",
+        ),
+        ("r", "r"),
+        (
+            "xdstp://b/envoy.config.route.v3.RouteConfiguration/r",
+            "xdstp://b/envoy.config.route.v3.RouteConfiguration/r",
+        ),
+    ] {
+        let refs = references(LISTENER.type_url, &envoy::api_listener(listener, route)).unwrap();
+        assert_eq!(pairs(&refs), owned(&[("RDS", expected)]));
+    }
 }

@@ -20,6 +20,29 @@ pub enum NackPolicy {
     KeepValid,
 }
 
+/// What a data error does to a resource the client holds (gRPC A88, "Handling Data
+/// Errors"): a deletion (a full-state LDS/CDS response that leaves it out, an incremental
+/// removal, a body-less does-not-exist marker), a `resource_errors` entry of code
+/// NOT_FOUND or PERMISSION_DENIED, or (with [`DataErrors::FailOnDataErrors`]) a NACK of it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DataErrors {
+    /// Before A88 (xRFC TP3 and gRPC A53): a deletion drops the held resource unless
+    /// [`ClientConfig::ignore_resource_deletion`]; a NOT_FOUND entry is a deletion; every
+    /// other code keeps what is held; a NACK keeps the previous value.
+    #[default]
+    Legacy,
+    /// gRPC A88 without the `fail_on_data_errors` server feature: every data error keeps
+    /// the held resource ("the new default behavior is to treat all data errors as
+    /// transient, including resource deletion"); a deletion leaves it held with status
+    /// `DoesNotExist`, an entry with status `ReceivedError`.
+    /// [`ClientConfig::ignore_resource_deletion`] is ignored (A88 deprecates it).
+    KeepCached,
+    /// gRPC A88 with `fail_on_data_errors`: every data error drops the held resource ("we
+    /// will delete the existing cached resource, if any"), a NACK of it too.
+    /// [`ClientConfig::ignore_resource_deletion`] is ignored.
+    FailOnDataErrors,
+}
+
 /// Bounds on what a peer can make the client hold. A response that would exceed one is
 /// NACKed with a message naming the limit and changes no state; a subscription that would
 /// exceed one is refused with [`ClientError::LimitExceeded`](super::ClientError).
@@ -78,8 +101,12 @@ pub struct ClientConfig {
     /// in incremental `removed_resources`, or announced as not existing) is kept, with
     /// [`ClientEvent::DeletionIgnored`](super::ClientEvent::DeletionIgnored) once and
     /// [`ResourceStatus::deletion_ignored`](super::ResourceStatus::deletion_ignored) until
-    /// it arrives again. Names never held still go does-not-exist. Off by default.
+    /// it arrives again. Names never held still go does-not-exist. Off by default; only
+    /// read under [`DataErrors::Legacy`].
     pub ignore_resource_deletion: bool,
+    /// What a data error does to a held resource (gRPC A88). [`DataErrors::Legacy`] by
+    /// default.
+    pub data_errors: DataErrors,
     /// One owned event per cache change (the default), or one batch per response whose
     /// entries borrow from the cache ([`EventShape::Batched`]: the cheaper path for large
     /// configurations).
@@ -100,6 +127,7 @@ impl ClientConfig {
             limits: Limits::default(),
             sotw_refetch_on_ttl_expiry: false,
             ignore_resource_deletion: false,
+            data_errors: DataErrors::Legacy,
             event_shape: EventShape::PerResource,
         }
     }

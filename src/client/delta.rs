@@ -47,8 +47,7 @@ pub(crate) fn parse(
             removed.push(update::received_name(SharedStr::from(name))?);
         }
         let resources = check(resources, type_url, &removed, ts, limits)?;
-        let (not_found, errors) = update::split_resource_errors(resource_errors, limits)?;
-        removed.extend(not_found);
+        let errors = update::read_resource_errors(resource_errors, limits)?;
         Ok((resources, removed, errors))
     });
     update::finish(

@@ -99,8 +99,9 @@ pub enum ClientEvent {
         name: SharedStr,
     },
     /// The server reported an error for a subscribed resource, or for the whole wildcard
-    /// subscription, in `resource_errors` (xRFC TP3), other than NOT_FOUND (which is
-    /// [`ClientEvent::DoesNotExist`]). A held body stays held.
+    /// subscription, in `resource_errors` (xRFC TP3). Before gRPC A88 a NOT_FOUND is
+    /// [`ClientEvent::DoesNotExist`] instead; a held body stays held unless A88's
+    /// `fail_on_data_errors` dropped it ([`ClientEvent::Removed`] first).
     ResourceError {
         /// Type URL.
         type_url: SharedStr,

@@ -106,20 +106,49 @@
 //!   NOT_FOUND (discovery.proto, `DeltaDiscoveryResponse.resource_errors`). Removals of names never held and not subscribed are
 //!   ignored (discovery.proto, `removed_resources`).
 //! * **`resource_errors`, both variants (newest text; xRFC TP3 "xDS error propagation",
-//!   which the older protocol text predates).** An entry stops the name's does-not-exist timer and counts
-//!   as an answer for readiness. NOT_FOUND for a concrete name is handled exactly like an
-//!   incremental removal (TP3: "exactly the same way as ... the does-not-exist timer"),
-//!   in SotW too, so a SotW client need not wait 15 s. Every other code is reported as
-//!   [`ClientEvent::ResourceError`] and remembered in the name's status
-//!   ([`ResourceState::ReceivedError`], [`ResourceStatus::server_error`]) until the
-//!   resource arrives or another error replaces it; a held body stays held (TP3: MUST for
-//!   UNAVAILABLE, INTERNAL, UNKNOWN, SHOULD for the rest; for PERMISSION_DENIED, where TP3
-//!   says MAY drop, we keep it too, as gRPC A88 does by default), and while the error is
-//!   remembered a full-state LDS/CDS response that leaves the name out does not delete it.
-//!   An entry for `""`, `*` or an `xdstp` glob concerns the subscription as a whole: it is
-//!   reported and changes no resource, whatever its code. Errors for names the client does
-//!   not want are ignored; an entry without `error_detail` counts as UNKNOWN. The entries
-//!   are part of their response: a response NACKed whole applies none of them.
+//!   which the older protocol text predates; gRPC A88 "xDS Data Error Handling").** An
+//!   entry stops the name's does-not-exist timer and counts as an answer for readiness. What
+//!   it does to the name is [`ClientConfig::data_errors`]:
+//!   - [`DataErrors::Legacy`] (the default, TP3): NOT_FOUND for a concrete name is handled
+//!     exactly like an incremental removal (TP3: "exactly the same way as ... the
+//!     does-not-exist timer"), in SotW too, so a SotW client need not wait 15 s. Every
+//!     other code is reported as [`ClientEvent::ResourceError`] and remembered in the
+//!     name's status ([`ResourceState::ReceivedError`], [`ResourceStatus::server_error`])
+//!     until the resource arrives or another error replaces it; a held body stays held
+//!     (TP3: MUST for UNAVAILABLE, INTERNAL, UNKNOWN, SHOULD for the rest; for
+//!     PERMISSION_DENIED, where TP3 says MAY drop, we keep it too).
+//!   - [`DataErrors::KeepCached`] and [`DataErrors::FailOnDataErrors`] (A88, "Support for
+//!     Errors Provided by the xDS server": "1. Cancel the resource timer ... 2. Set the
+//!     cache entry's status to RECEIVED_ERROR and record the error ... 3. If the status
+//!     code is NOT_FOUND or PERMISSION_DENIED and the "fail_on_data_errors" server feature
+//!     is present ..., delete the existing cached resource"): every code, NOT_FOUND
+//!     included, is a [`ClientEvent::ResourceError`] and `ReceivedError` with the error
+//!     recorded (a NOT_FOUND for a name never held too: A88 makes it that error, not the
+//!     timer's does-not-exist); the held body stays, except for NOT_FOUND and
+//!     PERMISSION_DENIED under `FailOnDataErrors` ([`ClientEvent::Removed`] first).
+//!
+//!   While an error is remembered a full-state LDS/CDS response that leaves the name out
+//!   does not delete it (the server lists the name's error instead of its body). An entry
+//!   for `""`, `*` or an `xdstp` glob concerns the subscription as a whole: it is reported
+//!   and changes no resource, whatever its code. Errors for names the client does not want
+//!   are ignored; an entry without `error_detail` counts as UNKNOWN. The entries are part
+//!   of their response: a response NACKed whole applies none of them.
+//! * **Data errors (gRPC A88, "Handling Data Errors").** A88's data errors are "NACKs,
+//!   resource deletions in LDS and CDS, TP3 errors with status NOT_FOUND or
+//!   PERMISSION_DENIED". Under [`DataErrors::FailOnDataErrors`] each drops what is held of
+//!   the resource: a deletion as before A88, a NACKed resource ([`ClientEvent::Removed`]
+//!   with the status still `Nacked`; only resources the validator named: a response
+//!   rejected whole for a protocol reason names none). Under [`DataErrors::KeepCached`]
+//!   ("the new default behavior is to treat all data errors as transient, including
+//!   resource deletion") a deletion keeps the body with status `DoesNotExist` and
+//!   [`ClientEvent::DeletionIgnored`] ("setting the cache entry state to NOT_FOUND without
+//!   actually deleting the cached resource"). Both ignore
+//!   [`ClientConfig::ignore_resource_deletion`] (A88: "gRPC will ignore that server
+//!   feature"), which only [`DataErrors::Legacy`] reads. A deletion here is what the
+//!   option A53 covered: a full-state response leaving a held name out, an incremental
+//!   removal of a held name (any type), a body-less marker for it. `Legacy` stays the
+//!   default so that a client configured before A88 behaves as it did; A88's own default
+//!   is `KeepCached`. A88's `resource_timer_is_transient_error` is not implemented.
 //! * **Readiness.** [`ClientEvent::Ready`] fires once per type when every name subscribed
 //!   before it has arrived, been rejected, or is known not to exist, and for a wildcard once
 //!   the first response was answered (ACK or NACK), like Envoy's initial fetch. A wildcard
@@ -198,7 +227,7 @@ use hashbrown::HashMap;
 pub use crate::text::SharedStr;
 pub use cache::CachedResource;
 pub use changes::{Change, ChangeBatch, ChangeView, EventShape};
-pub use config::{ClientConfig, Limits, NackPolicy};
+pub use config::{ClientConfig, DataErrors, Limits, NackPolicy};
 pub use defect::{At, ResponseDefect};
 pub use event::{
     ClientError, ClientEvent, IgnoreReason, PendingResource, RemovalReason, VerdictTicket,

@@ -37,8 +37,8 @@ pub(crate) fn parse(
     let checked = update::check_count("resource errors", resource_errors.len(), limits)
         .and_then(|()| check(resources, type_url, &version, ts, limits, extractor))
         .and_then(|resources| {
-            let (removed, errors) = update::split_resource_errors(resource_errors, limits)?;
-            Ok((resources, removed, errors))
+            let errors = update::read_resource_errors(resource_errors, limits)?;
+            Ok((resources, Vec::new(), errors))
         });
     update::finish(SharedStr::from(nonce), version, full_state, checked)
 }

@@ -20,14 +20,16 @@ pub enum ResourceState {
     /// Its TTL ran out; it was removed.
     Expired,
     /// The server reported an error for it in `resource_errors` (xRFC TP3; CSDS
-    /// `RECEIVED_ERROR`): a previously accepted body, if any, is still held.
+    /// `RECEIVED_ERROR`): a previously accepted body, if any, is still held (unless gRPC
+    /// A88's `fail_on_data_errors` dropped it).
     ReceivedError,
 }
 
 /// An error the server reported for a resource in `resource_errors` (xRFC TP3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerError {
-    /// The `google.rpc.Code` (NOT_FOUND never lands here: it means "does not exist").
+    /// The `google.rpc.Code` (NOT_FOUND lands here only under gRPC A88's
+    /// [`DataErrors`](super::DataErrors); before it, NOT_FOUND means "does not exist").
     pub code: i32,
     /// The server's message.
     pub message: String,

@@ -13,7 +13,7 @@ use hashbrown::{HashMap, HashSet};
 
 use super::cache::{CachedResource, Record};
 use super::changes::{self, Change, EventShape};
-use super::config::{ClientConfig, NackPolicy};
+use super::config::{ClientConfig, DataErrors, NackPolicy};
 use super::defect::ResponseDefect;
 use super::event::{ClientEvent, RemovalReason, VerdictTicket};
 use super::status::{Rejection, ResourceState, ServerError};
@@ -25,7 +25,7 @@ use crate::message::{Response, Variant};
 use crate::pb::google::rpc::Status;
 use crate::text::SharedStr;
 use crate::time::Instant;
-use crate::types::TypeInfo;
+use crate::types::{TypeInfo, NOT_FOUND_CODE, PERMISSION_DENIED_CODE};
 
 /// An answer owed to one response, sent in order.
 #[derive(Debug, Clone)]
@@ -67,6 +67,16 @@ impl Ctx<'_> {
 
     fn policy(&self) -> NackPolicy {
         self.config.nack_policy
+    }
+
+    /// Whether a deletion of a held resource keeps it (gRPC A53 before A88; A88 without
+    /// `fail_on_data_errors`, which ignores A53's option).
+    fn keeps_deleted(&self) -> bool {
+        match self.config.data_errors {
+            DataErrors::Legacy => self.config.ignore_resource_deletion,
+            DataErrors::KeepCached => true,
+            DataErrors::FailOnDataErrors => false,
+        }
     }
 
     /// Queues one cache change in the configured [`EventShape`].
@@ -295,6 +305,22 @@ impl TypeState {
             self.awaiting.remove(name.as_str());
         }
         drop(versions);
+        // gRPC A88: with `fail_on_data_errors` a NACK is a data error that drops what is
+        // held of the rejected resource ("we will delete the existing cached resource").
+        let nack_drops: Vec<SharedStr> =
+            if nack && cx.config.data_errors == DataErrors::FailOnDataErrors {
+                rejections
+                    .iter()
+                    .filter(|(n, _)| {
+                        self.records
+                            .get(n.as_str())
+                            .is_some_and(|r| r.cached.is_some())
+                    })
+                    .map(|(n, _)| n.clone())
+                    .collect()
+            } else {
+                Vec::new()
+            };
         if !nack || cx.policy() == NackPolicy::KeepValid {
             if self.records.is_empty() {
                 self.records.reserve(resources.len());
@@ -335,7 +361,7 @@ impl TypeState {
                     .collect();
                 absent.sort_unstable();
                 for name in absent {
-                    if cx.config.ignore_resource_deletion {
+                    if cx.keeps_deleted() {
                         self.ignore_deletion(&name, cx);
                         continue;
                     }
@@ -345,6 +371,9 @@ impl TypeState {
                     }
                 }
             }
+        }
+        for name in &nack_drops {
+            self.remove_cached(name, RemovalReason::ServerRemoved, cx);
         }
         if nack {
             let message = rejection_message(&rejections);
@@ -559,7 +588,7 @@ impl TypeState {
             .records
             .get(name.as_str())
             .and_then(|r| r.cached.as_ref());
-        if held.is_some() && cx.config.ignore_resource_deletion {
+        if held.is_some() && cx.keeps_deleted() {
             self.ignore_deletion(name, cx);
             return;
         }
@@ -575,11 +604,17 @@ impl TypeState {
         }
     }
 
-    /// gRPC A53: the server deleted held resource `name`; keep it, and say so once.
+    /// gRPC A53: the server deleted held resource `name`; keep it, and say so once. Under
+    /// A88 the status says `DoesNotExist` while the body stays held ("setting the cache
+    /// entry state to NOT_FOUND without actually deleting the cached resource").
     fn ignore_deletion(&mut self, name: &SharedStr, cx: &mut Ctx<'_>) {
         let Some(rec) = self.records.get_mut(name.as_str()) else {
             return;
         };
+        if cx.config.data_errors != DataErrors::Legacy {
+            rec.state = ResourceState::DoesNotExist;
+            rec.server_error = None;
+        }
         if rec.deletion_ignored {
             return;
         }
@@ -634,16 +669,30 @@ impl TypeState {
         true
     }
 
-    /// A `resource_errors` entry other than NOT_FOUND (xRFC TP3): the name's timer stops,
-    /// the error is remembered in its status until the resource arrives or another error
-    /// replaces it, a held body stays held, and the application hears of it. An error for
-    /// the subscription as a whole (`""`, `*`, a glob) is only reported.
+    /// A `resource_errors` entry (xRFC TP3; gRPC A88, "Support for Errors Provided by the
+    /// xDS server"). Before A88 a NOT_FOUND for a concrete name is a deletion. Otherwise
+    /// the name's timer stops, the error is remembered in its status (`ReceivedError`)
+    /// until the resource arrives or another error replaces it, and the application hears
+    /// of it; a held body stays held, except for NOT_FOUND and PERMISSION_DENIED under
+    /// [`DataErrors::FailOnDataErrors`]. An error for the subscription as a whole (`""`,
+    /// `*`, a glob) is only reported.
     fn server_error(&mut self, error: ReportedError, cx: &mut Ctx<'_>) {
         let ReportedError {
             name,
             code,
             message,
         } = error;
+        let data_error = code == NOT_FOUND_CODE || code == PERMISSION_DENIED_CODE;
+        match cx.config.data_errors {
+            DataErrors::Legacy if code == NOT_FOUND_CODE && !is_collection(&name) => {
+                self.server_removed(&name, cx);
+                return;
+            }
+            DataErrors::FailOnDataErrors if data_error && !is_collection(&name) => {
+                self.remove_cached(&name, RemovalReason::ServerRemoved, cx);
+            }
+            _ => {}
+        }
         if !is_collection(&name) {
             if !self.wants(&name, &[]) && !self.records.contains_key(name.as_str()) {
                 return;

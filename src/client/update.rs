@@ -16,7 +16,6 @@ use crate::name::{XdstpName, XDSTP_SCHEME};
 use crate::pb::discovery::{ResourceError, ResourceName};
 use crate::pb::google::protobuf::Any;
 use crate::text::SharedStr;
-use crate::types::NOT_FOUND_CODE as NOT_FOUND;
 
 /// One resource of a response that the client asked for (by name, alias or wildcard).
 #[derive(Clone, Debug)]
@@ -41,11 +40,11 @@ pub(crate) struct Update {
     pub(crate) removed: Vec<SharedStr>,
     /// SotW LDS/CDS: whatever is held and absent was deleted.
     pub(crate) full_state: bool,
-    /// `resource_errors` other than NOT_FOUND (those are in `removed`).
+    /// `resource_errors`, every code (what NOT_FOUND does is the apply step's call).
     pub(crate) errors: Vec<ReportedError>,
 }
 
-/// A `resource_errors` entry (xRFC TP3) that is not a NOT_FOUND for a concrete name.
+/// A `resource_errors` entry (xRFC TP3).
 #[derive(Clone, Debug)]
 pub(crate) struct ReportedError {
     /// `""`, `*` or an `xdstp` glob: the subscription as a whole.
@@ -63,16 +62,14 @@ pub(crate) fn is_collection(name: &str) -> bool {
     name.is_empty() || name == "*" || crate::name::is_glob(name)
 }
 
-/// Splits `resource_errors` (xRFC TP3, both variants; the caller bounds their count): NOT_FOUND for a concrete name means
-/// "does not exist", handled exactly like an incremental removal, so it joins the removed
-/// names; every other entry is an error to report. An entry without a name is about the
-/// legacy wildcard (`""`); one without `error_detail` counts as UNKNOWN.
-pub(crate) fn split_resource_errors(
+/// Reads `resource_errors` (xRFC TP3, both variants; the caller bounds their count). An
+/// entry without a name is about the legacy wildcard (`""`); one without `error_detail`
+/// counts as UNKNOWN. What each code does is decided in `type_state` (gRPC A88).
+pub(crate) fn read_resource_errors(
     errors: Vec<ResourceError>,
     limits: &Limits,
-) -> Result<(Vec<SharedStr>, Vec<ReportedError>), ResponseDefect> {
-    let mut not_found = Vec::new();
-    let mut reported = Vec::new();
+) -> Result<Vec<ReportedError>, ResponseDefect> {
+    let mut reported = Vec::with_capacity(errors.len());
     for (i, e) in errors.into_iter().enumerate() {
         let name = e.resource_name.map(|n| n.name).unwrap_or_default();
         if name.len() > limits.max_name_len {
@@ -87,17 +84,13 @@ pub(crate) fn split_resource_errors(
             .error_detail
             .map_or((UNKNOWN, String::new()), |s| (s.code, s.message));
         let name = received_name(SharedStr::from(name))?;
-        if code == NOT_FOUND && !is_collection(&name) {
-            not_found.push(name);
-        } else {
-            reported.push(ReportedError {
-                name,
-                code,
-                message,
-            });
-        }
+        reported.push(ReportedError {
+            name,
+            code,
+            message,
+        });
     }
-    Ok((not_found, reported))
+    Ok(reported)
 }
 
 /// A response that broke a protocol rule: NACKed whole, no state change.

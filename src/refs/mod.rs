@@ -22,7 +22,9 @@
 //!   scope's `route_configuration_name` or inline route configuration; with `scoped_rds`,
 //!   the scope set's `ScopedRoutes.name` as an SRDS reference); a TCP proxy's `cluster` and
 //!   `weighted_clusters` (CDS); the SDS secrets of every filter chain's
-//!   `DownstreamTlsContext`.
+//!   `DownstreamTlsContext`; the ECDS name of every filter configured by
+//!   `config_discovery`: HTTP filters (`HttpFilter.name`), network filters (`Filter.name`)
+//!   and listener filters (`ListenerFilter.name`).
 //! - **RouteConfiguration**: every virtual host's routes: `route.cluster`,
 //!   `weighted_clusters.clusters[].name`, the cluster-specifier plugin a route names
 //!   (`cluster_specifier_plugin`, looked up in `cluster_specifier_plugins`) or holds
@@ -32,6 +34,10 @@
 //!   only on demand).
 //! - **ScopedRouteConfiguration** (SRDS): `route_configuration_name` (RDS) or the inline
 //!   route configuration's references.
+//! - **VirtualHost** (VHDS): its routes' and mirror policies' clusters, as in a route
+//!   configuration.
+//! - **TypedExtensionConfig** (ECDS): a connection manager or TCP proxy delivered over
+//!   ECDS names what it would name inline; other extensions add nothing.
 //! - **Cluster**: an EDS cluster's ClusterLoadAssignment (`eds_cluster_config.service_name`,
 //!   else the cluster's own name; xDS protocol, "Resource types": "the EDS resource name
 //!   is the cluster name unless service_name is set"); an aggregate cluster's
@@ -52,15 +58,29 @@
 //!   "When only name is specified, then secret will be loaded from static resources").
 //! - **Names are compared canonically**: an `xdstp://` reference is put in canonical form
 //!   (xDS TP1: context parameters sorted), so it matches what a client subscribes to and
-//!   what a store holds however either was written; a reference names its own authority
-//!   (an `xdstp://` name is a full URN, never relative to the resource that holds it); a
-//!   malformed one is [`RefError::BadName`]. Other names are taken as written; an empty
-//!   name is no reference.
+//!   what a store holds however either was written; a malformed one is
+//!   [`RefError::BadName`]. Other names are taken as written; an empty name is no
+//!   reference.
+//! - **A reference is never relative to the resource that holds it.** No published xDS
+//!   text resolves a name against the referrer's: xRFC TP1 writes every name whole,
+//!   "`xdstp://[{authority}]/{resource type}/{id/*}?{context parameters}`", and ties the
+//!   referrer only to the *server* ("When the `ConfigSource` adjacent to a resource name
+//!   matches the URI authority, the `ConfigSource` will continue to be used. When there is
+//!   no match, the xDS client will fallback to the bootstrap"); gRPC A47 gives a name
+//!   without authority the empty authority ("New-style resource names without any
+//!   authority will use the empty string as the key"); Envoy's `ConfigSource.self` picks
+//!   "the same server it got the ConfigSource from", not a name. So `xdstp:///T/r` in a
+//!   resource of authority `a` is `xdstp:///T/r`, and a plain name stays plain (the
+//!   protocol text of envoyproxy/envoy `docs/root/api-docs/xds_protocol.rst` says nothing
+//!   more of `xdstp://` names).
 //! - **Deterministic**: references come sorted by type (make-before-break order) and name,
 //!   each once, whatever the order of the body.
-//! - **Not read**: filter configurations discovered over ECDS (`config_discovery`), the
-//!   `matcher` trees of virtual hosts and filter chains, on-demand CDS, and `TypedStruct`
-//!   configurations (JSON, not protobuf).
+//! - **A filter's ECDS name is read only with `config_discovery`**, whatever its
+//!   `default_config`: the name is what the client subscribes to either way (whether it
+//!   waits, `ExtensionConfigSource.apply_default_config_without_warming`, is not read).
+//! - **Not read**: upstream (cluster) filters' `config_discovery`, the `matcher` trees of
+//!   virtual hosts and filter chains, on-demand CDS, and `TypedStruct` configurations
+//!   (JSON, not protobuf).
 
 #[cfg(any(test, feature = "script"))]
 pub(crate) mod build;
@@ -77,7 +97,31 @@ use core::fmt;
 
 use crate::name::{NameParseError, XdstpName, XDSTP_SCHEME};
 use crate::text::SharedStr;
-use crate::types::{ads_order, CLUSTER, ENDPOINT, LISTENER, ROUTE, SCOPED_ROUTE, SECRET};
+use crate::types::{
+    ads_order, CLUSTER, ENDPOINT, EXTENSION_CONFIG, LISTENER, ROUTE, SCOPED_ROUTE, SECRET,
+    VIRTUAL_HOST,
+};
+
+/// The types whose bodies [`references`] reads (every other type refers to nothing): one
+/// list for the dependency manager, the store's consistency check and the fuzz target.
+pub const REFERRING: [&str; 6] = [
+    LISTENER.type_url,
+    ROUTE.type_url,
+    SCOPED_ROUTE.type_url,
+    VIRTUAL_HOST.type_url,
+    CLUSTER.type_url,
+    EXTENSION_CONFIG.type_url,
+];
+
+/// The name of a VHDS virtual host's route configuration: VHDS names are `<route
+/// configuration name>/<host entry>`, and "matching should be done from right to left since
+/// a host entry cannot contain slashes while a route configuration name can" (Envoy, "Virtual
+/// Host Discovery Service (VHDS)").
+pub fn vhds_route_configuration(name: &str) -> Option<&str> {
+    name.rsplit_once('/')
+        .map(|(route, _)| route)
+        .filter(|r| !r.is_empty())
+}
 
 /// `Any` type of the HTTP connection manager network filter.
 pub const HTTP_CONNECTION_MANAGER: &str =
@@ -223,8 +267,13 @@ pub fn references(type_url: &str, body: &Bytes) -> Result<References, RefError> 
         reader.route_configuration(body, "")?;
     } else if type_url == SCOPED_ROUTE.type_url {
         reader.scope(body, "")?;
+    } else if type_url == VIRTUAL_HOST.type_url {
+        // Plugins are named in the route configuration, not in a virtual host alone.
+        reader.virtual_host(body, "", &mut Vec::new())?;
     } else if type_url == CLUSTER.type_url {
         reader.cluster(body)?;
+    } else if type_url == EXTENSION_CONFIG.type_url {
+        reader.extension_config(body)?;
     }
     let mut out = reader.out;
     out.refs.sort_by(|a, b| {
@@ -467,12 +516,66 @@ impl Reader<'_> {
                         Ok(())
                     })?;
                 }
+                // Listener.listener_filters -> ListenerFilter.config_discovery (5)
+                9 => {
+                    let filter = r.len(v, "listener_filters")?;
+                    r.discovered(filter, "listener_filters", 5, "ListenerFilter.name")?;
+                }
                 // Listener.default_filter_chain
                 25 => r.filter_chain(r.len(v, "default_filter_chain")?, "default_filter_chain")?,
                 _ => {}
             }
             Ok(())
         })
+    }
+
+    /// A filter whose configuration may come from ECDS: with `config_discovery` (field
+    /// `discovery`), its name (field 1) is the ECDS resource's name (`HttpFilter.name`: "It
+    /// also serves as a resource name in ExtensionConfigDS"; the same for listener, network
+    /// and HTTP filters).
+    fn discovered(
+        &mut self,
+        buf: &[u8],
+        at: &str,
+        discovery: u64,
+        label: &'static str,
+    ) -> Result<(), RefError> {
+        let (mut name, mut discovered): (&[u8], bool) = (&[], false);
+        self.each(buf, at, |r, field, v| {
+            if field == 1 {
+                name = r.len(v, at)?;
+            } else if field == discovery {
+                r.len(v, at)?;
+                discovered = true;
+            }
+            Ok(())
+        })?;
+        if discovered {
+            self.add(EXTENSION_CONFIG.type_url, name, label)?;
+        }
+        Ok(())
+    }
+
+    /// A network filter's configuration (an `Any`): the connection manager and the TCP proxy
+    /// name resources; every other filter adds nothing.
+    fn network_filter(&mut self, any: &[u8], at: &str) -> Result<(), RefError> {
+        let (kind, value) = self.any(any, at)?;
+        if kind == HTTP_CONNECTION_MANAGER.as_bytes() {
+            self.connection_manager(value, at)?;
+        } else if kind == TCP_PROXY.as_bytes() {
+            self.tcp_proxy(value, at)?;
+        }
+        Ok(())
+    }
+
+    /// An ECDS resource (`TypedExtensionConfig`): a network filter configuration delivered
+    /// over ECDS names what it would name inline.
+    fn extension_config(&mut self, buf: &[u8]) -> Result<(), RefError> {
+        let (_, config) = self.extension(buf, "typed_config")?;
+        if config.is_empty() {
+            return Ok(());
+        }
+        self.network_filter(config, "typed_config")
     }
 
     /// A filter chain (`at`: `filter_chains` or `default_filter_chain`).
@@ -492,20 +595,16 @@ impl Reader<'_> {
         };
         self.each(buf, at, |r, field, v| {
             match field {
-                // FilterChain.filters -> Filter.typed_config (Any)
+                // FilterChain.filters -> Filter.typed_config (Any) or Filter.config_discovery
                 3 => {
                     let bytes = r.len(v, filters)?;
                     r.each(bytes, filters, |r, field, v| {
                         if field == 4 {
-                            let (kind, value) = r.any(r.len(v, typed)?, typed)?;
-                            if kind == HTTP_CONNECTION_MANAGER.as_bytes() {
-                                r.connection_manager(value, typed)?;
-                            } else if kind == TCP_PROXY.as_bytes() {
-                                r.tcp_proxy(value, typed)?;
-                            }
+                            r.network_filter(r.len(v, typed)?, typed)?;
                         }
                         Ok(())
                     })?;
+                    r.discovered(bytes, filters, 5, "Filter.name")?;
                 }
                 // FilterChain.transport_socket
                 6 => r.transport_socket(r.len(v, socket)?, socket, DOWNSTREAM_TLS)?,
@@ -531,6 +630,8 @@ impl Reader<'_> {
                 }
                 // HttpConnectionManager.route_config
                 4 => r.route_configuration(r.len(v, at)?, at)?,
+                // HttpConnectionManager.http_filters -> HttpFilter.config_discovery (5)
+                5 => r.discovered(r.len(v, at)?, at, 5, "HttpFilter.name")?,
                 // HttpConnectionManager.scoped_routes
                 31 => r.scoped_routes(r.len(v, at)?, at)?,
                 _ => {}

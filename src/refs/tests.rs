@@ -182,9 +182,93 @@ fn other_types_refer_to_nothing() {
 quickcheck::quickcheck! {
     fn never_panics(body: Vec<u8>) -> bool {
         let body = Bytes::from(body);
-        for t in [LISTENER.type_url, ROUTE.type_url, SCOPED_ROUTE.type_url, CLUSTER.type_url] {
+        for t in REFERRING {
             let _ = references(t, &body);
         }
         true
     }
+}
+
+#[test]
+fn filters_with_config_discovery_name_ecds_configurations() {
+    // ExtensionConfigSource { config_source = 1 { ads = 3 {} } }
+    let discovery = ld(1, &ld(3, &[]));
+    // HttpConnectionManager.http_filters (5): HttpFilter { name = 1, config_discovery = 5 }
+    let discovered = [ld(1, b"authz"), ld(5, &discovery)].concat();
+    let inline = [ld(1, b"router"), ld(4, &any("acme.Router", &[]))].concat();
+    let hcm = [ld(5, &discovered), ld(5, &inline)].concat();
+    // Filter { name = 1, typed_config = 4 } and Filter { name = 1, config_discovery = 5 }
+    let chain = [
+        ld(3, &ld(4, &any(HTTP_CONNECTION_MANAGER, &hcm))),
+        ld(3, &[ld(1, b"net"), ld(5, &discovery)].concat()),
+    ]
+    .concat();
+    // Listener.listener_filters (9): ListenerFilter { name = 1, config_discovery = 5 }
+    let listener_filter = [ld(1, b"inspect"), ld(5, &discovery)].concat();
+    let body = [ld(1, b"l"), ld(3, &chain), ld(9, &listener_filter)].concat();
+    let refs = references(LISTENER.type_url, &Bytes::from(body)).unwrap();
+    let fields: Vec<(&str, &str)> = refs.iter().map(|r| (r.name.as_str(), r.field)).collect();
+    assert_eq!(
+        fields,
+        [
+            ("authz", "HttpFilter.name"),
+            ("inspect", "ListenerFilter.name"),
+            ("net", "Filter.name")
+        ]
+    );
+}
+
+#[test]
+fn virtual_hosts_and_extension_configs_are_read() {
+    // VirtualHost { name = 1, routes = 3 { route = 2 { cluster = 1 } } }
+    let body = [ld(1, b"r/www"), ld(3, &ld(2, &ld(1, b"web")))].concat();
+    let refs = references(VIRTUAL_HOST.type_url, &Bytes::from(body)).unwrap();
+    assert_eq!(names(&refs), [("CDS", "web")]);
+    // TypedExtensionConfig { name = 1, typed_config = 2: a TCP proxy naming cluster = 2 }
+    let proxy = any(TCP_PROXY, &ld(2, b"backend"));
+    let body = [ld(1, b"net"), ld(2, &proxy)].concat();
+    let refs = references(EXTENSION_CONFIG.type_url, &Bytes::from(body)).unwrap();
+    assert_eq!(names(&refs), [("CDS", "backend")]);
+    // A malformed configuration names the resource.
+    let body = [ld(1, b"bad"), ld(2, &[0x0a, 0x09])].concat();
+    let error = references(EXTENSION_CONFIG.type_url, &Bytes::from(body)).unwrap_err();
+    assert!(matches!(error, RefError::Malformed { ref resource, .. } if resource == "bad"));
+}
+
+#[test]
+fn built_bodies_carry_exactly_their_references() {
+    use crate::types::TypeInfo;
+    let cases: [(&str, &[(&str, &str)]); 6] = [
+        (
+            LISTENER.type_url,
+            &[
+                (ROUTE.type_url, "r"),
+                (SCOPED_ROUTE.type_url, "set"),
+                (EXTENSION_CONFIG.type_url, "authz"),
+            ],
+        ),
+        (LISTENER.type_url, &[(EXTENSION_CONFIG.type_url, "only")]),
+        (SCOPED_ROUTE.type_url, &[(ROUTE.type_url, "r1")]),
+        (VIRTUAL_HOST.type_url, &[(CLUSTER.type_url, "web")]),
+        (ROUTE.type_url, &[(CLUSTER.type_url, "c")]),
+        (EXTENSION_CONFIG.type_url, &[]),
+    ];
+    for (type_url, wanted) in cases {
+        let body = build::body_with_refs(type_url, "x/y", wanted, "t1");
+        let refs = references(type_url, &body).unwrap();
+        let mut wanted: Vec<(&str, &str)> = wanted
+            .iter()
+            .map(|(t, n)| (TypeInfo::of(t).short_name().unwrap_or("?"), *n))
+            .collect();
+        wanted.sort_by(|a, b| {
+            let rank =
+                |s: &str| crate::types::ResourceType::by_short_name(s).map_or(99, |t| t.ads_rank);
+            rank(a.0).cmp(&rank(b.0)).then(a.1.cmp(b.1))
+        });
+        assert_eq!(names(&refs), wanted, "{type_url}");
+        assert_eq!(crate::resource::name_of(&body).ok(), Some("x/y"));
+    }
+    let vhds = build::body_with_refs(ROUTE.type_url, "r", &[(VIRTUAL_HOST.type_url, "*")], "");
+    let refs = references(ROUTE.type_url, &vhds).unwrap();
+    assert!(refs.vhds && refs.is_empty());
 }

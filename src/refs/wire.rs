@@ -19,6 +19,9 @@ pub(crate) struct Listener {
     /// `Listener.filter_chains`.
     #[prost(message, repeated, tag = "3")]
     pub filter_chains: Vec<FilterChain>,
+    /// `Listener.listener_filters`.
+    #[prost(message, repeated, tag = "9")]
+    pub listener_filters: Vec<ListenerFilter>,
     /// `Listener.api_listener` (gRPC's listener: the HTTP connection manager in an `Any`).
     #[prost(message, optional, tag = "19")]
     pub api_listener: Option<ApiListener>,
@@ -49,9 +52,75 @@ pub(crate) struct FilterChain {
 /// `envoy.config.listener.v3.Filter`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct Filter {
-    /// `Filter.typed_config`.
+    /// `Filter.name` (the ECDS resource name with `config_discovery`).
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// `Filter.typed_config` (oneof `config_type`).
     #[prost(message, optional, tag = "4")]
     pub typed_config: Option<Any>,
+    /// `Filter.config_discovery` (oneof `config_type`).
+    #[prost(message, optional, tag = "5")]
+    pub config_discovery: Option<ExtensionConfigSource>,
+}
+
+/// `envoy.config.listener.v3.ListenerFilter`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct ListenerFilter {
+    /// `ListenerFilter.name` (the ECDS resource name with `config_discovery`).
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// `ListenerFilter.config_discovery` (oneof `config_type`).
+    #[prost(message, optional, tag = "5")]
+    pub config_discovery: Option<ExtensionConfigSource>,
+}
+
+/// `envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct HttpFilter {
+    /// `HttpFilter.name`: "It also serves as a resource name in ExtensionConfigDS."
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// `HttpFilter.typed_config` (oneof `config_type`).
+    #[prost(message, optional, tag = "4")]
+    pub typed_config: Option<Any>,
+    /// `HttpFilter.config_discovery` (oneof `config_type`).
+    #[prost(message, optional, tag = "5")]
+    pub config_discovery: Option<ExtensionConfigSource>,
+}
+
+/// `envoy.config.core.v3.ExtensionConfigSource`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct ExtensionConfigSource {
+    /// `ExtensionConfigSource.config_source`.
+    #[prost(message, optional, tag = "1")]
+    pub config_source: Option<ConfigSource>,
+    /// `ExtensionConfigSource.type_urls`: the extension types an update may carry.
+    #[prost(string, repeated, tag = "4")]
+    pub type_urls: Vec<String>,
+}
+
+/// `envoy.config.core.v3.ConfigSource`, over ADS.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct ConfigSource {
+    /// `ConfigSource.ads` (oneof `config_source_specifier`; `AggregatedConfigSource` is empty).
+    #[prost(message, optional, tag = "3")]
+    pub ads: Option<Present>,
+    /// `ConfigSource.resource_api_version` (`ApiVersion.V3` is 2).
+    #[prost(int32, tag = "6")]
+    pub resource_api_version: i32,
+}
+
+/// `ApiVersion.V3`.
+pub(crate) const API_V3: i32 = 2;
+
+impl ConfigSource {
+    /// ADS, v3 resources: what a real configuration names most.
+    pub fn ads() -> ConfigSource {
+        ConfigSource {
+            ads: Some(Present {}),
+            resource_api_version: API_V3,
+        }
+    }
 }
 
 /// `envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager`.
@@ -63,6 +132,9 @@ pub(crate) struct HttpConnectionManager {
     /// `HttpConnectionManager.route_config` (oneof `route_specifier`).
     #[prost(message, optional, tag = "4")]
     pub route_config: Option<RouteConfiguration>,
+    /// `HttpConnectionManager.http_filters`.
+    #[prost(message, repeated, tag = "5")]
+    pub http_filters: Vec<HttpFilter>,
     /// `HttpConnectionManager.scoped_routes` (oneof `route_specifier`).
     #[prost(message, optional, tag = "31")]
     pub scoped_routes: Option<ScopedRoutes>,
@@ -71,6 +143,9 @@ pub(crate) struct HttpConnectionManager {
 /// `envoy.extensions.filters.network.http_connection_manager.v3.Rds`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct Rds {
+    /// `Rds.config_source`.
+    #[prost(message, optional, tag = "1")]
+    pub config_source: Option<ConfigSource>,
     /// `Rds.route_config_name`.
     #[prost(string, tag = "2")]
     pub route_config_name: String,
@@ -82,12 +157,50 @@ pub(crate) struct ScopedRoutes {
     /// `ScopedRoutes.name`.
     #[prost(string, tag = "1")]
     pub name: String,
+    /// `ScopedRoutes.scope_key_builder` (required).
+    #[prost(message, optional, tag = "2")]
+    pub scope_key_builder: Option<ScopeKeyBuilder>,
+    /// `ScopedRoutes.rds_config_source`: where the scopes' route configurations come from.
+    #[prost(message, optional, tag = "3")]
+    pub rds_config_source: Option<ConfigSource>,
     /// `ScopedRoutes.scoped_route_configurations_list` (oneof `config_specifier`).
     #[prost(message, optional, tag = "4")]
     pub scoped_route_configurations_list: Option<ScopedRouteConfigurationsList>,
-    /// `ScopedRoutes.scoped_rds` (oneof `config_specifier`): only its presence matters.
+    /// `ScopedRoutes.scoped_rds` (oneof `config_specifier`).
     #[prost(message, optional, tag = "5")]
-    pub scoped_rds: Option<Present>,
+    pub scoped_rds: Option<ScopedRds>,
+}
+
+/// `envoy.extensions.filters.network.http_connection_manager.v3.ScopedRds`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct ScopedRds {
+    /// `ScopedRds.scoped_rds_config_source`.
+    #[prost(message, optional, tag = "1")]
+    pub scoped_rds_config_source: Option<ConfigSource>,
+}
+
+/// `ScopedRoutes.ScopeKeyBuilder`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct ScopeKeyBuilder {
+    /// `ScopeKeyBuilder.fragments`.
+    #[prost(message, repeated, tag = "1")]
+    pub fragments: Vec<FragmentBuilder>,
+}
+
+/// `ScopeKeyBuilder.FragmentBuilder`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct FragmentBuilder {
+    /// `FragmentBuilder.header_value_extractor` (oneof `type`).
+    #[prost(message, optional, tag = "1")]
+    pub header_value_extractor: Option<HeaderValueExtractor>,
+}
+
+/// `FragmentBuilder.HeaderValueExtractor`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct HeaderValueExtractor {
+    /// `HeaderValueExtractor.name`: the request header the key is read from.
+    #[prost(string, tag = "1")]
+    pub name: String,
 }
 
 /// `envoy.extensions.filters.network.http_connection_manager.v3.ScopedRouteConfigurationsList`.
@@ -104,9 +217,28 @@ pub(crate) struct ScopedRouteConfiguration {
     /// `ScopedRouteConfiguration.route_configuration_name`.
     #[prost(string, tag = "2")]
     pub route_configuration_name: String,
+    /// `ScopedRouteConfiguration.key` (required).
+    #[prost(message, optional, tag = "3")]
+    pub key: Option<ScopeKey>,
     /// `ScopedRouteConfiguration.route_configuration` (inline).
     #[prost(message, optional, tag = "5")]
     pub route_configuration: Option<RouteConfiguration>,
+}
+
+/// `ScopedRouteConfiguration.Key`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct ScopeKey {
+    /// `Key.fragments` -> `Fragment.string_key` (1).
+    #[prost(message, repeated, tag = "1")]
+    pub fragments: Vec<ScopeKeyFragment>,
+}
+
+/// `ScopedRouteConfiguration.Key.Fragment`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct ScopeKeyFragment {
+    /// `Fragment.string_key` (oneof `type`).
+    #[prost(string, tag = "1")]
+    pub string_key: String,
 }
 
 /// `envoy.config.route.v3.RouteConfiguration`.
@@ -115,9 +247,9 @@ pub(crate) struct RouteConfiguration {
     /// `RouteConfiguration.virtual_hosts`.
     #[prost(message, repeated, tag = "2")]
     pub virtual_hosts: Vec<VirtualHost>,
-    /// `RouteConfiguration.vhds`: only its presence matters.
+    /// `RouteConfiguration.vhds`.
     #[prost(message, optional, tag = "9")]
-    pub vhds: Option<Present>,
+    pub vhds: Option<Vhds>,
     /// `RouteConfiguration.cluster_specifier_plugins`.
     #[prost(message, repeated, tag = "12")]
     pub cluster_specifier_plugins: Vec<ClusterSpecifierPlugin>,
@@ -126,9 +258,20 @@ pub(crate) struct RouteConfiguration {
     pub request_mirror_policies: Vec<RequestMirrorPolicy>,
 }
 
-/// `envoy.config.route.v3.VirtualHost`.
+/// `envoy.config.route.v3.Vhds`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct Vhds {
+    /// `Vhds.config_source` (VHDS is incremental only).
+    #[prost(message, optional, tag = "1")]
+    pub config_source: Option<ConfigSource>,
+}
+
+/// `envoy.config.route.v3.VirtualHost` (also a VHDS resource).
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct VirtualHost {
+    /// `VirtualHost.domains`.
+    #[prost(string, repeated, tag = "2")]
+    pub domains: Vec<String>,
     /// `VirtualHost.routes`.
     #[prost(message, repeated, tag = "3")]
     pub routes: Vec<Route>,

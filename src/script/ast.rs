@@ -5,7 +5,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use crate::client::{EventShape, NackPolicy};
+use crate::client::{DataErrors, EventShape, NackPolicy};
 use crate::message::Variant;
 use crate::server::NotFoundReporting;
 
@@ -40,6 +40,8 @@ pub struct Options {
     pub sotw_refetch_on_ttl_expiry: Option<bool>,
     /// `ignore-resource-deletion=true|false`: [`ClientConfig::ignore_resource_deletion`](crate::client::ClientConfig::ignore_resource_deletion).
     pub ignore_resource_deletion: Option<bool>,
+    /// `data-errors=legacy|keep-cached|fail-on-data-errors`: [`ClientConfig::data_errors`](crate::client::ClientConfig::data_errors) (gRPC A88).
+    pub data_errors: Option<DataErrors>,
     /// `client-events=per-resource|batched`: [`ClientConfig::event_shape`](crate::client::ClientConfig::event_shape)
     /// (batches are checked as the per-resource events they stand for).
     pub client_event_shape: Option<EventShape>,
@@ -205,6 +207,22 @@ pub enum ServerCommand {
     /// Publish a type with whatever resources it holds, possibly none
     /// ([`ResourceStore::publish`](crate::server::ResourceStore::publish)).
     Publish(String),
+    /// `server error TYPE NAME CODE ["message"]`: publish an error for a name (`*`: the
+    /// type's) instead of a body
+    /// ([`ResourceStore::set_error`](crate::server::ResourceStore::set_error)).
+    Error {
+        /// The type URL.
+        type_url: String,
+        /// The resource name, or `*`.
+        name: String,
+        /// The `google.rpc.Code`.
+        code: i32,
+        /// The message (the code's name when the line gives none).
+        message: String,
+    },
+    /// `server clear-error TYPE NAME`: clear it
+    /// ([`ResourceStore::clear_error`](crate::server::ResourceStore::clear_error)).
+    ClearError(String, String),
 }
 
 /// An assertion.

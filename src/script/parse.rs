@@ -8,9 +8,10 @@ use core::fmt;
 use core::time::Duration;
 
 use super::ast::*;
-use crate::client::{EventShape, NackPolicy};
+use crate::client::{DataErrors, EventShape, NackPolicy};
 use crate::message::Variant;
 use crate::server::NotFoundReporting;
+use crate::transcript::notation;
 use crate::types::{ApiVersion, ResourceType};
 
 /// A scenario that could not be parsed (or run): the line and what was wrong.
@@ -670,7 +671,7 @@ fn client_command(cursor: &mut Cursor<'_>) -> Result<ClientCommand, ScriptError>
 }
 
 fn server_command(cursor: &mut Cursor<'_>) -> Result<ServerCommand, ScriptError> {
-    let verb = cursor.word("set, remove or publish")?;
+    let verb = cursor.word("set, remove, publish, error or clear-error")?;
     let type_url = cursor.type_url()?;
     match verb.as_str() {
         "set" => {
@@ -690,6 +691,31 @@ fn server_command(cursor: &mut Cursor<'_>) -> Result<ServerCommand, ScriptError>
         }
         "remove" => Ok(ServerCommand::Remove(type_url, cursor.words()?)),
         "publish" => Ok(ServerCommand::Publish(type_url)),
+        "error" => {
+            let name = cursor.word("a resource name or *")?;
+            let code_text =
+                cursor.word("a status code (NOT_FOUND, UNAVAILABLE, ... or a number)")?;
+            let code = notation::code_of(&code_text)
+                .ok_or_else(|| error(cursor.line, format!("unknown status code {code_text:?}")))?;
+            let mut rest = cursor.words()?;
+            if rest.len() > 1 {
+                return Err(error(cursor.line, "error takes one message (quote it)"));
+            }
+            let message = rest.pop().unwrap_or(code_text);
+            Ok(ServerCommand::Error {
+                type_url,
+                name,
+                code,
+                message,
+            })
+        }
+        "clear-error" => {
+            let name = cursor.word("a resource name or *")?;
+            if !cursor.words()?.is_empty() {
+                return Err(error(cursor.line, "clear-error takes one name"));
+            }
+            Ok(ServerCommand::ClearError(type_url, name))
+        }
         other => Err(error(
             cursor.line,
             format!("unknown server command {other:?}"),
@@ -889,6 +915,14 @@ fn option(options: &mut Options, key: &str, value: &str) -> Result<(), String> {
         }
         "ignore-resource-deletion" => {
             options.ignore_resource_deletion = Some(flag(value).ok_or_else(bad)?)
+        }
+        "data-errors" => {
+            options.data_errors = Some(match value {
+                "legacy" => DataErrors::Legacy,
+                "keep-cached" => DataErrors::KeepCached,
+                "fail-on-data-errors" => DataErrors::FailOnDataErrors,
+                _ => return Err(bad()),
+            })
         }
         "sticky-legacy-wildcard" => {
             options.sticky_legacy_wildcard = Some(flag(value).ok_or_else(bad)?)

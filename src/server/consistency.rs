@@ -1,7 +1,9 @@
 //! Consistency of a publication across types, and make-before-break plans.
 //!
-//! A listener names a route configuration, a route names clusters, a cluster names its
-//! endpoints, its aggregate members and its secrets ([`crate::refs`]). A publication is
+//! A listener names a route configuration (or a scope set over SRDS) and its filters'
+//! ECDS configurations, a scope names a route configuration, a route configuration or a
+//! VHDS virtual host names clusters, a cluster names its endpoints, its aggregate members
+//! and its secrets ([`crate::refs`]). A publication is
 //! *consistent* when every such name is present in the store as the publication leaves it
 //! (go-control-plane's `Snapshot.Consistent()`, here across every referencing type). A
 //! server that removes a cluster while a route still names it causes an outage (xDS
@@ -12,10 +14,13 @@
 //! - **Which references are checked**: those into a type the store has published (or the
 //!   publication publishes). A reference into a type this store never serves (secrets
 //!   from the bootstrap, endpoints of another management server) is not this store's to
-//!   check. SRDS scope-set names and VHDS are not resources and are never checked.
+//!   check. SRDS scope-set names (`ScopedRoutes.name`) are not resources and are never
+//!   checked: the scopes of a set are every SRDS resource, each checked as a referrer. A
+//!   VHDS virtual host is named by nobody (clients ask for them on demand), so it is only
+//!   a referrer; an ECDS filter configuration is checked like any name.
 //! - **Cost**: [`ResourceStore::consistency_of`] reads the references of the resources the
-//!   operations set, and, only when they remove something, of every published listener,
-//!   route configuration and cluster (to find who still names what goes). A publication
+//!   operations set, and, only when they remove something, of every published resource of
+//!   a referring type ([`crate::refs::REFERRING`]; to find who still names what goes). A publication
 //!   that only adds or changes costs what it changes. [`ResourceStore::consistency`]
 //!   checks the whole store (`benches/README.md`).
 //! - **Enforcement** ([`Consistency::Enforce`]): `apply` (and every method built on it)
@@ -34,19 +39,19 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
 
+use super::resource_errors::TYPE_WIDE;
 use super::store::{ResourceStore, StoreOp};
 use crate::name::comparable;
-use crate::refs::{references, RefError};
-use crate::types::{CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET};
+use crate::refs::{references, RefError, REFERRING};
+use crate::types::{CLUSTER, ENDPOINT, EXTENSION_CONFIG, ROUTE, SECRET};
 
-/// The types whose resources name others.
-const REFERRING: [&str; 3] = [LISTENER.type_url, ROUTE.type_url, CLUSTER.type_url];
-/// The types a reference is checked into.
-const CHECKED: [&str; 4] = [
+/// The types a reference is checked into (resources named by name).
+const CHECKED: [&str; 5] = [
     ROUTE.type_url,
     CLUSTER.type_url,
     ENDPOINT.type_url,
     SECRET.type_url,
+    EXTENSION_CONFIG.type_url,
 ];
 
 /// Whether a store checks its publications.
@@ -128,7 +133,7 @@ impl fmt::Display for ConsistencyReport {
 }
 
 /// A publication split in two ([`ResourceStore::plan_make_before_break`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct TwoPhase {
     /// Apply now: every set and publication, and the removals nothing published names.
     pub now: Vec<StoreOp>,
@@ -162,6 +167,15 @@ impl<'a> View<'a> {
                 StoreOp::Publish { type_url } => {
                     published.insert(type_url.as_str());
                 }
+                // An error takes the place of the body: what names it now dangles.
+                StoreOp::SetError { type_url, name, .. } if name != TYPE_WIDE => {
+                    published.insert(type_url.as_str());
+                    overlay.insert((type_url.as_str(), String::from(comparable(name))), None);
+                }
+                StoreOp::SetError { type_url, .. } => {
+                    published.insert(type_url.as_str());
+                }
+                StoreOp::ClearError { .. } => {}
             }
         }
         View {
@@ -231,8 +245,8 @@ impl<'a> View<'a> {
 }
 
 impl ResourceStore {
-    /// Checks the whole store: every name a published listener, route configuration or
-    /// cluster refers to is published (in the types the store serves).
+    /// Checks the whole store: every name a published resource of a referring type refers
+    /// to is published (in the types the store serves).
     pub fn consistency(&self) -> ConsistencyReport {
         let view = View::new(self, &[]);
         let mut report = ConsistencyReport::default();
@@ -269,7 +283,9 @@ impl ResourceStore {
                     continue;
                 };
                 for r in refs.iter() {
-                    if removed.contains(&(r.type_url, r.name.as_str())) {
+                    if CHECKED.contains(&r.type_url)
+                        && removed.contains(&(r.type_url, r.name.as_str()))
+                    {
                         report.dangling.push(Dangling {
                             from_type: String::from(type_url),
                             from: String::from(name),
@@ -289,16 +305,19 @@ impl ResourceStore {
     /// until they have the new version); everything else, in order, to [`TwoPhase::now`].
     /// If `ops` leave the store consistent, so does each phase.
     pub fn plan_make_before_break(&self, ops: Vec<StoreOp>) -> TwoPhase {
-        let removes = ops.iter().any(|op| matches!(op, StoreOp::Remove { .. }));
+        let removes = ops
+            .iter()
+            .any(|op| matches!(op, StoreOp::Remove { .. } | StoreOp::SetError { .. }));
         let mut named: BTreeSet<(String, String)> = BTreeSet::new();
         if removes {
             for type_url in REFERRING {
                 for resource in self.iter(type_url) {
                     if let Ok(refs) = references(type_url, resource.body()) {
-                        named
-                            .extend(refs.iter().map(|r| {
-                                (String::from(r.type_url), String::from(r.name.as_str()))
-                            }));
+                        named.extend(
+                            refs.iter()
+                                .filter(|r| CHECKED.contains(&r.type_url))
+                                .map(|r| (String::from(r.type_url), String::from(r.name.as_str()))),
+                        );
                     }
                 }
             }
@@ -306,7 +325,7 @@ impl ResourceStore {
         let mut plan = TwoPhase::default();
         for op in ops {
             let later = match &op {
-                StoreOp::Remove { type_url, name } => {
+                StoreOp::Remove { type_url, name } | StoreOp::SetError { type_url, name, .. } => {
                     named.contains(&(type_url.clone(), String::from(comparable(name))))
                 }
                 _ => false,

@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 
 use super::flow::{SendCtx, Timers};
 use super::names::{Changes, Names};
+use super::resource_errors::{self, error_hash, TYPE_WIDE};
 use super::sotw::Diff;
 use super::store::{ResourceStore, StoredResource};
 use super::version::pair_hash;
@@ -18,11 +19,14 @@ use super::NotFoundReporting;
 use crate::name::{collection_of, comparable, is_glob};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource};
 use crate::pb::google::protobuf::TypeUrl;
+use crate::pb::google::rpc::Status;
 use crate::types::TypeInfo;
 
 /// What the server believes the client holds for one name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Known {
+    /// A published error was sent in place of a body: its hash.
+    Error(u64),
     /// The entry hash (name, version, TTL) of the version the client holds (told by
     /// `initial_resource_versions`, or sent): equal hashes are the same version, and the
     /// TTL is in it so a TTL change is sent. Only the hash is kept (the version string
@@ -59,6 +63,10 @@ pub(crate) struct DeltaState {
     out_not_found: BTreeSet<String>,
     /// Planned: resource names the client holds that are gone.
     out_removals: BTreeSet<String>,
+    /// Planned: names (or [`TYPE_WIDE`]) whose published error is to be sent.
+    out_errors: BTreeSet<String>,
+    /// The hash of the type's error last sent to this wildcard stream as [`TYPE_WIDE`].
+    type_error_sent: Option<u64>,
     /// A new wildcard subscription: answered even when nothing is sent, so the client
     /// learns that its wildcard set is complete.
     answer_due: bool,
@@ -81,6 +89,8 @@ impl DeltaState {
             out_upserts: BTreeMap::new(),
             out_not_found: BTreeSet::new(),
             out_removals: BTreeSet::new(),
+            out_errors: BTreeSet::new(),
+            type_error_sent: None,
             answer_due: false,
         }
     }
@@ -283,10 +293,40 @@ impl DeltaState {
         matches!(self.known.get(name), Some(Known::Version(pair)) if *pair == r.pair_hash())
     }
 
+    /// The published error a subscriber of `name` is owed, when the store holds no body for
+    /// it: its own error if the stream covers it, the type's only if the name is
+    /// subscribed by name (a wildcard hears the type's error once, as [`TYPE_WIDE`]).
+    fn error_for<'s>(&self, store: &'s ResourceStore, name: &str) -> Option<&'s Status> {
+        let t = self.type_url.as_str();
+        if is_glob(name) || store.resolve(t, name).is_some() {
+            return None;
+        }
+        match store.own_error(t, name) {
+            Some(e) => self.covers(name, &[]).then_some(e),
+            None if self.names.contains(name) => store.type_error(t),
+            None => None,
+        }
+    }
+
+    /// Plans `name`'s error if one is in force and the client does not hold it already
+    /// (`always`: newly subscribed, said again). Whether one is in force.
+    fn plan_error(&mut self, store: &ResourceStore, name: &str, always: bool) -> bool {
+        let Some(e) = self.error_for(store, name) else {
+            return false;
+        };
+        let held =
+            matches!(self.known.get(name), Some(Known::Error(h)) if *h == error_hash(name, e));
+        if always || !held {
+            self.out_errors.insert(String::from(name));
+        }
+        true
+    }
+
     /// Turns what changed into planned upserts, not-founds and removals.
     pub(crate) fn plan(&mut self, store: &ResourceStore) {
         self.settle_unsubscribes(store);
-        let t = self.type_url.as_str();
+        let type_url = self.type_url.clone();
+        let t = type_url.as_str();
         let (mut candidates, resync) = self.changes.take();
         // A wildcard resync compares every resource of the type: straight from the store,
         // in its order, without copying each name into `candidates` and looking it up
@@ -299,6 +339,16 @@ impl DeltaState {
                     self.out_upserts.insert(String::from(r.name()), true);
                 }
             }
+        }
+        if resync && self.wildcard {
+            let hash = store.type_error(t).map(|e| error_hash(TYPE_WIDE, e));
+            if hash.is_some() && hash != self.type_error_sent {
+                self.out_errors.insert(String::from(TYPE_WIDE));
+            }
+            if hash.is_none() {
+                self.type_error_sent = None;
+            }
+            candidates.extend(store.errors(t).map(|(n, _)| String::from(n)));
         }
         if resync {
             candidates.extend(self.known.keys().cloned());
@@ -317,7 +367,7 @@ impl DeltaState {
                     }
                     None => {
                         if !self.known.contains_key(name.as_str()) {
-                            self.out_not_found.insert(name.clone());
+                            candidates.insert(name.clone());
                         }
                     }
                 }
@@ -342,7 +392,9 @@ impl DeltaState {
                     self.out_upserts.insert(String::from(r.name()), true);
                 }
                 None => {
-                    self.out_not_found.insert(name);
+                    if !self.plan_error(store, &name, true) {
+                        self.out_not_found.insert(name);
+                    }
                 }
             }
         }
@@ -354,14 +406,19 @@ impl DeltaState {
                         self.out_upserts.insert(name, true);
                     }
                 }
+                None if self.plan_error(store, &name, false) => {}
                 None => match self.known.get(name.as_str()) {
                     Some(Known::Version(_)) => {
                         self.out_removals.insert(name);
                     }
                     Some(Known::Absent) => {}
-                    None => {
+                    // The error was cleared and no body came: to the client, the name
+                    // now does not exist.
+                    Some(Known::Error(_)) | None => {
                         if self.names.contains(name.as_str()) {
                             self.out_not_found.insert(name);
+                        } else {
+                            self.known.remove(name.as_str());
                         }
                     }
                 },
@@ -378,7 +435,10 @@ impl DeltaState {
 
     /// Whether upserts (or not-found reports, or the answer to a new wildcard) are planned.
     pub(crate) fn has_upserts(&self) -> bool {
-        !self.out_upserts.is_empty() || !self.out_not_found.is_empty() || self.answer_due
+        !self.out_upserts.is_empty()
+            || !self.out_not_found.is_empty()
+            || !self.out_errors.is_empty()
+            || self.answer_due
     }
 
     /// Whether removals are planned.
@@ -401,7 +461,32 @@ impl DeltaState {
         let url = TypeUrl::from(t);
         let mut resources: Vec<Resource> = Vec::new();
         let mut removed: BTreeSet<String> = BTreeSet::new();
+        let mut resource_errors = Vec::new();
         if with_upserts {
+            for name in core::mem::take(&mut self.out_errors) {
+                if name == TYPE_WIDE {
+                    if let Some(e) = store.type_error(t) {
+                        self.type_error_sent = Some(error_hash(TYPE_WIDE, e));
+                        resource_errors.push(resource_errors::entry(TYPE_WIDE, e));
+                    }
+                    continue;
+                }
+                match self.error_for(store, &name) {
+                    Some(e) => {
+                        timers.cancel(&name);
+                        self.known
+                            .insert(name.clone(), Known::Error(error_hash(&name, e)));
+                        resource_errors.push(resource_errors::entry(&name, e));
+                    }
+                    // A body came meanwhile (it is dirty and will be sent), or the error
+                    // was cleared (the next plan says the name does not exist).
+                    None => {
+                        if store.resolve(t, &name).is_none() && self.names.contains(name.as_str()) {
+                            self.out_not_found.insert(name);
+                        }
+                    }
+                }
+            }
             for (name, with_body) in core::mem::take(&mut self.out_upserts) {
                 match store.get(t, &name) {
                     Some(r) => {
@@ -454,7 +539,7 @@ impl DeltaState {
             }
         }
         let answer = with_upserts && core::mem::take(&mut self.answer_due);
-        if resources.is_empty() && removed.is_empty() && !answer {
+        if resources.is_empty() && removed.is_empty() && resource_errors.is_empty() && !answer {
             return None;
         }
         resources.sort_by(|a, b| a.name.cmp(&b.name));
@@ -463,6 +548,7 @@ impl DeltaState {
             resources,
             type_url: self.type_url.clone(),
             removed_resources: removed.into_iter().collect(),
+            resource_errors,
             ..DeltaDiscoveryResponse::default()
         })
     }

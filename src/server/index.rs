@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use hashbrown::HashMap;
 
 use super::event::ServerEvent;
+use super::resource_errors::TYPE_WIDE;
 use super::store::{Change, ResourceStore, Revision};
 use super::stream::{IndexOp, ServerConfig, ServerStream};
 use super::wire::EncodedResponse;
@@ -263,8 +264,9 @@ impl StreamSet {
                                 ready.insert(*id);
                             }
                         };
-                        if change.name.is_empty() {
-                            // A type's publication concerns every stream subscribed to it.
+                        if change.name.is_empty() || change.name == TYPE_WIDE {
+                            // A type's publication, or its error, concerns every stream
+                            // subscribed to it.
                             entry.by_name.values().flatten().for_each(&mut mark);
                             continue;
                         }

@@ -39,6 +39,7 @@
 //! delta, and the publication hold.
 //! `sotw.rs`: SotW subscriptions (wildcard, names), full state vs changes, NACK hold.
 //! `delta.rs`: per-resource client versions, subscribe/unsubscribe, not-found, removals.
+//! `resource_errors.rs`: the errors the application publishes instead of bodies.
 //! `store.rs`: resources, versions, publication, change log (several changes may share a
 //! revision: [`ResourceStore::apply`] updates several types at once). `index.rs`: which streams a change concerns.
 //! `consistency.rs`: dangling references of a publication, make-before-break plans.
@@ -127,6 +128,27 @@
 //!   sent or subscribed that leaves the store; a name only subscribed gets an answer that
 //!   holds only the error. Each is said once. Off by default (older clients ignore the
 //!   field, so it is safe to turn on).
+//! - **Resource errors** (newest text, `resource_errors` of both responses, xRFC TP3;
+//!   gRPC A88 is how gRPC clients read them). The application publishes an error in place
+//!   of a body ([`ResourceStore::set_error`]): per name, or per type ([`TYPE_WIDE`], `*`:
+//!   every name of the type the store holds neither a body nor an error of its own for). It
+//!   is published like any change (a revision, the change log, the [`StreamSet`] index; a
+//!   type error concerns every subscriber of the type); setting it removes the name's body,
+//!   a body set later replaces it, [`ResourceStore::clear_error`] leaves the name not
+//!   existing. A subscriber by name hears the error of its names, the type's included; a
+//!   wildcard subscriber hears every name's own error and the type's once, under `*` (TP3:
+//!   an error for the wildcard subscription as a whole). In SotW LDS/CDS an error is part
+//!   of the full state: every response lists the errors in force for what it covers, the
+//!   resource absent from the list and its error listed (a full-state response that left
+//!   the name out without its error would delete it: "Grouping Resources into Responses"),
+//!   and each error enters the version digest beside the bodies (so a new error is a new
+//!   version, the same state is not resent, and replicas agree). Other SotW types and delta
+//!   say each error once, in place of the body (never with a removal: gRPC A88 keeps a
+//!   client's cached resource on a transient error and by default on NOT_FOUND and
+//!   PERMISSION_DENIED too, a removal would not); the same error is not said again (no
+//!   identical resend), a newly subscribed name is answered with its error. Errors are
+//!   store calls, not [`StoreOp`]s: batching them with a publication would need the
+//!   consistency checks to know them.
 //! - **Wildcard** (seed, "How the client specifies what resources to return"; newest
 //!   text): for LDS and CDS a first SotW request with no names is a legacy wildcard. It
 //!   lasts while requests carry no names; a request that names resources without `*` ends
@@ -253,6 +275,7 @@ mod event;
 mod flow;
 mod index;
 mod names;
+mod resource_errors;
 mod shared;
 mod sotw;
 mod store;
@@ -264,6 +287,7 @@ mod wire;
 pub use consistency::{Consistency, ConsistencyReport, Dangling, TwoPhase};
 pub use event::{Ignored, Limit, ProtocolError, ServerEvent};
 pub use index::{StreamId, StreamSet, UnknownStream};
+pub use resource_errors::TYPE_WIDE;
 pub use store::{
     Change, LogTruncated, ResourceEntry, ResourceStore, Revision, StoreError, StoreOp,
     StoredResource, DEFAULT_LOG_CAPACITY,

@@ -8,6 +8,7 @@ use prost::Message;
 
 use super::flow::{SendCtx, Timers};
 use super::names::{Changes, Names};
+use super::resource_errors::{self, error_hash, TYPE_WIDE};
 use super::store::{to_proto_duration, ResourceStore, StoredResource};
 use super::version::VersionSum;
 use super::wire::ResourceSink;
@@ -77,7 +78,10 @@ pub(crate) struct SotwState {
     answer_named_first: bool,
     /// Non-full-state types: the entry hash (name, version, TTL) of each resource sent.
     sent: BTreeMap<String, u64>,
-    /// Non-full-state types: the digest of `sent`.
+    /// Non-full-state types: the error hash of each published error sent (a name or
+    /// [`TYPE_WIDE`]) in place of a body.
+    sent_errors: BTreeMap<String, u64>,
+    /// Non-full-state types: the digest of `sent` and `sent_errors`.
     sum: VersionSum,
     /// The last `version_info` sent, or the one the client claimed on its first request.
     last_version: Option<String>,
@@ -111,6 +115,7 @@ impl SotwState {
             answer_due: false,
             answer_named_first: false,
             sent: BTreeMap::new(),
+            sent_errors: BTreeMap::new(),
             sum: VersionSum::EMPTY,
             last_version: None,
             heartbeats_due: BTreeSet::new(),
@@ -313,9 +318,38 @@ impl SotwState {
         if let Some(pair) = self.sent.remove(name) {
             self.sum.remove(pair);
         }
+        if let Some(hash) = self.sent_errors.remove(name) {
+            self.sum.remove(hash);
+        }
+    }
+
+    /// The published error a subscriber of `name` is owed, when the store holds no body for
+    /// it: its own error if the stream covers it, the type's only if the name is
+    /// subscribed by name (a wildcard hears the type's error once, as [`TYPE_WIDE`]).
+    fn error_for<'s>(&self, store: &'s ResourceStore, name: &str) -> Option<&'s Status> {
+        let t = self.type_url.as_str();
+        if is_glob(name) || store.get(t, name).is_some() {
+            return None;
+        }
+        match store.own_error(t, name) {
+            Some(e) => self.covers(name).then_some(e),
+            None if self.names.contains(name) => store.type_error(t),
+            None => None,
+        }
+    }
+
+    /// Records a published error as sent in place of `name`'s body.
+    fn record_error(&mut self, name: &str, status: &Status) {
+        self.forget(name);
+        let hash = error_hash(name, status);
+        self.sent_errors.insert(String::from(name), hash);
+        self.sum.add(hash);
     }
 
     fn record_sent(&mut self, resource: &StoredResource) {
+        if let Some(hash) = self.sent_errors.remove(resource.name()) {
+            self.sum.remove(hash);
+        }
         if let Some(pair) = self
             .sent
             .insert(String::from(resource.name()), resource.pair_hash())
@@ -394,21 +428,37 @@ impl SotwState {
         } else {
             self.names.resources(store, t)
         };
+        // Published errors are part of the full state: every response lists those in force
+        // for what it covers, and they enter the version beside the bodies.
+        let mut resource_errors = Vec::new();
         let version = if wildcard {
+            resource_errors.extend(store.errors(t).map(|(n, e)| resource_errors::entry(n, e)));
+            if let Some(e) = store.type_error(t) {
+                resource_errors.push(resource_errors::entry(TYPE_WIDE, e));
+            }
             store.type_digest(t)
         } else {
             let mut sum = VersionSum::EMPTY;
             for r in &named {
                 sum.add(r.pair_hash());
             }
+            for name in self.names.set() {
+                if let Some(e) = self.error_for(store, name) {
+                    sum.add(error_hash(name, e));
+                    resource_errors.push(resource_errors::entry(name, e));
+                }
+            }
             sum
         }
         .to_version();
         let heartbeat = !self.heartbeats_due.is_empty();
         let absent = self.pending.iter().filter(|n| {
-            self.names.contains(n.as_str()) && !is_glob(n) && store.get(t, n).is_none()
+            self.names.contains(n.as_str())
+                && !is_glob(n)
+                && store.get(t, n).is_none()
+                && store.error(t, n).is_none()
         });
-        let resource_errors = self.not_found_errors(absent);
+        let not_found = self.not_found_errors(absent);
         // The same version is the same resource list (the version is their digest): a
         // response equal to the last one sent tells the client nothing (names added next
         // to `*`, `*` dropped while the names cover everything), unless the client dropped
@@ -427,7 +477,7 @@ impl SotwState {
         if !heartbeat
             && !news
             && !self.answer_named_first
-            && resource_errors.is_empty()
+            && not_found.is_empty()
             && self.last_version.as_deref() == Some(version.as_str())
         {
             return None;
@@ -461,6 +511,7 @@ impl SotwState {
                 push(sink, r);
             }
         }
+        resource_errors.extend(not_found);
         Some(DiscoveryResponse {
             version_info: version,
             type_url: self.type_url.clone(),
@@ -510,6 +561,23 @@ impl SotwState {
                 }
             }
             candidates.extend(self.sent.keys().cloned());
+            candidates.extend(self.sent_errors.keys().cloned());
+            if self.is_wildcard() {
+                candidates.extend(store.errors(t).map(|(n, _)| String::from(n)));
+            }
+        }
+        // Published errors owed in place of bodies: (name, error), sorted.
+        let mut errors: BTreeMap<String, &Status> = BTreeMap::new();
+        if resync && self.is_wildcard() {
+            let hash = store.type_error(t).map(|e| error_hash(TYPE_WIDE, e));
+            if hash != self.sent_errors.get(TYPE_WIDE).copied() {
+                match store.type_error(t) {
+                    Some(e) => {
+                        errors.insert(String::from(TYPE_WIDE), e);
+                    }
+                    None => self.forget(TYPE_WIDE),
+                }
+            }
         }
         // Names gone from the store (or never there) that the client should hear of.
         let mut absent: BTreeSet<String> = BTreeSet::new();
@@ -524,11 +592,18 @@ impl SotwState {
                     }
                 }
                 None => {
+                    build.timers.cancel(&name);
+                    if let Some(e) = self.error_for(store, &name) {
+                        // Said once per error (no identical resend); a new one replaces it.
+                        if self.sent_errors.get(name.as_str()) != Some(&error_hash(&name, e)) {
+                            errors.insert(name, e);
+                        }
+                        continue;
+                    }
                     if self.sent.contains_key(name.as_str()) || self.names.contains(&name) {
                         absent.insert(name.clone());
                     }
                     self.forget(&name);
-                    build.timers.cancel(&name);
                 }
             }
         }
@@ -550,12 +625,22 @@ impl SotwState {
                 Some(r) => {
                     out.insert(r.name(), (r, true));
                 }
-                None => {
-                    absent.insert(name.clone());
-                }
+                // Newly subscribed: its error is said even if said before.
+                None => match self.error_for(store, name) {
+                    Some(e) => {
+                        errors.insert(name.clone(), e);
+                    }
+                    None => {
+                        absent.insert(name.clone());
+                    }
+                },
             }
         }
-        let resource_errors = self.not_found_errors(absent.iter());
+        let mut resource_errors: Vec<ResourceError> = errors
+            .iter()
+            .map(|(n, e)| resource_errors::entry(n, e))
+            .collect();
+        resource_errors.extend(self.not_found_errors(absent.iter()));
         for name in &self.heartbeats_due {
             if out.contains_key(name.as_str()) || !self.covers(name) {
                 continue;
@@ -568,6 +653,9 @@ impl SotwState {
         }
         if out.is_empty() && resource_errors.is_empty() && !self.answer_due {
             return None;
+        }
+        for (name, e) in errors {
+            self.record_error(&name, e);
         }
         let mut frame_bytes = 0usize;
         for (r, with_body) in out.values() {

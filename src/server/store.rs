@@ -13,11 +13,13 @@ use core::time::Duration;
 use prost::Message;
 
 use super::consistency::{Consistency, ConsistencyReport};
+use super::resource_errors::{StoredError, TYPE_WIDE};
 use super::shared::SharedFrames;
 use super::version::{body_version, entry_hash, VersionSum};
 use crate::name::{collection_of, comparable, NameParseError, XdstpName, XDSTP_SCHEME};
 use crate::pb::discovery::Resource;
 use crate::pb::google::protobuf::{Any, TypeUrl};
+use crate::pb::google::rpc::Status;
 use crate::resource::{name_field_1, NameError};
 use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 
@@ -203,9 +205,10 @@ pub(crate) fn to_proto_duration(d: Duration) -> prost_types::Duration {
     }
 }
 
-/// One change in the log: the resource `name` of `type_url` was set or removed at
-/// `revision`, or, when `name` is empty, the type was published for the first time
-/// ([`ResourceStore::publish`]). One revision may hold several changes
+/// One change in the log: the resource `name` of `type_url` was set or removed (or its
+/// error set or cleared, [`ResourceStore::set_error`]) at `revision`; when `name` is empty,
+/// the type was published for the first time ([`ResourceStore::publish`]); when it is
+/// [`TYPE_WIDE`] (`*`), the type's own error changed (every subscriber is concerned). One revision may hold several changes
 /// ([`ResourceStore::apply`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
@@ -301,7 +304,7 @@ impl fmt::Display for StoreError {
 impl std::error::Error for StoreError {}
 
 /// One operation of an update applied as a single revision ([`ResourceStore::apply`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum StoreOp {
     /// Set (add or replace) a resource; publishes its type.
     Set {
@@ -322,6 +325,25 @@ pub enum StoreOp {
         /// The type URL.
         type_url: String,
     },
+    /// An error for a resource instead of its body ([`TYPE_WIDE`]: for every name of the
+    /// type that holds neither body nor error of its own), sent in `resource_errors` (gRPC
+    /// A88): what [`ResourceStore::set_error`] does, inside one publication.
+    SetError {
+        /// The type URL.
+        type_url: String,
+        /// The resource name, or [`TYPE_WIDE`].
+        name: String,
+        /// The error (`google.rpc.Status`: a code and a message).
+        status: Status,
+    },
+    /// Clears the error of a resource ([`TYPE_WIDE`]: the type's), as
+    /// [`ResourceStore::clear_error`] does; a no-op when it has none.
+    ClearError {
+        /// The type URL.
+        type_url: String,
+        /// The resource name, or [`TYPE_WIDE`].
+        name: String,
+    },
 }
 
 #[derive(Clone, Debug, Default)]
@@ -336,6 +358,10 @@ struct TypeTable {
     /// The frames of every resource, concatenated once per revision for the streams that
     /// send the full state.
     full_state: SharedFrames,
+    /// Names published as an error instead of a body (never also in `resources`).
+    errors: BTreeMap<String, StoredError>,
+    /// The error of every name held neither as a body nor as an error of its own.
+    type_error: Option<StoredError>,
 }
 
 impl TypeTable {
@@ -545,6 +571,14 @@ impl ResourceStore {
                         self.publish_at(&type_url, next);
                     }
                 }
+                StoreOp::SetError {
+                    type_url,
+                    name,
+                    status,
+                } => self.set_error_at(&type_url, name, status, next),
+                StoreOp::ClearError { type_url, name } => {
+                    self.clear_error_at(&type_url, &name, next);
+                }
             }
         }
         Ok(self.revision)
@@ -652,6 +686,19 @@ impl ResourceStore {
                         return Err(StoreError::EmptyTypeUrl);
                     }
                 }
+                StoreOp::SetError { type_url, name, .. }
+                | StoreOp::ClearError { type_url, name } => {
+                    if type_url.is_empty() {
+                        return Err(StoreError::EmptyTypeUrl);
+                    }
+                    if name.is_empty() {
+                        return Err(StoreError::EmptyName);
+                    }
+                    // An error takes the place of the body: later operations see it gone.
+                    if more && matches!(op, StoreOp::SetError { .. }) && name != TYPE_WIDE {
+                        overlay.remove(self, type_url, name);
+                    }
+                }
             }
         }
         Ok(())
@@ -696,6 +743,10 @@ impl ResourceStore {
         let Some(table) = self.types.get_mut(type_url) else {
             return;
         };
+        if let Some(error) = table.errors.remove(entry.name.as_str()) {
+            // A body replaces the name's error.
+            table.sum.remove(error.hash);
+        }
         let version = entry.version.unwrap_or_else(|| body_version(&entry.body));
         if let Some(old) = table.resources.get(entry.name.as_str()) {
             if old.version == version && old.ttl() == entry.ttl && old.aliases == entry.aliases {
@@ -781,6 +832,135 @@ impl ResourceStore {
         };
         self.types.insert(String::from(type_url), table);
         self.push_change(revision, type_url, String::new(), Vec::new());
+    }
+
+    /// Publishes an error for `name` of `type_url` instead of a body (xRFC TP3
+    /// `resource_errors`: NOT_FOUND, PERMISSION_DENIED, UNAVAILABLE, ...), and publishes the
+    /// type. A body the name had is removed (under [`Consistency::Enforce`], refused with
+    /// [`StoreError::Inconsistent`] when a published resource still names it); a body set
+    /// later replaces the error. `name` = [`TYPE_WIDE`] (`*`) sets the type's error: every
+    /// name of the type without a body or an error of its own. The same error again is a
+    /// no-op and returns the current revision. Subscribers receive it like any change (see
+    /// the `server` module docs, "Resource errors").
+    pub fn set_error(
+        &mut self,
+        type_url: &str,
+        name: &str,
+        status: Status,
+    ) -> Result<Revision, StoreError> {
+        self.apply(alloc::vec![StoreOp::SetError {
+            type_url: String::from(type_url),
+            name: String::from(name),
+            status,
+        }])
+    }
+
+    /// Puts an error in place of `name`'s body at `revision` (publishing the type), for
+    /// [`ResourceStore::set_error`] and [`StoreOp::SetError`]; the same error again changes
+    /// nothing.
+    fn set_error_at(&mut self, type_url: &str, name: String, status: Status, revision: Revision) {
+        let error = StoredError::new(&name, status);
+        let unchanged = self.types.get(type_url).is_some_and(|t| {
+            if name == TYPE_WIDE {
+                t.type_error.as_ref() == Some(&error)
+            } else {
+                t.errors.get(name.as_str()) == Some(&error)
+            }
+        });
+        if unchanged {
+            return;
+        }
+        if !self.types.contains_key(type_url) {
+            self.publish_at(type_url, revision);
+        }
+        self.remove_at(type_url, &name, revision);
+        let Some(table) = self.types.get_mut(type_url) else {
+            return;
+        };
+        let old = if name == TYPE_WIDE {
+            table.type_error.replace(error.clone())
+        } else {
+            table.errors.insert(name.clone(), error.clone())
+        };
+        if let Some(old) = old {
+            table.sum.remove(old.hash);
+        }
+        table.sum.add(error.hash);
+        table.changed(revision);
+        self.push_change(revision, type_url, name, Vec::new());
+    }
+
+    /// Clears the error of `name` ([`TYPE_WIDE`]: the type's); `None` when it had none.
+    /// A name left without body or error is then, to its subscribers, a name that does not
+    /// exist.
+    pub fn clear_error(&mut self, type_url: &str, name: &str) -> Option<Revision> {
+        let next = self.next_revision();
+        self.clear_error_at(type_url, name, next).then_some(next)
+    }
+
+    /// Clears `name`'s error at `revision`, for [`ResourceStore::clear_error`] and
+    /// [`StoreOp::ClearError`]; whether it had one.
+    fn clear_error_at(&mut self, type_url: &str, name: &str, revision: Revision) -> bool {
+        let name = comparable(name).into_owned();
+        let Some(table) = self.types.get_mut(type_url) else {
+            return false;
+        };
+        let old = if name == TYPE_WIDE {
+            table.type_error.take()
+        } else {
+            table.errors.remove(name.as_str())
+        };
+        let Some(old) = old else {
+            return false;
+        };
+        table.sum.remove(old.hash);
+        table.changed(revision);
+        self.push_change(revision, type_url, name, Vec::new());
+        true
+    }
+
+    /// The error in force for `name`: its own, or, when the store holds no body for it, the
+    /// type's ([`TYPE_WIDE`]).
+    pub fn error(&self, type_url: &str, name: &str) -> Option<&Status> {
+        let table = self.types.get(type_url)?;
+        if let Some(e) = table
+            .errors
+            .get(name)
+            .or_else(|| table.errors.get(comparable(name).as_ref()))
+        {
+            return Some(&e.status);
+        }
+        if self.resolve(type_url, name).is_some() {
+            return None;
+        }
+        table.type_error.as_ref().map(|e| &e.status)
+    }
+
+    /// The error of `name` itself (not the type's), when the store holds one.
+    pub fn own_error(&self, type_url: &str, name: &str) -> Option<&Status> {
+        let table = self.types.get(type_url)?;
+        table
+            .errors
+            .get(name)
+            .or_else(|| table.errors.get(comparable(name).as_ref()))
+            .map(|e| &e.status)
+    }
+
+    /// The type's error ([`TYPE_WIDE`]), if any.
+    pub fn type_error(&self, type_url: &str) -> Option<&Status> {
+        self.types
+            .get(type_url)?
+            .type_error
+            .as_ref()
+            .map(|e| &e.status)
+    }
+
+    /// Every name of a type published as an error (not the type's error), sorted by name.
+    pub fn errors(&self, type_url: &str) -> impl Iterator<Item = (&str, &Status)> {
+        self.types
+            .get(type_url)
+            .into_iter()
+            .flat_map(|t| t.errors.iter().map(|(n, e)| (n.as_str(), &e.status)))
     }
 
     /// A resource by name (an `xdstp://` name in any order of its context parameters).
@@ -915,6 +1095,13 @@ fn canonicalize_op(op: &mut StoreOp) -> Result<(), StoreError> {
         StoreOp::Set { entry, .. } => canonicalize_name(&mut entry.name),
         StoreOp::Remove { name, .. } => canonicalize_name(name),
         StoreOp::Publish { .. } => Ok(()),
+        StoreOp::SetError { name, .. } | StoreOp::ClearError { name, .. } => {
+            if name == TYPE_WIDE {
+                Ok(())
+            } else {
+                canonicalize_name(name)
+            }
+        }
     }
 }
 

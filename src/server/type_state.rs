@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 
 use super::delta::DeltaState;
 use super::flow::{Flow, Kind, SendCtx, Timers};
+use super::resource_errors::TYPE_WIDE;
 use super::sotw::{Diff, SotwState};
 use super::store::ResourceStore;
 use super::stream::ServerConfig;
@@ -128,10 +129,15 @@ impl TypeState {
     }
 
     /// A store change of resource `name` of this type; an empty name is the type's
-    /// publication.
+    /// publication, [`TYPE_WIDE`] a change of the type's error (it may concern every name
+    /// subscribed: compare everything).
     pub(crate) fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
         if name.is_empty() {
             self.unpublished = false;
+            return;
+        }
+        if name == TYPE_WIDE {
+            self.resync();
             return;
         }
         match &mut self.state {

@@ -246,7 +246,15 @@ impl<C: ClientSlot> Sim<C> {
                     Some((type_url.clone(), entry.name.clone(), Some(version)))
                 }
                 StoreOp::Remove { type_url, name } => Some((type_url.clone(), name.clone(), None)),
-                StoreOp::Publish { .. } => None,
+                // An error in place of a body the store holds: recorded as its removal.
+                StoreOp::SetError { type_url, name, .. }
+                    if self.store.get(type_url, name).is_some() =>
+                {
+                    Some((type_url.clone(), name.clone(), None))
+                }
+                StoreOp::Publish { .. } | StoreOp::SetError { .. } | StoreOp::ClearError { .. } => {
+                    None
+                }
             })
             .collect();
         let revision = self.store.apply(ops)?;
@@ -256,6 +264,31 @@ impl<C: ClientSlot> Sim<C> {
                 type_url,
                 name,
                 version,
+            });
+        }
+        Ok(revision)
+    }
+
+    /// Publishes an error for `name` instead of a body ([`ResourceStore::set_error`]); a
+    /// body it replaces is recorded as removed in the server's transcript (the record has
+    /// no entry for errors).
+    pub fn set_error(
+        &mut self,
+        type_url: &str,
+        name: &str,
+        status: crate::pb::google::rpc::Status,
+    ) -> Result<Revision, StoreError> {
+        let held = self
+            .store
+            .get(type_url, name)
+            .map(|r| String::from(r.name()));
+        let revision = self.store.set_error(type_url, name, status)?;
+        if let Some(name) = held {
+            record(&mut self.server_view, |line| Entry::Store {
+                line,
+                type_url: type_url.into(),
+                name,
+                version: None,
             });
         }
         Ok(revision)

@@ -11,6 +11,7 @@ use envoy_types::pb::envoy::config::endpoint::v3 as endpoint;
 use envoy_types::pb::envoy::config::listener::v3 as listener;
 use envoy_types::pb::envoy::config::route::v3 as route;
 use envoy_types::pb::envoy::extensions::clusters::aggregate::v3 as aggregate;
+use envoy_types::pb::envoy::extensions::filters::http::router::v3 as router;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
 use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3 as tcp;
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3 as tls;
@@ -434,6 +435,106 @@ pub fn scope(name: &str, route_name: &str) -> Bytes {
     body(route::ScopedRouteConfiguration {
         name: name.into(),
         route_configuration_name: route_name.into(),
+        ..Default::default()
+    })
+}
+
+/// Filters configured over ECDS: `config_discovery` with a default and the type URL the
+/// configuration may carry.
+fn discovery() -> core::ExtensionConfigSource {
+    core::ExtensionConfigSource {
+        config_source: ads(),
+        default_config: None,
+        apply_default_config_without_warming: false,
+        type_urls: vec![
+            "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router".into(),
+        ],
+    }
+}
+
+/// A socket listener whose HTTP filters `http_filters`, network filter `network` and
+/// listener filter `listener_filter` are configured over ECDS (their names are the ECDS
+/// resource names), its connection manager naming `route_name`; the router is inline.
+pub fn ecds_listener(
+    name: &str,
+    route_name: &str,
+    http_filters: &[&str],
+    network: &str,
+    listener_filter: &str,
+) -> Bytes {
+    let mut manager = hcm_rds(route_name);
+    manager.http_filters = http_filters
+        .iter()
+        .map(|f| hcm::HttpFilter {
+            name: (*f).into(),
+            config_type: Some(hcm::http_filter::ConfigType::ConfigDiscovery(discovery())),
+            ..Default::default()
+        })
+        .chain([hcm::HttpFilter {
+            name: "envoy.filters.http.router".into(),
+            config_type: Some(hcm::http_filter::ConfigType::TypedConfig(pack_any(
+                router::Router::default(),
+            ))),
+            ..Default::default()
+        }])
+        .collect();
+    body(Listener {
+        name: name.into(),
+        listener_filters: vec![listener::ListenerFilter {
+            name: listener_filter.into(),
+            config_type: Some(listener::listener_filter::ConfigType::ConfigDiscovery(
+                discovery(),
+            )),
+            ..Default::default()
+        }],
+        filter_chains: vec![listener::FilterChain {
+            filters: vec![
+                listener::Filter {
+                    name: network.into(),
+                    config_type: Some(listener::filter::ConfigType::ConfigDiscovery(discovery())),
+                },
+                filter(pack_any(manager)),
+            ],
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+}
+
+/// An ECDS resource: the router filter's configuration named `name`.
+pub fn extension_config(name: &str) -> Bytes {
+    body(core::TypedExtensionConfig {
+        name: name.into(),
+        typed_config: Some(pack_any(router::Router::default())),
+    })
+}
+
+/// An ECDS resource that is a whole connection manager naming `route_name`.
+pub fn extension_config_hcm(name: &str, route_name: &str) -> Bytes {
+    body(core::TypedExtensionConfig {
+        name: name.into(),
+        typed_config: Some(pack_any(hcm_rds(route_name))),
+    })
+}
+
+/// A route configuration whose virtual hosts come from VHDS (none inline).
+pub fn vhds_route(name: &str) -> Bytes {
+    body(RouteConfiguration {
+        name: name.into(),
+        vhds: Some(route::Vhds {
+            config_source: ads(),
+        }),
+        ..Default::default()
+    })
+}
+
+/// A VHDS virtual host `<route configuration>/<host>` routing to `clusters`.
+pub fn virtual_host(name: &str, clusters: &[&str]) -> Bytes {
+    let host = name.rsplit('/').next().unwrap_or(name);
+    body(route::VirtualHost {
+        name: name.into(),
+        domains: vec![host.into()],
+        routes: clusters.iter().map(|c| to_cluster(c)).collect(),
         ..Default::default()
     })
 }

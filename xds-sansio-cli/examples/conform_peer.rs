@@ -16,7 +16,8 @@
 //! `xds_sansio::Client` dialing `address` with the scenario's variant and transport, node
 //! `client`; a server: an empty store, here a fresh node group); `subscribe` and
 //! `unsubscribe` are the client application's; `publish` loads store operations (bodies
-//! in base64) as one revision; `stop` ends the scenario.
+//! in base64, resource errors as `StoreOp::SetError`/`ClearError`) as one revision; `stop`
+//! ends the scenario.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use xds_sansio::pb::envoy::config::core::v3::Node;
+use xds_sansio::pb::google::rpc::Status;
 use xds_sansio::server::{ResourceEntry, StoreOp};
 use xds_sansio::time::StdClock;
 use xds_sansio::{Client, ClientConfig, ClientEvent, Transport, Variant};
@@ -197,7 +199,18 @@ impl ServerPeer {
                             StoreOp::Set { type_url, entry }
                         }
                         "remove" => StoreOp::Remove { type_url, name },
-                        _ => StoreOp::Publish { type_url },
+                        "publish" => StoreOp::Publish { type_url },
+                        "error" => StoreOp::SetError {
+                            type_url,
+                            name,
+                            status: Status {
+                                code: op.get("code").and_then(Value::as_i64).unwrap_or(0) as i32,
+                                message: text(op, "message").to_string(),
+                                details: Vec::new(),
+                            },
+                        },
+                        "clear-error" => StoreOp::ClearError { type_url, name },
+                        other => return Err(format!("this peer does not do the op {other:?}")),
                     });
                 }
                 self.server

@@ -10,7 +10,10 @@ use core::fmt;
 use super::graph::{Graph, State};
 use crate::refs::RefError;
 use crate::text::SharedStr;
-use crate::types::{TypeInfo, CLUSTER, ENDPOINT, LISTENER, ROUTE, SCOPED_ROUTE, SECRET};
+use crate::types::{
+    TypeInfo, CLUSTER, ENDPOINT, EXTENSION_CONFIG, LISTENER, ROUTE, SCOPED_ROUTE, SECRET,
+    VIRTUAL_HOST,
+};
 
 /// The deepest chain of aggregate clusters followed (gRPC A37: "maximum depth of 16").
 pub const MAX_AGGREGATE_DEPTH: usize = 16;
@@ -193,9 +196,18 @@ pub struct ListenerConfig {
     pub failed: Vec<Failure>,
 }
 
-/// Whether a failure of a resource of this type takes the whole listener down.
+/// Whether a failure of a resource of this type takes the whole listener down: the
+/// listener, its routing (route configurations, scopes, virtual hosts) and its filters'
+/// ECDS configurations.
 fn fails_listener(type_url: &str) -> bool {
-    type_url == LISTENER.type_url || type_url == ROUTE.type_url || type_url == SCOPED_ROUTE.type_url
+    [
+        LISTENER.type_url,
+        ROUTE.type_url,
+        SCOPED_ROUTE.type_url,
+        VIRTUAL_HOST.type_url,
+        EXTENSION_CONFIG.type_url,
+    ]
+    .contains(&type_url)
 }
 
 impl Graph {
@@ -229,6 +241,9 @@ impl Graph {
                     status = Err(failure.clone());
                 }
                 failed.push(failure);
+            }
+            if super::members::is_collection(key) {
+                continue; // the scope set: its scopes are listed, it is no resource
             }
             if let Some(State::Present(held)) = self.nodes.get(key).and_then(|n| n.state.as_ref()) {
                 resources.push(Resolved {
@@ -306,15 +321,18 @@ impl Graph {
     }
 }
 
-/// The types the manager follows. Not SRDS: a listener names its scope *set*
-/// (`ScopedRoutes.name`), not a resource, and Envoy takes every scope of the type.
+/// The types the manager follows: every type a reference can name (RTDS and unknown
+/// types are named by nothing).
 pub(crate) fn followed(type_url: &str) -> bool {
     [
         LISTENER.type_url,
         ROUTE.type_url,
+        SCOPED_ROUTE.type_url,
+        VIRTUAL_HOST.type_url,
         CLUSTER.type_url,
         ENDPOINT.type_url,
         SECRET.type_url,
+        EXTENSION_CONFIG.type_url,
     ]
     .contains(&type_url)
 }

@@ -16,7 +16,7 @@ use super::{Failure, ResourceKey};
 use crate::refs::References;
 use crate::text::SharedStr;
 use crate::time::Instant;
-use crate::types::CLUSTER;
+use crate::types::{CLUSTER, SCOPED_ROUTE};
 
 /// What is known of a resource (a node without a state is waited for).
 #[derive(Clone, Debug, PartialEq)]
@@ -32,8 +32,13 @@ pub(crate) enum State {
 pub(crate) struct Held {
     pub version: SharedStr,
     pub body: Bytes,
+    /// Its edges: its own references and, for an owner, its members (`members.rs`).
     pub refs: Vec<ResourceKey>,
+    /// The references its body holds.
+    pub own_refs: Vec<ResourceKey>,
     pub aggregate: Option<Vec<String>>,
+    /// A route configuration whose virtual hosts come from VHDS.
+    pub vhds: bool,
     /// The references could not be read: the resource is held but unusable.
     pub malformed: Option<Failure>,
 }
@@ -85,6 +90,8 @@ pub(crate) struct Graph {
     pub became_live: Vec<ResourceKey>,
     /// Nodes that died: to unsubscribe after the grace period.
     pub died: Vec<ResourceKey>,
+    /// The members each owner received (SRDS scopes, VHDS virtual hosts; `members.rs`).
+    pub members: BTreeMap<ResourceKey, BTreeSet<ResourceKey>>,
 }
 
 impl Graph {
@@ -295,12 +302,19 @@ impl Graph {
     }
 }
 
-/// The references of a held resource, as graph keys (types the manager follows only).
+/// The references of a held resource, as graph keys (types the manager follows only; a
+/// scope set over SRDS is every scope, `members.rs`).
 pub(crate) fn keys_of(refs: &References) -> Vec<ResourceKey> {
     let mut keys: Vec<ResourceKey> = refs
         .iter()
         .filter(|r| super::followed(r.type_url))
-        .map(|r| ResourceKey::new(r.type_url, r.name.as_str()))
+        .map(|r| {
+            if r.type_url == SCOPED_ROUTE.type_url {
+                super::members::all_scopes()
+            } else {
+                ResourceKey::new(r.type_url, r.name.as_str())
+            }
+        })
         .collect();
     keys.sort();
     keys.dedup();

@@ -33,9 +33,17 @@
 //!   subscribed by name. Either works over SotW or incremental, ADS or per-type streams:
 //!   the commands name their type.
 //! - **What is followed**: the [references](crate::refs) of each resource received: RDS,
-//!   CDS (aggregate members too), EDS, SDS. SRDS is not followed: a listener names its
-//!   scope *set* (`ScopedRoutes.name`), not a resource. VHDS virtual hosts are known only
-//!   on demand, so they are not either.
+//!   CDS (aggregate members too), EDS, SDS, ECDS (a filter's `config_discovery`: waited
+//!   for like a route configuration, waiting being the default that
+//!   `ExtensionConfigSource.apply_default_config_without_warming` opts out of, "Use the
+//!   default config as the initial configuration without warming and waiting for the first
+//!   discovery response", which is not read; its failure fails the listener, "In case of a
+//!   failure and without the default configuration, the HTTP listener responds with code
+//!   500", a `default_config` not being read either), SRDS (a scope set is every scope of
+//!   the type) and
+//!   VHDS (virtual hosts received on demand belong to their route configuration); the
+//!   last two in `members.rs`. A name is never resolved against the referrer's: see
+//!   [`crate::refs`], "A reference is never relative".
 //! - **Liveness and subscriptions.** A resource is in the configuration while a root
 //!   reaches it. What a root newly reaches is subscribed at once; what none reaches any
 //!   more is unsubscribed after [`DepsConfig::unsubscribe_grace`], so a route that flips
@@ -52,7 +60,8 @@
 //!   are obtained"); the client's does-not-exist timer bounds the wait.
 //! - **Errors propagate to whoever needs them** (gRPC A74 and A88): a held resource stays
 //!   in use whatever the server says of it later (an ambient error, a NACKed update); a
-//!   failure of the listener, its route configuration or a scope fails the listener
+//!   failure of the listener, its route configuration, a scope, a virtual host or a
+//!   filter's ECDS configuration fails the listener
 //!   ([`ListenerConfig::status`]); a failure of a cluster, its endpoints or its secrets
 //!   fails that cluster only ([`ClusterConfig::leaves`]). With a wildcard type, a name
 //!   absent from its full state does not exist.
@@ -64,6 +73,7 @@
 
 mod config;
 mod graph;
+mod members;
 
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::string::String;
@@ -80,7 +90,7 @@ use super::{Change, ChangeBatch, Client, ClientError, ClientEvent, RemovalReason
 use crate::name::{XdstpName, XDSTP_SCHEME};
 use crate::text::SharedStr;
 use crate::time::Instant;
-use crate::types::{ads_order, CLUSTER, ENDPOINT, LISTENER, ROUTE, SCOPED_ROUTE, SECRET};
+use crate::types::{ads_order, CATALOG, CLUSTER, LISTENER, SCOPED_ROUTE};
 use bytes::Bytes;
 
 /// How a [`DependencyManager`] behaves.
@@ -208,8 +218,8 @@ pub struct DependencyManager {
 
 /// The type URL of the catalog a followed type has, as a `'static` string.
 fn static_type(type_url: &str) -> Option<&'static str> {
-    [LISTENER, ROUTE, SCOPED_ROUTE, CLUSTER, ENDPOINT, SECRET]
-        .into_iter()
+    CATALOG
+        .iter()
         .map(|t| t.type_url)
         .find(|t| *t == type_url)
         .filter(|t| followed(t))
@@ -312,22 +322,37 @@ impl DependencyManager {
             return;
         };
         let held = match crate::refs::references(key.type_url, body) {
-            Ok(refs) => Held {
-                version: version.clone(),
-                body: body.clone(),
-                refs: keys_of(&refs),
-                aggregate: refs.aggregate,
-                malformed: None,
-            },
+            Ok(refs) => {
+                let own_refs = keys_of(&refs);
+                let members = if refs.vhds {
+                    self.graph.members.get(&key)
+                } else {
+                    None
+                };
+                Held {
+                    version: version.clone(),
+                    body: body.clone(),
+                    refs: members::with_members(&own_refs, members),
+                    own_refs,
+                    aggregate: refs.aggregate,
+                    vhds: refs.vhds,
+                    malformed: None,
+                }
+            }
             Err(error) => Held {
                 version: version.clone(),
                 body: body.clone(),
                 refs: Vec::new(),
+                own_refs: Vec::new(),
                 aggregate: None,
+                vhds: false,
                 malformed: Some(Failure::Malformed(error)),
             },
         };
         self.graph.set_state(&key, State::Present(held));
+        if let Some(owner) = self.owner_of(key.type_url, &key.name) {
+            self.add_member(&owner, &key);
+        }
         if self.covered(key.type_url) {
             self.graph.set_root(&key, true);
         }
@@ -337,6 +362,9 @@ impl DependencyManager {
         let Some(key) = self.tracked(type_url, name) else {
             return;
         };
+        if let Some(owner) = self.owner_of(key.type_url, &key.name) {
+            return self.drop_member(&owner, &key);
+        }
         match reason {
             RemovalReason::Unsubscribed => self.graph.forget(&key),
             RemovalReason::ServerRemoved | RemovalReason::AbsentFromResponse => {
@@ -348,6 +376,9 @@ impl DependencyManager {
 
     fn does_not_exist(&mut self, type_url: &str, name: &str) {
         if let Some(key) = self.tracked(type_url, name) {
+            if let Some(owner) = self.owner_of(key.type_url, &key.name) {
+                return self.drop_member(&owner, &key);
+            }
             self.gone(&key, Failure::DoesNotExist(key.clone()));
         }
     }
@@ -410,6 +441,9 @@ impl DependencyManager {
             ClientEvent::Ready { type_url } => {
                 if let Some(type_url) = static_type(type_url) {
                     self.unready.remove(type_url);
+                    if type_url == SCOPED_ROUTE.type_url {
+                        self.scopes_ready();
+                    }
                 }
             }
             // A deletion the client ignored (gRPC A53) leaves the body held: nothing changes.
@@ -422,11 +456,15 @@ impl DependencyManager {
     }
 
     /// The graph key of an event's resource, when the manager follows it: a name it knows,
-    /// or any listener or cluster under a wildcard.
+    /// any listener or cluster under a wildcard, or a member of a set it follows (an SRDS
+    /// scope, a VHDS virtual host).
     fn tracked(&self, type_url: &str, name: &str) -> Option<ResourceKey> {
         let type_url = static_type(type_url)?;
         let key = ResourceKey::new(type_url, name);
-        (self.graph.nodes.contains_key(&key) || self.covered(type_url)).then_some(key)
+        (self.graph.nodes.contains_key(&key)
+            || self.covered(type_url)
+            || self.owner_of(type_url, name).is_some())
+        .then_some(key)
     }
 
     fn held(&self, key: &ResourceKey) -> bool {
@@ -479,9 +517,9 @@ impl DependencyManager {
         let died = core::mem::take(&mut self.graph.died);
         let mut subscribe = Vec::new();
         for key in became_live {
-            if self.covered(key.type_url) {
+            if self.covered(key.type_url) || members::is_member(&key) {
                 // A wildcard brings it, or its absence from the full state says it does
-                // not exist (below).
+                // not exist (below); a member comes with its set or on demand.
                 continue;
             }
             let Some(node) = self.graph.nodes.get_mut(&key) else {

@@ -3,6 +3,7 @@
 use super::*;
 use crate::refs::build::body_with_refs;
 use crate::text::SharedStr;
+use crate::types::{ENDPOINT, ROUTE};
 use alloc::vec;
 
 const L: &str = LISTENER.type_url;

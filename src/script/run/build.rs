@@ -26,7 +26,7 @@ use crate::pb::google::protobuf::{Any, Duration as PbDuration};
 use crate::pb::google::rpc::Status;
 use crate::script::ast::{ErrorPattern, Item, MessagePattern, LATEST_NONCE, NO_NODE};
 use crate::transcript::notation;
-use crate::types::{CLUSTER, LISTENER, RESOURCE_WRAPPER_TYPE_URL, ROUTE};
+use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 
 /// The `error_detail` a scenario's `E=` stands for.
 fn status(error: &ErrorPattern) -> Option<Status> {
@@ -102,7 +102,7 @@ pub(super) fn body_of(
         .as_deref()
         .or(item.version.as_deref())
         .unwrap_or(fallback_tag);
-    let reads_refs = [LISTENER.type_url, ROUTE.type_url, CLUSTER.type_url].contains(&type_url);
+    let reads_refs = crate::refs::REFERRING.contains(&type_url);
     if !item.refs.is_empty() || (refs_bodies && reads_refs) {
         let refs: Vec<(&str, &str)> = item
             .refs

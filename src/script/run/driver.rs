@@ -27,6 +27,7 @@ use super::symbols::{symbolize, Symbols};
 use super::{Logged, Runner};
 use crate::client::ClientEvent;
 use crate::message::Response;
+use crate::pb::google::rpc::Status;
 use crate::script::ast::*;
 use crate::server::{ResourceEntry, ServerEvent, StoreOp};
 use crate::transcript::notation;
@@ -462,13 +463,49 @@ impl Runner<'_> {
                 ServerCommand::Publish(type_url) => ops.push(StoreOp::Publish {
                     type_url: type_url.clone(),
                 }),
+                ServerCommand::Error { .. } | ServerCommand::ClearError(..) => {}
             }
         }
+        let errors: Vec<&ServerCommand> = commands
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c,
+                    ServerCommand::Error { .. } | ServerCommand::ClearError(..)
+                )
+            })
+            .collect();
         if let Some(remote) = self.remote_as(Side::Server) {
-            remote.publish(&ops)?;
+            remote.publish_with_errors(&ops, &errors)?;
         }
         // The store a real server is given is mirrored here, for the server's view.
-        self.sim.apply(ops).map(|_| ()).map_err(|e| e.to_string())
+        self.sim.apply(ops).map_err(|e| e.to_string())?;
+        // Errors are store calls of their own (`ResourceStore::set_error`), after the
+        // line's operations.
+        for command in errors {
+            match command {
+                ServerCommand::Error {
+                    type_url,
+                    name,
+                    code,
+                    message,
+                } => {
+                    let status = Status {
+                        code: *code,
+                        message: message.clone(),
+                        details: Vec::new(),
+                    };
+                    self.sim
+                        .set_error(type_url, name, status)
+                        .map_err(|e| e.to_string())?;
+                }
+                ServerCommand::ClearError(type_url, name) => {
+                    self.sim.store.clear_error(type_url, name);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// The store entry an item of `server set` stands for.

@@ -164,6 +164,9 @@ impl<'r> Runner<'r> {
         if let Some(on) = options.ignore_resource_deletion {
             client_config.ignore_resource_deletion = on;
         }
+        if let Some(policy) = options.data_errors {
+            client_config.data_errors = policy;
+        }
         if let Some(on) = options.node_on_every_request {
             client_config.node_on_every_request = on;
         }

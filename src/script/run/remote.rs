@@ -27,7 +27,7 @@ use core::time::Duration;
 use bytes::Bytes;
 
 use crate::message::{Request, Response};
-use crate::script::ast::{ClientCommand, Side};
+use crate::script::ast::{ClientCommand, ServerCommand, Side};
 use crate::server::StoreOp;
 
 /// A message between the runner and a real implementation.
@@ -67,6 +67,20 @@ pub trait Remote {
     /// Store operations of one `server` line, as one publication, for a real server: the
     /// implementer's publish hook.
     fn publish(&mut self, ops: &[StoreOp]) -> Result<(), String>;
+    /// A `server` line with resource errors (`server error`, `server clear-error`) besides
+    /// its operations, as one publication. By default a remote cannot publish errors and
+    /// the line fails; without errors it is [`Remote::publish`].
+    fn publish_with_errors(
+        &mut self,
+        ops: &[StoreOp],
+        errors: &[&ServerCommand],
+    ) -> Result<(), String> {
+        if errors.is_empty() {
+            self.publish(ops)
+        } else {
+            Err("server error: this remote cannot publish resource errors".into())
+        }
+    }
     /// The body `name:tag` of a type stands for, if the implementer gives real ones.
     fn body(&self, type_url: &str, name: &str, tag: &str) -> Option<Bytes> {
         let _ = (type_url, name, tag);

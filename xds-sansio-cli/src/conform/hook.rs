@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::{json, Value};
-use xds_sansio::script::{ClientCommand, Scenario, TransportSpec};
+use xds_sansio::script::{ClientCommand, Scenario, ServerCommand, TransportSpec};
 use xds_sansio::server::StoreOp;
 use xds_sansio::Variant;
 
@@ -170,8 +170,10 @@ pub fn client_command(command: &ClientCommand) -> Value {
     }
 }
 
-/// A publication: the store operations of one `server` line.
-pub fn publish(ops: &[StoreOp]) -> Value {
+/// A publication: the store operations of one `server` line, then its resource errors
+/// (`{"op":"error","type_url","name","code","message"}`; `{"op":"clear-error","type_url",
+/// "name"}`; `name` `*` is the type's error).
+pub fn publish(ops: &[StoreOp], errors: &[&ServerCommand]) -> Value {
     let b64 = base64::engine::general_purpose::STANDARD;
     let ops: Vec<Value> = ops
         .iter()
@@ -198,7 +200,39 @@ pub fn publish(ops: &[StoreOp]) -> Value {
                 json!({"op": "remove", "type_url": type_url, "name": name})
             }
             StoreOp::Publish { type_url } => json!({"op": "publish", "type_url": type_url}),
+            StoreOp::SetError {
+                type_url,
+                name,
+                status,
+            } => json!({
+                "op": "error",
+                "type_url": type_url,
+                "name": name,
+                "code": status.code,
+                "message": status.message,
+            }),
+            StoreOp::ClearError { type_url, name } => {
+                json!({"op": "clear-error", "type_url": type_url, "name": name})
+            }
         })
+        .chain(errors.iter().filter_map(|command| match command {
+            ServerCommand::Error {
+                type_url,
+                name,
+                code,
+                message,
+            } => Some(json!({
+                "op": "error",
+                "type_url": type_url,
+                "name": name,
+                "code": code,
+                "message": message,
+            })),
+            ServerCommand::ClearError(type_url, name) => {
+                Some(json!({"op": "clear-error", "type_url": type_url, "name": name}))
+            }
+            _ => None,
+        }))
         .collect();
     json!({"hook": "publish", "ops": ops})
 }

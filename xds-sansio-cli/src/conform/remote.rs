@@ -9,7 +9,7 @@ use bytes::Bytes;
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
 use tonic::Status;
-use xds_sansio::script::{ClientCommand, Remote, Side, Wire};
+use xds_sansio::script::{ClientCommand, Remote, ServerCommand, Side, Wire};
 use xds_sansio::server::StoreOp;
 use xds_sansio::{Transport, Variant};
 
@@ -289,10 +289,18 @@ impl Remote for RealServer<'_> {
     }
 
     fn publish(&mut self, ops: &[StoreOp]) -> Result<(), String> {
+        self.publish_with_errors(ops, &[])
+    }
+
+    fn publish_with_errors(
+        &mut self,
+        ops: &[StoreOp],
+        errors: &[&ServerCommand],
+    ) -> Result<(), String> {
         // What was sent before the publication reaches the server first (see the client's
         // commands).
         sleep(self.rt, self.timing.settle);
-        self.hook.send(&hook::publish(ops))
+        self.hook.send(&hook::publish(ops, errors))
     }
 
     fn body(&self, type_url: &str, name: &str, tag: &str) -> Option<Bytes> {
