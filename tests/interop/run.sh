@@ -15,7 +15,7 @@ step "our client (run_stream, and the XdsClient driver) <-> our server over the 
 timeout 900 cargo test -p xds-sansio-tonic --all-features --test loopback --test client_driver
 
 step "build ads_server (on the adapter) and the checker"
-timeout 900 cargo build -p xds-sansio-tonic --features record --example ads_server
+timeout 900 cargo build -p xds-sansio-tonic --features record,gzip --example ads_server
 timeout 900 cargo build -p xds-sansio-cli --bins --examples
 ADS_SERVER=$PWD/target/debug/examples/ads_server
 CHECK=$PWD/target/debug/xds-sansio

@@ -25,7 +25,8 @@
 //!
 //! Options: `--listen ADDR` (default `127.0.0.1:18000`; port 0 picks one, the first stdout
 //! line says which), `--record FILE` (every message as JSON lines for `xds-sansio check`),
-//! `--verbose` (every event and message on stderr).
+//! `--verbose` (every event and message on stderr), `--compress gzip` (accept gzip-compressed
+//! requests and compress responses with gzip; needs the `gzip` feature, refused without).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -47,6 +48,8 @@ struct Args {
     descriptors: Vec<PathBuf>,
     record: Option<PathBuf>,
     verbose: bool,
+    #[cfg_attr(not(feature = "gzip"), allow(dead_code))]
+    gzip: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -56,6 +59,7 @@ fn parse_args() -> Result<Args, String> {
         descriptors: Vec::new(),
         record: None,
         verbose: false,
+        gzip: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -66,6 +70,14 @@ fn parse_args() -> Result<Args, String> {
             "--descriptors" => args.descriptors.push(value()?.into()),
             "--record" => args.record = Some(value()?.into()),
             "--verbose" => args.verbose = true,
+            "--compress" => match value()?.as_str() {
+                "gzip" if cfg!(feature = "gzip") => args.gzip = true,
+                "gzip" => return Err(
+                    "--compress gzip needs the gzip feature (build with --features record,gzip)"
+                        .into(),
+                ),
+                other => return Err(format!("--compress {other:?}: only gzip is offered")),
+            },
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -268,9 +280,16 @@ async fn main() {
             std::fs::File::create(path).expect("create --record file"),
         )))
     });
-    let server = XdsServer::builder()
-        .callbacks((recorder, args.verbose.then_some(Verbose)))
-        .build();
+    let builder = XdsServer::builder().callbacks((recorder, args.verbose.then_some(Verbose)));
+    #[cfg(feature = "gzip")]
+    let builder = if args.gzip {
+        builder
+            .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
+            .send_compressed(tonic::codec::CompressionEncoding::Gzip)
+    } else {
+        builder
+    };
+    let server = builder.build();
     let mut stamp = modified(&args.resources);
     let mut seen = BTreeSet::new();
     match load(&pool, &args.resources) {

@@ -21,7 +21,7 @@ if command -v go >/dev/null; then
   # shellcheck source=tests/interop/go/go_control_plane.sh
   source tests/interop/go/go_control_plane.sh
   # shellcheck source=tests/interop/go/extras.sh
-  [ -f tests/interop/go/extras.sh ] && source tests/interop/go/extras.sh
+  source tests/interop/go/extras.sh
 else
   loud_skip "go not found: the grpc-go and go-control-plane interop tests did not run"
 fi

@@ -87,7 +87,7 @@ use xds_sansio::types::LISTENER;
 use xds_sansio::{ClientConfig, Request, Response, Variant};
 
 pub use backoff::{Backoff, BackoffConfig};
-pub use bootstrap::{Bootstrap, BootstrapError, ManagementServer};
+pub use bootstrap::{Authority, Bootstrap, BootstrapError, ManagementServer};
 pub use config_watch::{ConfigEvent, ConfigWatch};
 pub use pool::{DumpEntry, WatchRefused};
 pub use stream::{run_stream, Command, Io, StreamEnd, Tap};

@@ -288,3 +288,41 @@ impl Drop for Tap {
         let _ = self.child.wait();
     }
 }
+
+/// Real resources (envoy-types): a Cluster or a ClusterLoadAssignment named `name`.
+pub fn envoy_body(type_url: &str, name: &str, note: &str) -> Vec<u8> {
+    use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+    use envoy_types::pb::envoy::config::core::v3::Locality;
+    use envoy_types::pb::envoy::config::endpoint::v3::{
+        ClusterLoadAssignment, LocalityLbEndpoints,
+    };
+    use prost::Message;
+    if type_url == "type.googleapis.com/envoy.config.cluster.v3.Cluster" {
+        Cluster {
+            name: name.into(),
+            alt_stat_name: note.into(),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    } else {
+        ClusterLoadAssignment {
+            cluster_name: name.into(),
+            endpoints: vec![LocalityLbEndpoints {
+                locality: Some(Locality {
+                    region: note.into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+}
+
+/// The value after `--name` on the command line.
+pub fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}

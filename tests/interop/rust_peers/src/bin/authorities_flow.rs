@@ -283,15 +283,10 @@ async fn story(
     Ok(())
 }
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
 async fn all(args: &[String], workdir: &Path, report: &mut Report) -> Result<()> {
     std::fs::create_dir_all(workdir).map_err(|e| e.to_string())?;
-    let need = |name: &str| arg(args, name).ok_or(format!("{name} is missing (see the usage)"));
+    let need =
+        |name: &str| common::arg(args, name).ok_or(format!("{name} is missing (see the usage)"));
     let mut a = Hook::start(
         &need("--hook-a")?,
         &need("--control-a")?,
@@ -308,7 +303,7 @@ async fn all(args: &[String], workdir: &Path, report: &mut Report) -> Result<()>
         "hook-b.log",
     )
     .await?;
-    let wanted = arg(args, "--runs").unwrap_or("sotw-ads,delta-ads".into());
+    let wanted = common::arg(args, "--runs").unwrap_or("sotw-ads,delta-ads".into());
     let mut failures = Vec::new();
     for label in wanted.split(',') {
         let variant = match label {
@@ -335,7 +330,7 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let workdir = PathBuf::from(args.last().cloned().unwrap_or_default());
     let mut report = Report {
-        peer: arg(&args, "--peer").unwrap_or("two hooks".into()),
+        peer: common::arg(&args, "--peer").unwrap_or("two hooks".into()),
         ..Default::default()
     };
     let result = tokio::time::timeout(Duration::from_secs(120), all(&args, &workdir, &mut report))

@@ -15,6 +15,9 @@
 //!
 //! usage: conform_server_hook xds-server|rust-control-plane --control ADDR --listen ADDR
 
+#[path = "../common.rs"]
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -347,12 +350,6 @@ mod rcp {
     }
 }
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -367,7 +364,10 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let (Some(control), Some(listen)) = (arg(&args, "--control"), arg(&args, "--listen")) else {
+    let (Some(control), Some(listen)) = (
+        common::arg(&args, "--control"),
+        common::arg(&args, "--listen"),
+    ) else {
         eprintln!("{usage}");
         std::process::exit(2);
     };

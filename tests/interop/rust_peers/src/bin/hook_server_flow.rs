@@ -53,37 +53,6 @@ const BAD: &str = "bad";
 const LOOP_LIMIT: usize = 3;
 const LOOP_WINDOW: Duration = Duration::from_secs(2);
 
-/// A Cluster or a ClusterLoadAssignment named `name` that carries `note`.
-fn body(type_url: &str, name: &str, note: &str) -> Vec<u8> {
-    use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-    use envoy_types::pb::envoy::config::core::v3::Locality;
-    use envoy_types::pb::envoy::config::endpoint::v3::{
-        ClusterLoadAssignment, LocalityLbEndpoints,
-    };
-    use prost::Message;
-    if type_url == CDS {
-        Cluster {
-            name: name.into(),
-            alt_stat_name: note.into(),
-            ..Default::default()
-        }
-        .encode_to_vec()
-    } else {
-        ClusterLoadAssignment {
-            cluster_name: name.into(),
-            endpoints: vec![LocalityLbEndpoints {
-                locality: Some(Locality {
-                    region: note.into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }
-        .encode_to_vec()
-    }
-}
-
 /// Our watch's validator: a Cluster whose alt_stat_name is [`BAD`] is rejected.
 fn validate_cluster(_name: &str, _version: &str, body: &Bytes) -> std::result::Result<(), String> {
     use envoy_types::pb::envoy::config::cluster::v3::Cluster;
@@ -286,9 +255,12 @@ struct Run<'a> {
 async fn run(hook: &mut Hook, run: &Run<'_>, report: &mut Report, workdir: &Path) -> Result<()> {
     let label = run.label;
     let mut served: BTreeMap<Key, Vec<u8>> = BTreeMap::new();
-    served.insert(key(CDS, "c1"), body(CDS, "c1", "cluster one"));
-    served.insert(key(CDS, "c2"), body(CDS, "c2", "cluster two"));
-    served.insert(key(EDS, "c1"), body(EDS, "c1", "endpoints one"));
+    served.insert(key(CDS, "c1"), common::envoy_body(CDS, "c1", "cluster one"));
+    served.insert(key(CDS, "c2"), common::envoy_body(CDS, "c2", "cluster two"));
+    served.insert(
+        key(EDS, "c1"),
+        common::envoy_body(EDS, "c1", "endpoints one"),
+    );
     hook.start_server(label, run.variant, run.per_type).await?;
     hook.publish(&served).await?;
 
@@ -405,7 +377,10 @@ async fn story(
     );
 
     // update
-    let changed = BTreeMap::from([(key(CDS, "c1"), body(CDS, "c1", "cluster one, changed"))]);
+    let changed = BTreeMap::from([(
+        key(CDS, "c1"),
+        common::envoy_body(CDS, "c1", "cluster one, changed"),
+    )]);
     served.extend(changed.clone());
     hook.publish(&changed).await?;
     wait_for(
@@ -422,7 +397,7 @@ async fn story(
 
     // NACK
     let before = recorder.entries().len();
-    let bad = BTreeMap::from([(key(CDS, "c2"), body(CDS, "c2", BAD))]);
+    let bad = BTreeMap::from([(key(CDS, "c2"), common::envoy_body(CDS, "c2", BAD))]);
     hook.publish(&bad).await?;
     let nacked = common::eventually("our client's NACK of c2", || async {
         recorder.entries()[before..]
@@ -457,7 +432,10 @@ async fn story(
             LOOP_WINDOW.as_secs()
         ));
     }
-    let fixed = BTreeMap::from([(key(CDS, "c2"), body(CDS, "c2", "cluster two, fixed"))]);
+    let fixed = BTreeMap::from([(
+        key(CDS, "c2"),
+        common::envoy_body(CDS, "c2", "cluster two, fixed"),
+    )]);
     served.extend(fixed.clone());
     hook.publish(&fixed).await?;
     wait_for(
@@ -520,23 +498,17 @@ async fn story(
     Ok(())
 }
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
 async fn all(args: &[String], workdir: &PathBuf, report: &mut Report) -> Result<()> {
     std::fs::create_dir_all(workdir).map_err(|e| e.to_string())?;
     let (Some(cmd), Some(control), Some(target)) = (
-        arg(args, "--hook-cmd"),
-        arg(args, "--control"),
-        arg(args, "--target"),
+        common::arg(args, "--hook-cmd"),
+        common::arg(args, "--control"),
+        common::arg(args, "--target"),
     ) else {
         return Err("usage: hook_server_flow --hook-cmd \"CMD ARGS\" --control ADDR --target ADDR [--peer NAME] [--runs LIST] WORKDIR".into());
     };
-    let wanted =
-        arg(args, "--runs").unwrap_or("sotw-ads,delta-ads,sotw-per-type,delta-per-type".into());
+    let wanted = common::arg(args, "--runs")
+        .unwrap_or("sotw-ads,delta-ads,sotw-per-type,delta-per-type".into());
     let mut hook = Hook::start(&cmd, &control, &target, workdir, "hook.log").await?;
     let mut failures = Vec::new();
     for label in wanted.split(',') {
@@ -573,7 +545,7 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let workdir = PathBuf::from(args.last().cloned().unwrap_or_default());
     let mut report = Report {
-        peer: arg(&args, "--peer").unwrap_or("hook".into()),
+        peer: common::arg(&args, "--peer").unwrap_or("hook".into()),
         ..Default::default()
     };
     let result = tokio::time::timeout(Duration::from_secs(240), all(&args, &workdir, &mut report))

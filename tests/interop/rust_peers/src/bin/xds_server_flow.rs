@@ -61,42 +61,11 @@ impl xds_core::Resource for Raw {
     }
 }
 
-/// Real resources (envoy-types): a Cluster or a ClusterLoadAssignment named `name`.
-fn body(type_url: &str, name: &str, note: &str) -> Vec<u8> {
-    use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-    use envoy_types::pb::envoy::config::core::v3::Locality;
-    use envoy_types::pb::envoy::config::endpoint::v3::{
-        ClusterLoadAssignment, LocalityLbEndpoints,
-    };
-    use prost::Message;
-    if type_url == CDS {
-        Cluster {
-            name: name.into(),
-            alt_stat_name: note.into(),
-            ..Default::default()
-        }
-        .encode_to_vec()
-    } else {
-        ClusterLoadAssignment {
-            cluster_name: name.into(),
-            endpoints: vec![LocalityLbEndpoints {
-                locality: Some(Locality {
-                    region: note.into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }
-        .encode_to_vec()
-    }
-}
-
 fn snapshot() -> (Snapshot, BTreeMap<(&'static str, &'static str), Vec<u8>>) {
     let mut served = BTreeMap::new();
-    served.insert((CDS, "c1"), body(CDS, "c1", "cluster one"));
-    served.insert((CDS, "c2"), body(CDS, "c2", "cluster two"));
-    served.insert((EDS, "c1"), body(EDS, "c1", "endpoints one"));
+    served.insert((CDS, "c1"), common::envoy_body(CDS, "c1", "cluster one"));
+    served.insert((CDS, "c2"), common::envoy_body(CDS, "c2", "cluster two"));
+    served.insert((EDS, "c1"), common::envoy_body(EDS, "c1", "endpoints one"));
     let mut builder = Snapshot::builder().version("v1");
     for ((type_url, name), body) in &served {
         let any = prost_types::Any {
