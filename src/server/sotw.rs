@@ -432,11 +432,13 @@ impl SotwState {
         // for what it covers, and they enter the version beside the bodies.
         let mut resource_errors = Vec::new();
         let version = if wildcard {
-            resource_errors.extend(store.errors(t).map(|(n, e)| resource_errors::entry(n, e)));
-            if let Some(e) = store.type_error(t) {
+            let (digest, errors, type_error) = store.wildcard_state(t);
+            // Collected only when there are some: the common case allocates nothing.
+            resource_errors = errors.map(|(n, e)| resource_errors::entry(n, e)).collect();
+            if let Some(e) = type_error {
                 resource_errors.push(resource_errors::entry(TYPE_WIDE, e));
             }
-            store.type_digest(t)
+            digest
         } else {
             let mut sum = VersionSum::EMPTY;
             for r in &named {
@@ -511,7 +513,11 @@ impl SotwState {
                 push(sink, r);
             }
         }
-        resource_errors.extend(not_found);
+        if resource_errors.is_empty() {
+            resource_errors = not_found;
+        } else {
+            resource_errors.extend(not_found);
+        }
         Some(DiscoveryResponse {
             version_info: version,
             type_url: self.type_url.clone(),

@@ -955,6 +955,27 @@ impl ResourceStore {
             .map(|e| &e.status)
     }
 
+    /// What a wildcard full state of `type_url` holds besides its bodies, with one lookup
+    /// of the type (the wildcard build runs per stream): the digest of the type (bodies and
+    /// errors), its names published as errors (sorted) and its type-wide error.
+    pub(crate) fn wildcard_state(
+        &self,
+        type_url: &str,
+    ) -> (
+        VersionSum,
+        impl Iterator<Item = (&str, &Status)>,
+        Option<&Status>,
+    ) {
+        let table = self.types.get(type_url);
+        (
+            table.map_or(VersionSum::EMPTY, |t| t.sum),
+            table
+                .into_iter()
+                .flat_map(|t| t.errors.iter().map(|(n, e)| (n.as_str(), &e.status))),
+            table.and_then(|t| t.type_error.as_ref()).map(|e| &e.status),
+        )
+    }
+
     /// Every name of a type published as an error (not the type's error), sorted by name.
     pub fn errors(&self, type_url: &str) -> impl Iterator<Item = (&str, &Status)> {
         self.types
