@@ -5,10 +5,14 @@
 # writes the Cluster bodies both serve, then for each round runs every section on the
 # Rust side and then on the Go side, and prints the ratios of medians (Go / ours) per
 # round and their median over the rounds, with `uptime` before and after. The memory
-# section runs in the first round only (counted, not timed).
+# section runs in the first round only (counted, not timed). With --java, the server and
+# fan-out sections also run on java-control-plane 1.0.49 (benches/side-by-side/java, a
+# Maven module, built offline from ~/.m2 when it can be, else resolved online first),
+# after the Go side in each round.
 #
 #   benches/side-by-side/go.sh [--rounds R] [--iterations N] [--go-fanout-iterations N] [--client-iterations N]
 #                              [--sections "server fanout memory client"]
+#                              [--java] [--java-fanout-iterations N] [--java-warmup-seconds S]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=3
@@ -17,6 +21,9 @@ RUST_FANOUT_ITERATIONS=21
 GO_FANOUT_ITERATIONS=1
 CLIENT_ITERATIONS=5
 SECTIONS="server fanout memory client"
+JAVA=0
+JAVA_FANOUT_ITERATIONS=3
+JAVA_WARMUP_SECONDS=10
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -24,6 +31,9 @@ while [ $# -gt 0 ]; do
     --go-fanout-iterations) GO_FANOUT_ITERATIONS=$2; shift 2 ;;
     --client-iterations) CLIENT_ITERATIONS=$2; shift 2 ;;
     --sections) SECTIONS=$2; shift 2 ;;
+    --java) JAVA=1; shift ;;
+    --java-fanout-iterations) JAVA_FANOUT_ITERATIONS=$2; shift 2 ;;
+    --java-warmup-seconds) JAVA_WARMUP_SECONDS=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -38,11 +48,20 @@ if ! command -v protoc >/dev/null; then
 fi
 timeout 3600 cargo build --release --manifest-path benches/side-by-side/Cargo.toml --target-dir target --bin vs_go
 (cd benches/side-by-side/go && timeout 900 go build -o "$OUT/side-by-side-go" .)
+if [ "$JAVA" = 1 ]; then
+  (cd benches/side-by-side/java &&
+    { timeout 600 mvn -q -B -o package || timeout 900 mvn -q -B package; })
+  JAVA_CMD=(java -cp "benches/side-by-side/java/target/classes:$(cat benches/side-by-side/java/target/classpath.txt)"
+    io.github.xdssansio.bench.Main)
+fi
 RUST=target/release/vs_go
 GO=$OUT/side-by-side-go
 BODIES=$OUT/bodies.bin
 "$RUST" bodies "$BODIES"
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown); $(rustc --version); $(go version)"
+if [ "$JAVA" = 1 ]; then
+  echo "java-control-plane 1.0.49; $(java -version 2>&1 | head -1); Java fan-out iterations: SotW wildcard $JAVA_FANOUT_ITERATIONS, by name $ITERATIONS; JIT warm-up ${JAVA_WARMUP_SECONDS} s"
+fi
 echo "rounds: $ROUNDS; iterations: $ITERATIONS (fan-out: ours $RUST_FANOUT_ITERATIONS, Go $GO_FANOUT_ITERATIONS); sections: $SECTIONS"
 echo "load before: $(uptime)"
 for round in $(seq 1 "$ROUNDS"); do
@@ -64,11 +83,18 @@ for round in $(seq 1 "$ROUNDS"); do
         --fanout-iterations "$RUST_FANOUT_ITERATIONS"
       timeout 1800 "$GO" -bodies "$BODIES" -iterations "$ITERATIONS" \
         -fanout-iterations "$GO_FANOUT_ITERATIONS" "$section"
+      if [ "$JAVA" = 1 ] && { [ "$section" = server ] || [ "$section" = fanout ]; }; then
+        # SLF4J's note that no logger is bound (java-control-plane then logs nothing) is
+        # dropped; every other line of stderr is kept.
+        timeout 1800 "${JAVA_CMD[@]}" -bodies "$BODIES" -iterations "$ITERATIONS" \
+          -fanout-iterations "$JAVA_FANOUT_ITERATIONS" -warmup-seconds "$JAVA_WARMUP_SECONDS" \
+          "$section" 2> >(grep -v '^SLF4J: ' >&2)
+      fi
     fi
   done | sed "s/^/$round\t/" | tee -a "$OUT/results.tsv"
 done
 echo "load after: $(uptime)"
-# Ratios of medians (Go / ours; memory: Go bytes / our bytes) per round, then the median
+# Ratios of medians (Go or Java / ours; memory: Go bytes / our bytes) per round, then the median
 # of each over the rounds.
 python3 - "$OUT/results.tsv" <<'PY'
 import statistics, sys
@@ -81,18 +107,18 @@ for line in open(sys.argv[1]):
 pairs = []
 for kind in ("fresh", "update", "hot"):
     for ours in (f"ours, {kind}", f"ours, {kind}, contiguous"):
-        for go in ("snapshot", "linear"):
+        for go in ("snapshot", "linear", "java", "java-cached"):
             pairs.append(("server", f"{go}, {kind}", ours))
 for fig in ("fanout.sotw-wildcard", "fanout.sotw-names", "fanout.delta",
             "memory.stream", "memory.tracked", "memory.stored"):
-    for go in ("snapshot", "linear"):
+    for go in ("snapshot", "linear", "java", "java-cached"):
         pairs.append((fig, go, "ours"))
 for ours in ("rust-opaque", "rust-typed"):
     pairs.append(("client.first", "grpc-go", ours))
     pairs.append(("client", "grpc-go", ours))
 def show(fig, v):
     return f"{v:.0f} B" if fig.startswith("memory") else f"{v * 1e3:.3f} ms"
-print("\n| figure | Go | ours | Go medians | our medians | ratio per round | median ratio |")
+print("\n| figure | peer | ours | peer medians | our medians | ratio per round | median ratio |")
 print("|---|---|---|---|---|---|---|")
 for fig, go, ours in pairs:
     g, o = med.get((fig, go)), med.get((fig, ours))
