@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"time"
@@ -76,7 +77,17 @@ func main() {
 		Node: &corev3.Node{Id: node}, TypeUrl: cdsType, ResourceNames: names,
 	}
 	if err := stream.Send(request); err != nil {
-		fail("send the CDS request: %v", err)
+		if err != io.EOF {
+			fail("send the CDS request: %v", err)
+		}
+		// The server ended the stream before the request went out (a refusal can come
+		// that early): its status is what Recv returns.
+		_, err = stream.Recv()
+		if *expectRefused {
+			refused(err)
+			return
+		}
+		fail("the server ended the stream before the request: %v", err)
 	}
 	if counter.compressed.Load() != 1 {
 		fail("the request was not compressed by gzip (%d compressions)", counter.compressed.Load())
