@@ -44,20 +44,9 @@ impl AdsServer {
             .stderr(log)
             .spawn()
             .map_err(|e| format!("{binary}: {e}"))?;
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(STEP).unwrap_or_default();
-        let Some(addr) = line.trim().strip_prefix("listening on ") else {
-            let _ = child.kill();
-            return Err(format!("ads_server did not start: {line:?}"));
-        };
+        let addr = listening_address(&mut child, "ads_server")?;
         Ok(AdsServer {
-            addr: addr.to_string(),
+            addr,
             child,
             resources: file,
             record,
@@ -325,4 +314,45 @@ pub fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1).cloned())
+}
+
+/// Reads the `listening on ADDR` line a server child prints first (bounded by [`STEP`]);
+/// kills the child when it does not come.
+pub fn listening_address(child: &mut Child, what: &str) -> Result<String> {
+    let Some(stdout) = child.stdout.take() else {
+        return Err(format!("{what}: its stdout is not piped"));
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(STEP).unwrap_or_default();
+    match line.trim().strip_prefix("listening on ") {
+        Some(addr) => Ok(addr.to_string()),
+        None => {
+            let _ = child.kill();
+            Err(format!("{what} did not start: {line:?}"))
+        }
+    }
+}
+
+/// The next event of any of `watches`, with the key it is watched under, before
+/// `deadline` (`None` past it).
+pub async fn next_watch_event<K: Clone>(
+    watches: &mut [(K, xds_sansio_tonic::client::Watch)],
+    deadline: tokio::time::Instant,
+) -> Option<(K, xds_sansio_tonic::client::WatchEvent)> {
+    let poll = async {
+        loop {
+            for (key, w) in watches.iter_mut() {
+                if let Some(e) = w.try_next() {
+                    return (key.clone(), e);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout_at(deadline, poll).await.ok()
 }

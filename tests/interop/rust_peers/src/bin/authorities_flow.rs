@@ -68,17 +68,7 @@ async fn next_event(
     watches: &mut [(&'static str, Watch)],
     within: Duration,
 ) -> Option<(&'static str, WatchEvent)> {
-    let poll = async {
-        loop {
-            for (name, w) in watches.iter_mut() {
-                if let Some(e) = w.try_next() {
-                    return (*name, e);
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
-    tokio::time::timeout(within, poll).await.ok()
+    common::next_watch_event(watches, tokio::time::Instant::now() + within).await
 }
 
 /// Waits for each `(watched name, body)`; any error or does-not-exist meanwhile fails,

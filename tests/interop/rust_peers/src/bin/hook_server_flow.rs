@@ -88,17 +88,7 @@ async fn wait_for(
     let mut seen = Vec::new();
     let deadline = tokio::time::Instant::now() + STEP;
     while !want.is_empty() {
-        let next = async {
-            loop {
-                for ((type_url, _), w) in watches.iter_mut() {
-                    if let Some(e) = w.try_next() {
-                        return (type_url.clone(), e);
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        };
-        let Ok((type_url, e)) = tokio::time::timeout_at(deadline, next).await else {
+        let Some(((type_url, _), e)) = common::next_watch_event(watches, deadline).await else {
             return Err(format!(
                 "{label}: timed out; missing {:?}; events {seen:#?}",
                 want.keys().collect::<Vec<_>>()

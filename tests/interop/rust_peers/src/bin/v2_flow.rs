@@ -16,7 +16,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -54,22 +53,8 @@ impl V2Server {
             .stderr(log)
             .spawn()
             .map_err(|e| format!("{binary}: {e}"))?;
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(STEP).unwrap_or_default();
-        let Some(addr) = line.trim().strip_prefix("listening on ") else {
-            let _ = child.kill();
-            return Err(format!("v2_server did not start: {line:?}"));
-        };
-        Ok(V2Server {
-            addr: addr.to_string(),
-            child,
-        })
+        let addr = common::listening_address(&mut child, "v2_server")?;
+        Ok(V2Server { addr, child })
     }
 
     /// SIGHUP: the next snapshot (c2's connect timeout one second longer).
@@ -112,22 +97,12 @@ async fn wait_for(
         .iter()
         .any(|(t, n)| !got.contains_key(&(t.to_string(), n.to_string())))
     {
-        let next = async {
-            loop {
-                for ((type_url, _), w) in watches.iter_mut() {
-                    if let Some(e) = w.try_next() {
-                        return (type_url.to_string(), e);
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        };
-        let Ok((type_url, e)) = tokio::time::timeout_at(deadline, next).await else {
+        let Some(((type_url, _), e)) = common::next_watch_event(watches, deadline).await else {
             return Err(format!("{label}: timed out; got {:?}", got.keys()));
         };
         match e {
             WatchEvent::Changed { name, body, .. } if accept(name.as_str(), &body) => {
-                got.insert((type_url, name.to_string()), body.to_vec());
+                got.insert((type_url.to_string(), name.to_string()), body.to_vec());
             }
             WatchEvent::Changed { .. } => {}
             other => return Err(format!("{label}: our client reported {other:?}")),
