@@ -209,6 +209,7 @@ mod intake;
 mod interest;
 mod outputs;
 mod reads;
+pub mod session;
 mod sotw;
 mod status;
 mod subscription;

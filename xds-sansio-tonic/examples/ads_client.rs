@@ -31,7 +31,7 @@ use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::time::StdClock;
 use xds_sansio::types::ResourceType;
 use xds_sansio::{Client, ClientConfig, Transport, Variant};
-use xds_sansio_tonic::client::{run_stream, Backoff, BackoffConfig, Command, Io};
+use xds_sansio_tonic::client::{os_seed, run_stream, Backoff, BackoffConfig, Command, Io};
 
 fn type_url(short: &str) -> String {
     ResourceType::by_short_name(short)
@@ -184,7 +184,7 @@ async fn main() {
     };
     let mut backoff = match seed {
         Some(seed) => Backoff::with_seed(BackoffConfig::default(), seed),
-        None => Backoff::new(BackoffConfig::default()),
+        None => Backoff::with_seed(BackoffConfig::default(), os_seed()),
     };
     loop {
         let endpoint = tonic::transport::Endpoint::from_shared(server.clone())

@@ -41,6 +41,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+use xds_sansio::client::session;
 use xds_sansio::pb::envoy::config::core::v3::{node::UserAgentVersionType, Locality, Node};
 
 /// The `user_agent_name` the client sends.
@@ -51,7 +52,7 @@ pub const USER_AGENT_NAME: &str = "xds-sansio-tonic";
 pub const CLIENT_FEATURES: &[&str] = &["xds.config.resource-in-sotw"];
 
 /// The server feature of gRPC A53: keep held resources the server deletes.
-pub const IGNORE_RESOURCE_DELETION: &str = "ignore_resource_deletion";
+pub use xds_sansio::client::session::IGNORE_RESOURCE_DELETION;
 
 /// A parsed bootstrap. See the [module docs](self).
 #[derive(Clone, Debug, PartialEq)]
@@ -156,6 +157,12 @@ impl ManagementServer {
             channel_creds: ChannelCreds::Insecure,
             server_features: Vec::new(),
         }
+    }
+
+    /// This server in the core's model (see [`Bootstrap::model`]).
+    pub fn model(&self) -> session::ServerConfig {
+        session::ServerConfig::new(self.server_uri.clone(), format!("{:?}", self.channel_creds))
+            .with_features(self.server_features.clone())
     }
 
     /// Whether `server_features` lists `feature`.
@@ -282,6 +289,18 @@ impl Bootstrap {
             authorities,
             client_default_listener_resource_name_template: template,
         })
+    }
+
+    /// The model the core's session runs on: the servers in priority order, per authority,
+    /// with their features; the credentials as an opaque key (the session only compares
+    /// them).
+    pub fn model(&self) -> session::Bootstrap {
+        let servers = |list: &[ManagementServer]| list.iter().map(|s| s.model()).collect();
+        let mut model = session::Bootstrap::new(servers(&self.servers));
+        for (name, authority) in &self.authorities {
+            model = model.with_authority(name.clone(), servers(&authority.servers));
+        }
+        model
     }
 
     /// The servers of `authority` (A47): its own list, else the top-level one. `None` for

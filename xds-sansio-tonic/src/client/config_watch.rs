@@ -10,31 +10,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::sync::mpsc;
-use xds_sansio::client::deps::{ListenerConfig, ResourceKey};
 use xds_sansio::client::SharedStr;
 
-use super::watch::{Coalesce, Sink, WatchError};
+use super::watch::{Coalesce, Sink};
 
-/// What a configuration watcher is told.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ConfigEvent {
-    /// A listener resolved to a complete configuration, or a new one (each resource held,
-    /// in [`ListenerConfig::resources`]; the clusters with their leaves; what cannot be
-    /// used in [`ListenerConfig::failed`]). With [`ListenerConfig::status`] `Err`, the
-    /// listener cannot serve: it or its route configuration failed (does not exist,
-    /// expired, rejected with nothing held, a server error with nothing held).
-    Changed(ListenerConfig),
-    /// Something went wrong that does not change the configuration in use (gRPC A88
-    /// `OnAmbientError`).
-    Error {
-        /// The resource it concerns (one the configuration holds); `None` for every
-        /// resource of the configuration (a management server unreachable, a response
-        /// rejected as a whole).
-        resource: Option<ResourceKey>,
-        /// What.
-        error: WatchError,
-    },
-}
+pub use xds_sansio::client::session::ConfigEvent;
 
 impl Coalesce for ConfigEvent {
     fn slot(&self) -> (SharedStr, u8) {
@@ -68,7 +48,7 @@ impl Coalesce for ConfigEvent {
 ///   resource never holds back another listener's configuration.
 /// - **Failures are part of the configuration** (A74, A88): a listener that cannot serve
 ///   (it, its route configuration or a scope does not exist, expired, or was rejected with
-///   nothing held) has [`ListenerConfig::status`] `Err`; a cluster that cannot be used
+///   nothing held) has [`ListenerConfig::status`](xds_sansio::client::deps::ListenerConfig::status) `Err`; a cluster that cannot be used
 ///   (missing, or its endpoints or secrets are) has its
 ///   [`ClusterConfig::leaves`](xds_sansio::client::deps::ClusterConfig::leaves) `Err` and
 ///   the others still serve.

@@ -1,6 +1,8 @@
-//! The driver task: one tokio task owns the [`Pool`] and carries out its actions
-//! (connections, calls, requests); every network event comes back to it through one
-//! channel, so the state has a single owner and needs no lock.
+//! The driver task: one tokio task owns the core's [`Session`] and carries out its
+//! commands (connections, calls, requests), hands its events to the watches' sinks, and
+//! reports every network event back to it through one channel, so the state has a single
+//! owner and needs no lock. No protocol rule lives here: which server to use, when to
+//! retry and what a watcher is told are the session's.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +15,9 @@ use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::{Channel, Endpoint};
 use tonic_prost::ProstCodec;
 use xds_sansio::client::deps::DepsStatus;
+use xds_sansio::client::session::{
+    ServerUse, Session, SessionCommand, SessionEvent, StreamKey as SlotKey,
+};
 use xds_sansio::client::SharedStr;
 use xds_sansio::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
@@ -20,10 +25,10 @@ use xds_sansio::pb::discovery::{
 use xds_sansio::time::StdClock;
 use xds_sansio::{Request, Response, Transport, Variant};
 
-use super::bootstrap::{ChannelCreds, ManagementServer};
+use super::bootstrap::{Bootstrap, ChannelCreds, ManagementServer};
 use super::config_watch::ConfigEvent;
-use super::pool::{Action, DumpEntry, Pool, SlotKey};
 use super::watch::Sink;
+use super::DumpEntry;
 use super::StreamTap;
 use crate::wire::{method_path, WireRequest, WireResponse};
 
@@ -32,8 +37,8 @@ pub(crate) enum Op {
     Watch {
         id: u64,
         type_url: SharedStr,
+        /// Canonical, or `*`.
         name: SharedStr,
-        authority: String,
         sink: Arc<Sink>,
     },
     WatchConfig {
@@ -48,7 +53,7 @@ pub(crate) enum Op {
     },
     Dump(oneshot::Sender<Vec<DumpEntry>>),
     Dependencies(oneshot::Sender<Vec<DepsStatus>>),
-    Servers(oneshot::Sender<Vec<(String, bool, bool)>>),
+    Servers(oneshot::Sender<Vec<ServerUse>>),
     Shutdown,
 }
 
@@ -105,20 +110,99 @@ struct Live {
     task: tokio::task::JoinHandle<()>,
 }
 
+/// The bootstrap's server of each of the session's servers, by `ServerId`.
+pub(crate) fn server_table(bootstrap: &Bootstrap, session: &Session) -> Vec<ManagementServer> {
+    let all: Vec<&ManagementServer> = bootstrap
+        .servers
+        .iter()
+        .chain(
+            bootstrap
+                .authorities
+                .values()
+                .flat_map(|a| a.servers.iter()),
+        )
+        .collect();
+    session
+        .server_ids()
+        .filter_map(|id| {
+            let model = session.server(id)?;
+            all.iter()
+                .find(|m| m.model() == *model)
+                .map(|m| (*m).clone())
+        })
+        .collect()
+}
+
+/// The watches' sinks, by watch id.
+#[derive(Default)]
+struct Sinks {
+    watches: HashMap<u64, Arc<Sink>>,
+    configs: HashMap<u64, Arc<Sink<ConfigEvent>>>,
+}
+
+impl Sinks {
+    fn close(&mut self, id: u64) {
+        if let Some(sink) = self.watches.remove(&id) {
+            sink.close();
+        }
+        if let Some(sink) = self.configs.remove(&id) {
+            sink.close();
+        }
+    }
+
+    /// Hands an event of the session to its sink, or to the log.
+    fn deliver(&self, event: SessionEvent) {
+        match event {
+            SessionEvent::Watch { id, event } => {
+                if let Some(sink) = self.watches.get(&id) {
+                    sink.push(event);
+                }
+            }
+            SessionEvent::Config { id, event } => {
+                if let Some(sink) = self.configs.get(&id) {
+                    sink.push(event);
+                }
+            }
+            SessionEvent::StreamFailed {
+                error, retry_in, ..
+            } => {
+                tracing::info!(%error, delay = ?retry_in, "xDS stream failed; retrying after backoff")
+            }
+            SessionEvent::StreamEnded { error, .. } => {
+                tracing::info!(%error, "xDS stream ended after responses; reconnecting")
+            }
+            SessionEvent::FellBack {
+                authority, from, ..
+            } => {
+                tracing::warn!(%authority, server = from.0, "xDS server unreachable with resources missing; falling back to the next server (gRPC A71)")
+            }
+            SessionEvent::Reverted { authority, to } => {
+                tracing::info!(%authority, server = to.0, "a higher-priority server answered; reverting to it")
+            }
+            SessionEvent::DeletionIgnored { type_url, name } => {
+                tracing::warn!(%type_url, %name, "the server deleted a resource in use; kept (ignore_resource_deletion)")
+            }
+            _ => {}
+        }
+    }
+}
+
 pub(crate) fn spawn(
-    mut pool: Pool,
+    mut session: Session,
+    servers: Vec<ManagementServer>,
     connect: Connect,
     clock: StdClock,
     ops: mpsc::UnboundedReceiver<Op>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let (io_tx, io_rx) = mpsc::unbounded_channel();
-        run(&mut pool, connect, clock, ops, io_tx, io_rx).await;
+        run(&mut session, &servers, connect, clock, ops, io_tx, io_rx).await;
     })
 }
 
 async fn run(
-    pool: &mut Pool,
+    session: &mut Session,
+    servers: &[ManagementServer],
     connect: Connect,
     clock: StdClock,
     mut ops: mpsc::UnboundedReceiver<Op>,
@@ -127,19 +211,22 @@ async fn run(
 ) {
     let mut live: HashMap<SlotKey, Live> = HashMap::new();
     let mut pending: HashMap<SlotKey, (u64, Variant, Transport)> = HashMap::new();
+    let mut sinks = Sinks::default();
     loop {
-        while let Some(action) = pool.poll_action() {
-            match action {
-                Action::Connect {
+        while let Some(command) = session.poll_command() {
+            match command {
+                SessionCommand::Connect {
                     key,
                     stream,
-                    server,
                     variant,
                     transport,
                 } => {
                     if let Some(old) = live.remove(&key) {
                         old.task.abort();
                     }
+                    let Some(server) = servers.get(key.server.0).cloned() else {
+                        continue;
+                    };
                     pending.insert(key, (stream, variant, transport));
                     let task =
                         tokio::spawn(open(key, stream, server, connect.clone(), io_tx.clone()));
@@ -152,7 +239,7 @@ async fn run(
                         },
                     );
                 }
-                Action::Send {
+                SessionCommand::Send {
                     key,
                     stream,
                     request,
@@ -166,7 +253,7 @@ async fn run(
                         }
                     }
                 }
-                Action::Close { key, stream } => {
+                SessionCommand::Close { key, stream } => {
                     if live.get(&key).is_some_and(|l| l.stream == stream) {
                         if let Some(l) = live.remove(&key) {
                             l.task.abort();
@@ -174,33 +261,56 @@ async fn run(
                     }
                     pending.remove(&key);
                 }
+                _ => {}
             }
         }
-        let deadline = pool.poll_timeout().map(|t| clock.to_std(t));
+        while let Some(event) = session.poll_event() {
+            sinks.deliver(event);
+        }
+        let deadline = session.poll_timeout().map(|t| clock.to_std(t));
         // The application's commands first: watches made together before a stream is up
         // ride on its first request (some servers do not answer a request that only adds
         // names at an unchanged version), and commands are few next to network events.
         tokio::select! {
             biased;
             op = ops.recv() => match op {
-                Some(Op::Watch { id, type_url, name, authority, sink }) => {
-                    pool.watch(clock.now(), id, type_url, name, &authority, sink);
+                Some(Op::Watch { id, type_url, name, sink }) => {
+                    let name = (name.as_str() != "*").then_some(name.as_str());
+                    match session.watch(clock.now(), id, &type_url, name) {
+                        Ok(()) => { sinks.watches.insert(id, sink); }
+                        Err(_) => sink.close(),
+                    }
                 }
                 Some(Op::WatchConfig { id, listener, sink }) => {
-                    pool.watch_config(clock.now(), id, listener, sink);
+                    match session.watch_config(clock.now(), id, listener.as_deref()) {
+                        Ok(()) => { sinks.configs.insert(id, sink); }
+                        Err(error) => {
+                            tracing::warn!(?listener, %error, "listener refused by the dependency manager");
+                            sink.close();
+                        }
+                    }
                 }
-                Some(Op::Unwatch { id }) => pool.unwatch(clock.now(), id),
+                Some(Op::Unwatch { id }) => {
+                    sinks.close(id);
+                    session.unwatch(clock.now(), id);
+                }
                 Some(Op::Dump(reply)) => {
-                    let _ = reply.send(pool.dump());
+                    let _ = reply.send(session.dump());
                 }
                 Some(Op::Dependencies(reply)) => {
-                    let _ = reply.send(pool.deps_dump());
+                    let _ = reply.send(session.deps_dump());
                 }
                 Some(Op::Servers(reply)) => {
-                    let _ = reply.send(pool.servers());
+                    let _ = reply.send(session.servers());
                 }
                 Some(Op::Shutdown) | None => {
-                    pool.close_all();
+                    session.close_all();
+                    for (_, sink) in sinks.watches.drain() {
+                        sink.close();
+                    }
+                    for (_, sink) in sinks.configs.drain() {
+                        sink.close();
+                    }
                     for (_, l) in live.drain() {
                         l.task.abort();
                     }
@@ -218,23 +328,23 @@ async fn run(
                     let (outbound, task) = call(key, stream, variant, &transport, channel, io_tx.clone());
                     l.outbound = Some(outbound);
                     l.task = task;
-                    pool.connected(clock.now(), key, stream);
+                    session.handle_connected(clock.now(), key, stream);
                 }
                 Some(Io::Response { key, stream, response }) => {
                     if let Some(tap) = &connect.tap {
                         tap.response(stream, &response);
                     }
-                    pool.response(clock.now(), key, stream, response);
+                    session.handle_response(clock.now(), key, stream, response);
                 }
                 Some(Io::Ended { key, stream, error }) => {
                     if live.get(&key).is_some_and(|l| l.stream == stream) {
                         live.remove(&key);
                     }
-                    pool.ended(clock.now(), key, stream, error);
+                    session.handle_ended(clock.now(), key, stream, &error);
                 }
                 None => return,
             },
-            () = sleep_until(deadline) => pool.handle_timeout(clock.now()),
+            () = sleep_until(deadline) => session.handle_timeout(clock.now()),
         }
     }
 }

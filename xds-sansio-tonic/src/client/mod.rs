@@ -30,17 +30,17 @@
 //!   ([`Builder::variant`]); TLS through tonic (feature `tls`); HTTP/2 keepalive on demand
 //!   ([`Builder::keepalive`]). The core's `connected` is called once the connection is up,
 //!   so no does-not-exist timer runs while connecting (gRPC A57).
-//! - **Backoff** ([`backoff`]): gRPC's connection backoff (1 s, ×1.6, ±20 %, 120 s), every
-//!   delay jittered, seeded from the OS per stream; reset by a response.
-//! - **Fallback and revert** (`pool.rs`, gRPC A71): the next server is tried only when the
-//!   lowest one in use fails and a watched resource is not cached; the first response of a
-//!   higher-priority server brings the client back to it and closes the ones below; a
-//!   lower server never overrides what a higher one delivered.
-//! - **Configuration watches** ([`XdsClient::watch_listener`], [`ConfigWatch`],
-//!   `pool/deps.rs`): the core's dependency manager
-//!   ([`xds_sansio::client::deps`], gRPC A74) follows the listener's references, its
-//!   subscriptions ride beside the watches', and each complete configuration is delivered
-//!   (newest wins); Envoy's shape with [`XdsClient::watch_all_config`].
+//! - **Which server, when, and what a watcher is told** (the core's
+//!   [`Session`]): the bootstrap model, federation
+//!   by authority (gRPC A47), fallback and revert (A71), the per-stream jittered backoff
+//!   (seeded here from the OS per client: [`backoff`]), the view the watchers are served
+//!   from, and the dependency managers behind [`ConfigWatch`]es (A74). The driver opens
+//!   the connections the session asks for and hands its events to the watches.
+//! - **Configuration watches** ([`XdsClient::watch_listener`], [`ConfigWatch`]): the core's
+//!   dependency manager ([`xds_sansio::client::deps`], gRPC A74) follows the listener's
+//!   references, its subscriptions ride beside the watches', and each complete
+//!   configuration is delivered (newest wins); Envoy's shape with
+//!   [`XdsClient::watch_all_config`].
 //! - **Watches** ([`Watch`], [`WatchEvent`]): one resource as it is, per name or per type
 //!   (wildcard), no reference followed; the newest state wins; values and errors apart
 //!   (gRPC A88). ACK and NACK are the core's
@@ -51,7 +51,8 @@
 //!
 //! No protocol rule lives here: subscriptions, versions, nonces, ACK/NACK, does-not-exist
 //! and TTL timers, `ignore_resource_deletion` are the core's
-//! ([`xds_sansio::client`]); the driver moves bytes and time and chooses servers.
+//! ([`xds_sansio::client`]), and so are fallback, federation and backoff
+//! ([`xds_sansio::client::session`]); the driver moves bytes and time.
 //!
 //! # Following references
 //!
@@ -73,7 +74,6 @@ pub mod backoff;
 pub mod bootstrap;
 mod config_watch;
 mod driver;
-mod pool;
 mod stream;
 mod watch;
 
@@ -81,20 +81,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
+use xds_sansio::client::session::{self, Session, SessionConfig};
 use xds_sansio::client::{SharedStr, Validator};
 use xds_sansio::time::StdClock;
 use xds_sansio::types::LISTENER;
 use xds_sansio::{ClientConfig, Request, Response, Variant};
 
-pub use backoff::{Backoff, BackoffConfig};
+pub use backoff::{os_seed, Backoff, BackoffConfig};
 pub use bootstrap::{Authority, Bootstrap, BootstrapError, ManagementServer};
 pub use config_watch::{ConfigEvent, ConfigWatch};
-pub use pool::{DumpEntry, WatchRefused};
 pub use stream::{run_stream, Command, Io, StreamEnd, Tap};
 pub use watch::{Watch, WatchError, WatchEvent};
 pub use xds_sansio::client::deps::{
     ClusterConfig, DepsConfig, DepsStatus, Failure, ListenerConfig, Resolved, ResourceKey,
 };
+pub use xds_sansio::client::session::{DumpEntry, WatchRefused};
 
 use driver::Op;
 
@@ -215,27 +216,27 @@ impl Builder {
     /// first watch.
     pub fn build(self) -> Result<XdsClient, BuildError> {
         tokio::runtime::Handle::try_current().map_err(|_| BuildError::NoRuntime)?;
-        let options = pool::Options {
-            variant: self.variant,
-            per_type: self.per_type,
-            node: self.bootstrap.node.clone(),
-            backoff: self.backoff,
-            seed: self.seed,
-            tweak: self.tweak,
-            validators: self.validators,
-            deps: self.deps,
-        };
-        let pool = pool::Pool::new(&self.bootstrap, options);
+        let seed = self.seed.unwrap_or_else(os_seed);
+        let mut config = SessionConfig::new(self.variant, self.bootstrap.node.clone(), seed);
+        config.per_type_streams = self.per_type;
+        config.backoff = self.backoff;
+        config.client_config = Some(self.tweak);
+        config.validators = self.validators;
+        config.deps = self.deps;
+        let session = Session::new(self.bootstrap.model(), config);
+        let servers = driver::server_table(&self.bootstrap, &session);
         let (ops, rx) = mpsc::unbounded_channel();
         let connect = driver::Connect {
             connect_timeout: self.backoff.min_connect_timeout,
             keepalive: self.keepalive,
             tap: self.tap,
         };
-        driver::spawn(pool, connect, StdClock::new(), rx);
+        let model = Arc::new(session.bootstrap().clone());
+        driver::spawn(session, servers, connect, StdClock::new(), rx);
         Ok(XdsClient {
             ops,
             bootstrap: Arc::new(self.bootstrap),
+            model,
         })
     }
 }
@@ -248,6 +249,8 @@ impl Builder {
 pub struct XdsClient {
     ops: mpsc::UnboundedSender<Op>,
     bootstrap: Arc<Bootstrap>,
+    /// The core's model of it, to check watches before they reach the driver.
+    model: Arc<session::Bootstrap>,
 }
 
 impl std::fmt::Debug for XdsClient {
@@ -281,7 +284,7 @@ impl XdsClient {
     /// watch a listener. The first event is the configuration delivered already, if any.
     /// See [`ConfigWatch`].
     pub fn watch_listener(&self, name: &str) -> Result<ConfigWatch, WatchRefused> {
-        let (name, _) = pool::check_watch(&self.bootstrap, LISTENER.type_url, Some(name))?;
+        let (name, _) = self.model.check_watch(LISTENER.type_url, Some(name))?;
         self.start_config_watch(Some(name))
     }
 
@@ -325,7 +328,7 @@ impl XdsClient {
     }
 
     fn start_watch(&self, type_url: &str, name: Option<&str>) -> Result<Watch, WatchRefused> {
-        let (name, authority) = pool::check_watch(&self.bootstrap, type_url, name)?;
+        let (name, _) = self.model.check_watch(type_url, name)?;
         let id = driver::next_watch_id();
         let sink = Arc::new(watch::Sink::default());
         self.ops
@@ -333,7 +336,6 @@ impl XdsClient {
                 id,
                 type_url: SharedStr::from(type_url),
                 name,
-                authority,
                 sink: sink.clone(),
             })
             .map_err(|_| WatchRefused::Closed)?;
@@ -376,10 +378,10 @@ impl XdsClient {
         rx.await
             .unwrap_or_default()
             .into_iter()
-            .map(|(server_uri, in_use, connected)| ServerState {
-                server_uri,
-                in_use,
-                connected,
+            .map(|s| ServerState {
+                server_uri: s.server_uri,
+                in_use: s.in_use,
+                connected: s.connected,
             })
             .collect()
     }

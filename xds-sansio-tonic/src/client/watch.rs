@@ -19,92 +19,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
 use std::task::Waker;
 
 use tokio::sync::mpsc;
 use xds_sansio::client::SharedStr;
 
-/// What a watcher is told.
-#[derive(Clone, Debug, PartialEq)]
-pub enum WatchEvent {
-    /// The resource arrived or changed (gRPC A88 `OnResourceChanged` with a value).
-    Changed {
-        /// Its name.
-        name: SharedStr,
-        /// Its version.
-        version: SharedStr,
-        /// Its body (the encoded resource), a slice of the response it came in.
-        body: Bytes,
-    },
-    /// The resource does not exist: the server said so (deletion, incremental removal,
-    /// `resource_errors` NOT_FOUND), the does-not-exist timer ran out, or its TTL expired.
-    DoesNotExist {
-        /// Its name.
-        name: SharedStr,
-    },
-    /// Something went wrong that does not change the value held (gRPC A88
-    /// `OnAmbientError`), or that explains why none arrives.
-    Error {
-        /// The name it concerns; `None` for the whole watch (a wildcard, or every server
-        /// unreachable).
-        name: Option<SharedStr>,
-        /// What.
-        error: WatchError,
-    },
-}
-
-impl WatchEvent {
-    /// The name the event concerns, if one.
-    pub fn name(&self) -> Option<&SharedStr> {
-        match self {
-            WatchEvent::Changed { name, .. } | WatchEvent::DoesNotExist { name } => Some(name),
-            WatchEvent::Error { name, .. } => name.as_ref(),
-        }
-    }
-}
-
-/// Why a watcher is told of an error.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WatchError {
-    /// An update was rejected by the validator (or broke a protocol rule) and NACKed; the
-    /// value held before, if any, is still the one in use.
-    Rejected {
-        /// The rejected version.
-        version: SharedStr,
-        /// The NACK's message.
-        error: String,
-    },
-    /// The server reported an error for the resource (`resource_errors`, xRFC TP3).
-    Server {
-        /// The `google.rpc.Code`.
-        code: i32,
-        /// The server's message.
-        message: String,
-    },
-    /// Every server that could be tried failed to connect or dropped the stream before
-    /// answering (gRPC A57, A71); the client keeps trying, with backoff.
-    Unreachable {
-        /// The last server tried (`server_uri`).
-        server: String,
-        /// Why it failed.
-        error: String,
-    },
-}
-
-impl std::fmt::Display for WatchError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WatchError::Rejected { version, error } => {
-                write!(f, "update {version} rejected: {error}")
-            }
-            WatchError::Server { code, message } => write!(f, "server error {code}: {message}"),
-            WatchError::Unreachable { server, error } => {
-                write!(f, "management server {server} unreachable: {error}")
-            }
-        }
-    }
-}
+pub use xds_sansio::client::session::{WatchError, WatchEvent};
 
 /// An event a sink holds one unread of per slot: the newest replaces an unread one of the
 /// same slot.
@@ -263,6 +183,7 @@ impl Drop for Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     fn changed(name: &str, v: &str) -> WatchEvent {
         WatchEvent::Changed {

@@ -1,7 +1,7 @@
-//! The dependency managers the pool runs for configuration watches
-//! ([`ConfigWatch`](crate::client::ConfigWatch)): the core's
-//! [`DependencyManager`] (gRPC A74) fed what the watchers see, its subscriptions given to
-//! the clients beside the watches', its complete configurations handed to the watchers.
+//! The dependency managers the session runs for configuration watches
+//! ([`Session::watch_config`]): the core's [`DependencyManager`] (gRPC A74) fed what the
+//! watchers see, its subscriptions given to the clients beside the watches', its complete
+//! configurations handed to the watchers.
 //!
 //! # Decisions
 //!
@@ -15,7 +15,7 @@
 //!   client in use), so that a second manager does not wait for it forever.
 //! - **A second source of interest**: a name a manager subscribes counts as one more watch
 //!   of it, so a name wanted by a watch and a manager stays subscribed until neither wants
-//!   it; the manager's grace ([`DepsConfig::unsubscribe_grace`]) runs on the pool's clock.
+//!   it; the manager's grace ([`DepsConfig::unsubscribe_grace`]) runs on the session's clock.
 //! - **One manager per listener watched by name** (as gRPC runs one
 //!   `XdsDependencyManager` per channel, A74): a configuration is delivered when *its*
 //!   resources are all there, so a listener still waiting for a resource never holds back
@@ -34,19 +34,20 @@
 //! - **A reference to an authority the bootstrap does not list** (gRPC A47) is an error of
 //!   that resource, as gRPC's client reports a watch on one.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 
-use xds_sansio::client::deps::{
+use crate::client::deps::{
     Command, DependencyManager, DepsConfig, DepsStatus, Failure, ListenerConfig, ResourceKey,
 };
-use xds_sansio::client::{ClientEvent, ResourceState, SharedStr, WILDCARD};
-use xds_sansio::time::Instant;
-use xds_sansio::types::LISTENER;
+use crate::client::{ClientEvent, ResourceState, SharedStr, WILDCARD};
+use crate::time::Instant;
+use crate::types::LISTENER;
 
-use super::{authority_of, view_event, Key, Pool};
-use crate::client::config_watch::ConfigEvent;
-use crate::client::watch::{Sink, WatchError};
+use super::view::{view_event, Key};
+use super::{authority_of, ConfigEvent, Session, SessionEvent, WatchError, WatchRefused};
 
 /// `google.rpc.Code.FAILED_PRECONDITION`: a name whose authority the bootstrap lacks.
 const FAILED_PRECONDITION: i32 = 9;
@@ -60,7 +61,7 @@ pub(super) enum Root {
     All,
 }
 
-/// One dependency manager and what it asked of the pool.
+/// One dependency manager and what it asked of the session.
 pub(super) struct Deps {
     manager: DependencyManager,
     /// What it subscribed: (authority, type, name or `*`).
@@ -82,30 +83,29 @@ impl Deps {
     }
 }
 
-/// A configuration watch.
-pub(super) struct ConfigWatchEntry {
-    root: Root,
-    pub(super) sink: Arc<Sink<ConfigEvent>>,
-}
-
-impl Pool {
-    /// Adds a configuration watch of `listener` (canonical, checked by
-    /// [`check_watch`](super::check_watch)) or of every listener; its sink gets the
-    /// configuration delivered already, if any.
-    pub(crate) fn watch_config(
+impl Session {
+    /// Adds configuration watch `id` of `listener` (`None`: every listener, Envoy's
+    /// shape); its events start with the configurations delivered already, if any.
+    pub fn watch_config(
         &mut self,
         now: Instant,
         id: u64,
-        listener: Option<SharedStr>,
-        sink: Arc<Sink<ConfigEvent>>,
-    ) {
-        self.last_now = self.last_now.max(now);
+        listener: Option<&str>,
+    ) -> Result<(), WatchRefused> {
+        let listener = match listener {
+            Some(name) => Some(self.bootstrap.check_watch(LISTENER.type_url, Some(name))?.0),
+            None => None,
+        };
+        if self.watches.contains_key(&id) || self.config_watches.contains_key(&id) {
+            return Err(WatchRefused::DuplicateId(id));
+        }
+        self.advance(now);
         let now = self.last_now;
         let root = match &listener {
             Some(name) => Root::Listener(name.to_string()),
             None => Root::All,
         };
-        let config = self.options.deps;
+        let config = self.config.deps;
         let deps = self
             .managers
             .entry(root.clone())
@@ -120,37 +120,37 @@ impl Pool {
                 }
             };
             if let Err(error) = started {
-                tracing::warn!(?root, %error, "listener refused by the dependency manager");
                 deps.watchers -= 1;
                 if deps.subscribed.is_empty() {
                     self.managers.remove(&root);
                 }
-                sink.close();
-                return;
+                return Err(WatchRefused::Refused(error.to_string()));
             }
         }
         for config in deps.delivered.values() {
-            sink.push(ConfigEvent::Changed(config.clone()));
+            self.events.push_back(SessionEvent::Config {
+                id,
+                event: ConfigEvent::Changed(config.clone()),
+            });
         }
-        self.config_watches
-            .insert(id, ConfigWatchEntry { root, sink });
+        self.config_watches.insert(id, root);
         self.flush();
+        Ok(())
     }
 
     /// Removes configuration watch `id`, if it is one.
     pub(super) fn unwatch_config(&mut self, now: Instant, id: u64) -> bool {
-        let Some(w) = self.config_watches.remove(&id) else {
+        let Some(root) = self.config_watches.remove(&id) else {
             return false;
         };
-        w.sink.close();
-        let last = self.managers.get_mut(&w.root).is_some_and(|deps| {
+        let last = self.managers.get_mut(&root).is_some_and(|deps| {
             deps.watchers = deps.watchers.saturating_sub(1);
             deps.watchers == 0
         });
         if last {
-            match &w.root {
+            match &root {
                 Root::Listener(name) => {
-                    if let Some(deps) = self.managers.get_mut(&w.root) {
+                    if let Some(deps) = self.managers.get_mut(&root) {
                         deps.delivered.clear();
                         // Accepted by `watch_listener` before, so accepted now. What it
                         // reached is unsubscribed after the grace, then the manager goes.
@@ -176,6 +176,14 @@ impl Pool {
         true
     }
 
+    /// Every resource the managers know of: per manager (the listeners watched by name,
+    /// by name, then Envoy's shape), sorted by key within each.
+    pub fn deps_dump(&self) -> Vec<DepsStatus> {
+        self.managers
+            .values()
+            .flat_map(|deps| deps.manager.dump())
+            .collect()
+    }
     /// Gives a change the view took to the managers.
     pub(super) fn deps_event(&mut self, event: &ClientEvent) {
         let now = self.last_now;
@@ -209,7 +217,7 @@ impl Pool {
         for root in roots {
             while let Some(deps) = self.managers.get_mut(&root) {
                 let commands: Vec<Command> =
-                    std::iter::from_fn(|| deps.manager.poll_command()).collect();
+                    core::iter::from_fn(|| deps.manager.poll_command()).collect();
                 if commands.is_empty() {
                     break;
                 }
@@ -324,7 +332,7 @@ impl Pool {
         if name.as_str() != WILDCARD {
             let key = (type_url.clone(), name.clone());
             return match auth.view.get(&key) {
-                Some(e) => vec![view_event(&key, &e.seen)],
+                Some(e) => alloc::vec![view_event(&key, &e.seen)],
                 None => self.unusable_event(a, &key).into_iter().collect(),
             };
         }
@@ -363,7 +371,7 @@ impl Pool {
                 version: rejection.version,
                 nonce: SharedStr::default(),
                 error: rejection.error,
-                rejected: vec![key.1.clone()],
+                rejected: alloc::vec![key.1.clone()],
                 defect: None,
             });
         }
@@ -381,13 +389,14 @@ impl Pool {
     /// Hands each configuration that changed since its last delivery to its watchers, when
     /// a manager reached a complete configuration.
     pub(super) fn deliver_configs(&mut self) {
-        let Pool {
+        let Session {
             managers,
             config_watches,
+            events,
             ..
         } = self;
         for (root, deps) in managers.iter_mut() {
-            if std::iter::from_fn(|| deps.manager.poll_snapshot()).count() == 0
+            if core::iter::from_fn(|| deps.manager.poll_snapshot()).count() == 0
                 || deps.watchers == 0
             {
                 continue;
@@ -399,14 +408,17 @@ impl Pool {
                     .filter(|config| deps.delivered.get(name) != Some(config))
                     .map(|config| {
                         deps.delivered.insert(name.clone(), config.clone());
-                        vec![config]
+                        alloc::vec![config]
                     })
                     .unwrap_or_default(),
                 Root::All => changed_listeners(deps),
             };
             for config in changed {
-                for w in config_watches.values().filter(|w| w.root == *root) {
-                    w.sink.push(ConfigEvent::Changed(config.clone()));
+                for (id, _) in config_watches.iter().filter(|(_, r)| *r == root) {
+                    events.push_back(SessionEvent::Config {
+                        id: *id,
+                        event: ConfigEvent::Changed(config.clone()),
+                    });
                 }
             }
         }
@@ -414,9 +426,10 @@ impl Pool {
 
     /// An error about `name` of `type_url` (`None`: the whole type) that changes nothing:
     /// to the configuration watchers whose configuration holds it.
-    pub(super) fn config_error(&self, type_url: &str, name: Option<&str>, error: &WatchError) {
-        for w in self.config_watches.values() {
-            let Some(deps) = self.managers.get(&w.root) else {
+    pub(super) fn config_error(&mut self, type_url: &str, name: Option<&str>, error: &WatchError) {
+        let mut out = Vec::new();
+        for (id, root) in &self.config_watches {
+            let Some(deps) = self.managers.get(root) else {
                 continue;
             };
             let hit = deps
@@ -425,40 +438,40 @@ impl Pool {
                 .flat_map(|c| c.resources.iter())
                 .find(|r| r.key.type_url == type_url && name.is_none_or(|n| r.key.name == n));
             if let Some(held) = hit {
-                w.sink.push(ConfigEvent::Error {
-                    resource: name.map(|_| held.key.clone()),
-                    error: error.clone(),
+                out.push(SessionEvent::Config {
+                    id: *id,
+                    event: ConfigEvent::Error {
+                        resource: name.map(|_| held.key.clone()),
+                        error: error.clone(),
+                    },
                 });
             }
         }
+        self.events.extend(out);
     }
 
     /// The management servers of authority `a` cannot be reached: every configuration
     /// watcher whose manager subscribed something there is told, and keeps its
     /// configuration.
-    pub(super) fn config_unreachable(&self, a: usize, error: &WatchError) {
-        for w in self.config_watches.values() {
+    pub(super) fn config_unreachable(&mut self, a: usize, error: &WatchError) {
+        let mut out = Vec::new();
+        for (id, root) in &self.config_watches {
             let concerned = self
                 .managers
-                .get(&w.root)
+                .get(root)
                 .is_some_and(|deps| deps.subscribed.iter().any(|(x, _, _)| *x == a));
             if !concerned {
                 continue;
             }
-            w.sink.push(ConfigEvent::Error {
-                resource: None,
-                error: error.clone(),
+            out.push(SessionEvent::Config {
+                id: *id,
+                event: ConfigEvent::Error {
+                    resource: None,
+                    error: error.clone(),
+                },
             });
         }
-    }
-
-    /// Every resource the managers know of: per manager (the listeners watched by name,
-    /// by name, then Envoy's shape), sorted by key within each.
-    pub(crate) fn deps_dump(&self) -> Vec<DepsStatus> {
-        self.managers
-            .values()
-            .flat_map(|deps| deps.manager.dump())
-            .collect()
+        self.events.extend(out);
     }
 }
 
@@ -487,7 +500,7 @@ fn changed_listeners(deps: &mut Deps) -> Vec<ListenerConfig> {
             status: Err(failure.clone()),
             resources: Vec::new(),
             clusters: Vec::new(),
-            failed: vec![failure],
+            failed: alloc::vec![failure],
         });
     }
     for (name, config) in current {

@@ -1,0 +1,182 @@
+//! The bootstrap model: which management servers serve which names, in which order, with
+//! which features (gRPC A27 "xDS-Based Global Load Balancing", A47 "xDS Federation", A71
+//! "xDS Fallback", A53 for `ignore_resource_deletion`). Plain structs: reading the JSON
+//! file is the embedder's (the tokio adapter's `Bootstrap::from_json`), the rules that
+//! follow from the model are here.
+//!
+//! # Decisions
+//!
+//! - **Servers in priority order** (A71): the first is the primary, the others are
+//!   fallbacks.
+//! - **An authority without servers uses the top-level ones** (A47: "If
+//!   `xds_servers` is not specified, the top-level `xds_servers` will be used").
+//! - **A server is its URI, features and credentials**: entries equal in all three are
+//!   one connection, shared by every authority listing it (A47); the credentials are the
+//!   embedder's to interpret, the session only compares them.
+//! - **Names**: an `xdstp://` name belongs to its authority, any other name to the
+//!   top-level servers (A47); a watch of an authority the bootstrap lacks is refused
+//!   ([`WatchRefused::UnknownAuthority`]).
+
+use alloc::collections::BTreeMap;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::client::{SharedStr, WILDCARD};
+use crate::name::{canonicalize, XdstpName, XDSTP_SCHEME};
+
+/// The server feature of gRPC A53: keep held resources the server deletes.
+pub const IGNORE_RESOURCE_DELETION: &str = "ignore_resource_deletion";
+
+/// One entry of `xds_servers`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// `server_uri` as written.
+    pub server_uri: String,
+    /// `server_features` (`ignore_resource_deletion`, `xds_v3`, ...).
+    pub server_features: Vec<String>,
+    /// The channel credentials as the embedder names them; the session only compares
+    /// them (two entries differing only here are two connections).
+    pub channel_creds: String,
+}
+
+impl ServerConfig {
+    /// A server with these credentials and no features.
+    pub fn new(server_uri: impl Into<String>, channel_creds: impl Into<String>) -> ServerConfig {
+        ServerConfig {
+            server_uri: server_uri.into(),
+            server_features: Vec::new(),
+            channel_creds: channel_creds.into(),
+        }
+    }
+
+    /// The same, with `features` as its `server_features`.
+    pub fn with_features(mut self, features: Vec<String>) -> ServerConfig {
+        self.server_features = features;
+        self
+    }
+
+    /// Whether `server_features` lists `feature`.
+    pub fn has_feature(&self, feature: &str) -> bool {
+        self.server_features.iter().any(|f| f == feature)
+    }
+}
+
+/// The servers of a bootstrap. See the [module docs](self).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Bootstrap {
+    /// The top-level servers, primary first (`xds_servers`).
+    pub servers: Vec<ServerConfig>,
+    /// Per authority (`authorities`, A47), its servers, primary first; empty: the
+    /// top-level ones.
+    pub authorities: BTreeMap<String, Vec<ServerConfig>>,
+}
+
+impl Bootstrap {
+    /// A bootstrap with these top-level servers and no authority.
+    pub fn new(servers: Vec<ServerConfig>) -> Bootstrap {
+        Bootstrap {
+            servers,
+            authorities: BTreeMap::new(),
+        }
+    }
+
+    /// The same, with `authority` served by `servers` (empty: the top-level ones).
+    pub fn with_authority(
+        mut self,
+        authority: impl Into<String>,
+        servers: Vec<ServerConfig>,
+    ) -> Bootstrap {
+        self.authorities.insert(authority.into(), servers);
+        self
+    }
+
+    /// The servers of `authority` (`""`: the top-level ones), primary first; `None` when
+    /// the bootstrap lists no such authority (A47).
+    pub fn servers_of(&self, authority: &str) -> Option<&[ServerConfig]> {
+        if authority.is_empty() {
+            return Some(&self.servers);
+        }
+        let servers = self.authorities.get(authority)?;
+        Some(if servers.is_empty() {
+            &self.servers
+        } else {
+            servers
+        })
+    }
+
+    /// Checks a watch's name (`None`: every name of the type) and gives its canonical
+    /// form and authority.
+    pub fn check_watch(
+        &self,
+        type_url: &str,
+        name: Option<&str>,
+    ) -> Result<(SharedStr, String), WatchRefused> {
+        if type_url.is_empty() {
+            return Err(WatchRefused::Empty);
+        }
+        let Some(name) = name else {
+            return Ok((SharedStr::from_static(WILDCARD), String::new()));
+        };
+        if name.is_empty() {
+            return Err(WatchRefused::Empty);
+        }
+        let canonical = if name.starts_with(XDSTP_SCHEME) {
+            canonicalize(name).map_err(|e| WatchRefused::MalformedName(e.to_string()))?
+        } else {
+            name.to_string()
+        };
+        let authority = authority_of(&canonical).unwrap_or_default();
+        if self.servers_of(&authority).is_none() {
+            return Err(WatchRefused::UnknownAuthority(authority));
+        }
+        Ok((SharedStr::from(canonical), authority))
+    }
+}
+
+/// The authority a (canonical) name belongs to: `""` for old-style names, `None` for a
+/// malformed `xdstp://` name.
+pub fn authority_of(name: &str) -> Option<String> {
+    if !name.starts_with(XDSTP_SCHEME) {
+        return Some(String::new());
+    }
+    XdstpName::parse(name).ok().map(|n| n.authority)
+}
+
+/// Why a watch cannot be made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WatchRefused {
+    /// An empty type URL or name.
+    Empty,
+    /// A malformed `xdstp://` name.
+    MalformedName(String),
+    /// An `xdstp://` name whose authority the bootstrap does not list (gRPC A47).
+    UnknownAuthority(String),
+    /// The client has shut down.
+    Closed,
+    /// The watch id is in use already.
+    DuplicateId(u64),
+    /// The dependency manager refused the listener.
+    Refused(String),
+}
+
+impl fmt::Display for WatchRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WatchRefused::Empty => f.write_str("empty type URL or resource name"),
+            WatchRefused::MalformedName(e) => write!(f, "malformed xdstp name: {e}"),
+            WatchRefused::UnknownAuthority(a) => {
+                write!(f, "the bootstrap lists no authority {a:?}")
+            }
+            WatchRefused::Closed => f.write_str("the client has shut down"),
+            WatchRefused::DuplicateId(id) => write!(f, "watch id {id} is in use"),
+            WatchRefused::Refused(e) => write!(f, "listener refused: {e}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for WatchRefused {}

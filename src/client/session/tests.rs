@@ -1,0 +1,212 @@
+//! The session's rules in virtual time, without sockets (the scenarios under
+//! `scenarios/client/session/` tell the same stories on the wire).
+
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::pb::google::protobuf::Any;
+
+use super::*;
+use crate::pb::discovery::DiscoveryResponse;
+use crate::types::CLUSTER;
+use crate::Response;
+
+fn server(uri: &str) -> ServerConfig {
+    ServerConfig::new(uri, "insecure")
+}
+
+fn session(bootstrap: Bootstrap) -> Session {
+    Session::new(
+        bootstrap,
+        SessionConfig::new(Variant::Sotw, Node::default(), 7),
+    )
+}
+
+/// A Cluster body: field 1 is its name.
+fn cluster(name: &str) -> Any {
+    let mut body = vec![0x0a, name.len() as u8];
+    body.extend_from_slice(name.as_bytes());
+    Any {
+        type_url: CLUSTER.type_url.into(),
+        value: body.into(),
+    }
+}
+
+fn response(version: &str, names: &[&str]) -> Response {
+    Response::Sotw(DiscoveryResponse {
+        version_info: version.into(),
+        type_url: CLUSTER.type_url.into(),
+        nonce: version.into(),
+        resources: names.iter().map(|n| cluster(n)).collect(),
+        ..Default::default()
+    })
+}
+
+/// (server, stream) of each command of one kind.
+type Streams = Vec<(usize, u64)>;
+
+/// Drains the commands: (connects, closes).
+fn drain(s: &mut Session) -> (Streams, Streams) {
+    let (mut connects, mut closes) = (Vec::new(), Vec::new());
+    while let Some(c) = s.poll_command() {
+        match c {
+            SessionCommand::Connect { key, stream, .. } => connects.push((key.server.0, stream)),
+            SessionCommand::Close { key, stream } => closes.push((key.server.0, stream)),
+            _ => {}
+        }
+    }
+    (connects, closes)
+}
+
+fn events(s: &mut Session) -> Vec<SessionEvent> {
+    core::iter::from_fn(|| s.poll_event()).collect()
+}
+
+fn key(server: usize) -> StreamKey {
+    StreamKey {
+        server: ServerId(server),
+        slot: 0,
+    }
+}
+
+#[test]
+fn falls_back_when_missing_then_reverts_on_the_primary_s_first_response() {
+    let mut s = session(Bootstrap::new(vec![server("a"), server("b")]));
+    let t = Instant::from_secs;
+    s.watch(t(0), 1, CLUSTER.type_url, Some("c1")).unwrap();
+    assert_eq!(drain(&mut s).0, vec![(0, 1)]);
+    // The primary cannot be reached: c1 is missing, so b is started (A71).
+    s.handle_ended(t(1), key(0), 1, "refused");
+    assert_eq!(drain(&mut s).0, vec![(1, 2)]);
+    let ev = events(&mut s);
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        SessionEvent::FellBack {
+            to: ServerId(1),
+            ..
+        }
+    )));
+    let retry = ev.iter().find_map(|e| match e {
+        SessionEvent::StreamFailed { retry_in, .. } => Some(*retry_in),
+        _ => None,
+    });
+    // gRPC's first delay, jittered: within [0.8 s, 1.2 s].
+    let retry = retry.unwrap();
+    assert!(retry >= Duration::from_millis(800) && retry <= Duration::from_millis(1200));
+    s.handle_connected(t(1), key(1), 2);
+    s.handle_response(t(1), key(1), 2, response("b1", &["c1"]));
+    drain(&mut s);
+    assert!(events(&mut s).iter().any(|e| matches!(
+        e,
+        SessionEvent::Watch { id: 1, event: WatchEvent::Changed { version, .. } } if version == "b1"
+    )));
+    // The primary's backoff runs out: it is tried again, answers, and b is closed.
+    let at = s.poll_timeout().unwrap();
+    assert!(at <= t(1).saturating_add(retry));
+    s.handle_timeout(at);
+    assert_eq!(drain(&mut s).0, vec![(0, 3)]);
+    s.handle_connected(at, key(0), 3);
+    s.handle_response(at, key(0), 3, response("a1", &["c1"]));
+    let (_, closes) = drain(&mut s);
+    assert_eq!(closes, vec![(1, 2)]);
+    let ev = events(&mut s);
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        SessionEvent::Reverted {
+            to: ServerId(0),
+            ..
+        }
+    )));
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        SessionEvent::Watch { id: 1, event: WatchEvent::Changed { version, .. } } if version == "a1"
+    )));
+    assert!(s
+        .servers()
+        .iter()
+        .all(|u| u.in_use == (u.server_uri == "a")));
+}
+
+#[test]
+fn no_fallback_when_nothing_is_missing_the_outage_is_told_once() {
+    let mut s = session(Bootstrap::new(vec![server("a"), server("b")]));
+    let t = Instant::from_secs;
+    s.watch(t(0), 1, CLUSTER.type_url, Some("c1")).unwrap();
+    drain(&mut s);
+    s.handle_connected(t(0), key(0), 1);
+    s.handle_response(t(0), key(0), 1, response("a1", &["c1"]));
+    drain(&mut s);
+    events(&mut s);
+    // Ends after a response: reconnects at once, no failure.
+    s.handle_ended(t(1), key(0), 1, "gone");
+    assert_eq!(drain(&mut s).0, vec![(0, 2)]);
+    // Fails before answering: c1 is held, so no fallback; watchers told once.
+    s.handle_ended(t(1), key(0), 2, "refused");
+    assert!(drain(&mut s).0.is_empty());
+    let unreachable = |ev: &[SessionEvent]| {
+        ev.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    SessionEvent::Watch {
+                        event: WatchEvent::Error {
+                            error: WatchError::Unreachable { .. },
+                            ..
+                        },
+                        ..
+                    }
+                )
+            })
+            .count()
+    };
+    assert_eq!(unreachable(&events(&mut s)), 1);
+    let at = s.poll_timeout().unwrap();
+    s.handle_timeout(at);
+    assert_eq!(drain(&mut s).0, vec![(0, 3)]);
+    s.handle_ended(at, key(0), 3, "refused");
+    assert_eq!(unreachable(&events(&mut s)), 0);
+}
+
+#[test]
+fn federation_routes_xdstp_names_to_their_authority_and_refuses_unknown_ones() {
+    let bootstrap =
+        Bootstrap::new(vec![server("a")]).with_authority("fed.example", vec![server("f")]);
+    let mut s = session(bootstrap);
+    let t = Instant::ZERO;
+    let fed = "xdstp://fed.example/envoy.config.cluster.v3.Cluster/c2";
+    s.watch(t, 1, CLUSTER.type_url, Some("c1")).unwrap();
+    s.watch(t, 2, CLUSTER.type_url, Some(fed)).unwrap();
+    let (connects, _) = drain(&mut s);
+    assert_eq!(connects, vec![(0, 1), (1, 2)]);
+    assert_eq!(
+        s.server(ServerId(1)).map(|c| c.server_uri.as_str()),
+        Some("f")
+    );
+    assert_eq!(
+        s.watch(
+            t,
+            3,
+            CLUSTER.type_url,
+            Some("xdstp://other/envoy.config.cluster.v3.Cluster/x")
+        ),
+        Err(WatchRefused::UnknownAuthority(String::from("other")))
+    );
+    assert_eq!(
+        s.watch(t, 1, CLUSTER.type_url, Some("c9")),
+        Err(WatchRefused::DuplicateId(1))
+    );
+    // The federated server fails: only its authority's watch hears of it.
+    s.handle_ended(t, key(1), 2, "refused");
+    let told: Vec<u64> = events(&mut s)
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::Watch {
+                id,
+                event: WatchEvent::Error { .. },
+            } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told, vec![2]);
+}
