@@ -24,8 +24,8 @@ use xds_sansio::json::JsonCodec;
 use xds_sansio::message::Variant;
 use xds_sansio::script::{
     self, Action, ClientCommand, DepsCommand, DepsExpectation, Direction, ErrorPattern, EventScope,
-    Expectation, Item, MessagePattern, Model, Outcome, Scenario, ServerCommand, Side,
-    TransportSpec, LATEST_NONCE, NO_NODE,
+    Expectation, Item, MessagePattern, Model, Outcome, Scenario, ServerCommand, SessionExpectation,
+    SessionStep, Side, TransportSpec, LATEST_NONCE, NO_NODE,
 };
 
 #[path = "support/markdown.rs"]
@@ -439,6 +439,7 @@ impl Used {
             Model::Client => "model: client",
             Model::Server => "model: server",
             Model::Both => "model: both",
+            Model::Session => "model: session",
         });
         self.add(match scenario.variant {
             Variant::Sotw => "variant: sotw",
@@ -475,6 +476,10 @@ impl Used {
             (o.not_found.is_some(), "option not-found"),
             (o.server_encoded, "option server-encoded"),
             (o.deps_grace.is_some(), "option deps-grace"),
+            (o.backoff_seed.is_some(), "option backoff-seed"),
+            (!scenario.session.servers.is_empty(), "servers:"),
+            (!scenario.session.authorities.is_empty(), "authority:"),
+            (!scenario.session.features.is_empty(), "server-features:"),
         ] {
             if used {
                 self.add(what);
@@ -527,6 +532,35 @@ impl Used {
                     DepsCommand::Unwatch(_) => "deps unwatch",
                     DepsCommand::WatchAll => "deps watch-all",
                 }),
+                Action::Session(step) => self.add(match step {
+                    SessionStep::Watch { .. } => "session watch",
+                    SessionStep::Unwatch(_) => "session unwatch",
+                    SessionStep::Up(_) => "up",
+                    SessionStep::Down(..) => "down",
+                    SessionStep::Message {
+                        direction: Direction::ClientToServer,
+                        ..
+                    } => "SERVER C->S",
+                    SessionStep::Message {
+                        direction: Direction::ServerToClient,
+                        ..
+                    } => "SERVER S->C",
+                }),
+                Action::ExpectSession(expectation) => match expectation {
+                    SessionExpectation::Connect(_) => self.add("expect session connect"),
+                    SessionExpectation::Close(_) => self.add("expect session close"),
+                    SessionExpectation::NoConnect => self.add("expect session no-connect"),
+                    SessionExpectation::Event(kind, _) => {
+                        self.add(format!("expect session event {kind}"))
+                    }
+                    SessionExpectation::NoEvent(_) => self.add("expect session no-event"),
+                    SessionExpectation::Watch { .. } => self.add("expect session watch"),
+                    SessionExpectation::NoWatchEvent(_) => {
+                        self.add("expect session no-watch-event")
+                    }
+                    SessionExpectation::InUse(..) => self.add("expect session in-use"),
+                    SessionExpectation::Quiet => self.add("expect session quiet"),
+                },
                 Action::ExpectDeps(expectation) => self.add(match expectation {
                     DepsExpectation::Snapshot => "expect deps snapshot",
                     DepsExpectation::NoSnapshot => "expect deps no-snapshot",
@@ -598,6 +632,30 @@ fn the_complete_examples_use_every_part_of_the_language() {
         "option not-found",
         "option server-encoded",
         "option deps-grace",
+        "model: session",
+        "option backoff-seed",
+        "servers:",
+        "authority:",
+        "server-features:",
+        "session watch",
+        "session unwatch",
+        "up",
+        "down",
+        "SERVER C->S",
+        "SERVER S->C",
+        "expect session connect",
+        "expect session close",
+        "expect session no-connect",
+        "expect session event fell-back",
+        "expect session event reverted",
+        "expect session event stream-failed",
+        "expect session event stream-ended",
+        "expect session event deletion-ignored",
+        "expect session no-event",
+        "expect session watch",
+        "expect session no-watch-event",
+        "expect session in-use",
+        "expect session quiet",
         "[ref=]",
         "deps watch",
         "deps unwatch",

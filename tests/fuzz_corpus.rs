@@ -125,7 +125,7 @@ fn write_seeds_from_scenarios() {
                 Entry::Store { .. } => false,
             };
         }
-        if scenario.model != Model::Server {
+        if matches!(scenario.model, Model::Client | Model::Both) {
             let mut ops = vec![];
             for entry in &report.client_view {
                 match entry {
@@ -145,7 +145,7 @@ fn write_seeds_from_scenarios() {
             bytes.extend(encode(&ops));
             seed("client_session", &name, bytes);
         }
-        if scenario.model != Model::Client {
+        if matches!(scenario.model, Model::Server | Model::Both) {
             let mut ops = vec![];
             let mut pair_ops = vec![];
             for entry in &report.server_view {

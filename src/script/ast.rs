@@ -24,6 +24,22 @@ pub struct Scenario {
     pub options: Options,
     /// The steps, in order.
     pub steps: Vec<Step>,
+    /// The management servers of a `model: session` scenario (`servers:` and
+    /// `authority:` headers).
+    pub session: SessionSetup,
+}
+
+/// The management servers of a `model: session` scenario: each is named by a word that
+/// is also its `server_uri`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionSetup {
+    /// `servers: a b`: the top-level servers, primary first.
+    pub servers: Vec<String>,
+    /// `authority: NAME a b`: an authority of `xdstp://` names and its servers, primary
+    /// first (none: the top-level ones), in the order written.
+    pub authorities: Vec<(String, Vec<String>)>,
+    /// `server-features: a ignore_resource_deletion`: a server's `server_features`.
+    pub features: Vec<(String, Vec<String>)>,
 }
 
 /// The `option: key=value` headers, read at parse time. A setting left out keeps the
@@ -57,6 +73,9 @@ pub struct Options {
     /// `deps-grace=30s`: [`DepsConfig::unsubscribe_grace`](crate::client::deps::DepsConfig::unsubscribe_grace)
     /// of the dependency manager (`deps` steps).
     pub deps_grace: Option<Duration>,
+    /// `backoff-seed=7`: [`SessionConfig::backoff_seed`](crate::client::session::SessionConfig::backoff_seed)
+    /// of a `model: session` scenario (default 0).
+    pub backoff_seed: Option<u64>,
 }
 
 /// Which side the model plays.
@@ -68,6 +87,11 @@ pub enum Model {
     Server,
     /// The model plays both sides; every line is checked as it passes.
     Both,
+    /// The model is the client's multi-server session
+    /// ([`Session`](crate::client::session::Session)) and the scenario plays every
+    /// management server: `a S->C` lines are inputs on server `a`'s stream, `a C->S`
+    /// lines expected outputs; `up a` and `down a` are what the network did.
+    Session,
 }
 
 /// The transport a scenario's stream uses.
@@ -144,6 +168,76 @@ pub enum Action {
     Deps(DepsCommand),
     /// An assertion on the dependency manager (`expect deps ...`).
     ExpectDeps(DepsExpectation),
+    /// A step of a `model: session` scenario that is not an expectation.
+    Session(SessionStep),
+    /// An assertion on the session (`expect session ...`).
+    ExpectSession(SessionExpectation),
+}
+
+/// A step of a `model: session` scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SessionStep {
+    /// `session watch ID TYPE NAME` (`*`: every name of the type).
+    Watch {
+        /// The watch's id.
+        id: u64,
+        /// The type URL.
+        type_url: String,
+        /// The name; `None` for `*`.
+        name: Option<String>,
+    },
+    /// `session unwatch ID`.
+    Unwatch(u64),
+    /// `up a`: the connection the session asked for to server `a` is up.
+    Up(String),
+    /// `down a "why"`: server `a`'s connection attempt failed, or its stream ended.
+    Down(String, String),
+    /// `a C->S (..)` or `a S->C (..)`: a message on server `a`'s stream.
+    Message {
+        /// The server.
+        server: String,
+        /// Its direction.
+        direction: Direction,
+        /// Its contents.
+        message: MessagePattern,
+    },
+}
+
+/// An assertion on the session. Connections, closes and events are consumed oldest first
+/// by the lines that match them, as the client's events are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionExpectation {
+    /// `expect session connect a`: the session asked to connect to `a`.
+    Connect(String),
+    /// `expect session close a`: the session closed its stream to `a`.
+    Close(String),
+    /// `expect session no-connect`: no connection asked for that no line consumed.
+    NoConnect,
+    /// `expect session event KIND ARGS...`: `fell-back AUTHORITY FROM TO`, `reverted
+    /// AUTHORITY TO`, `stream-failed SERVER`, `stream-ended SERVER` (`-`: the top-level
+    /// authority).
+    Event(String, Vec<String>),
+    /// `expect session no-event KIND`: no event of this kind that no line consumed.
+    NoEvent(String),
+    /// `expect session watch ID KIND [NAME] [key=value...]`: watch `ID` was told
+    /// `changed NAME version=V`, `does-not-exist NAME`, or an error: `unreachable`,
+    /// `rejected [NAME]`, `server-error [NAME]`.
+    Watch {
+        /// The watch.
+        id: u64,
+        /// What it was told.
+        kind: String,
+        /// The resource name, when the event is about one.
+        name: Option<String>,
+        /// `version=V`.
+        details: Vec<(String, String)>,
+    },
+    /// `expect session no-watch-event ID`: nothing for watch `ID` that no line consumed.
+    NoWatchEvent(u64),
+    /// `expect session in-use AUTHORITY {a,b}`: the servers the authority uses now.
+    InUse(String, Vec<String>),
+    /// `expect session quiet`: no server has a request left that no line took.
+    Quiet,
 }
 
 /// A command to the dependency manager.

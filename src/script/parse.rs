@@ -803,6 +803,100 @@ fn deps_expectation(cursor: &mut Cursor<'_>) -> Result<DepsExpectation, ScriptEr
     })
 }
 
+fn watch_id(cursor: &mut Cursor<'_>) -> Result<u64, ScriptError> {
+    let word = cursor.word("a watch id")?;
+    word.parse()
+        .map_err(|_| error(cursor.line, format!("a watch id is a number, not {word:?}")))
+}
+
+fn session_command(cursor: &mut Cursor<'_>) -> Result<SessionStep, ScriptError> {
+    match cursor.word("watch or unwatch")?.as_str() {
+        "watch" => {
+            let id = watch_id(cursor)?;
+            let type_url = cursor.type_url()?;
+            let name = cursor.word("a resource name, or *")?;
+            Ok(SessionStep::Watch {
+                id,
+                type_url,
+                name: (name != "*").then_some(name),
+            })
+        }
+        "unwatch" => Ok(SessionStep::Unwatch(watch_id(cursor)?)),
+        other => Err(error(
+            cursor.line,
+            format!("expected watch or unwatch after session, found {other:?}"),
+        )),
+    }
+}
+
+fn session_expectation(cursor: &mut Cursor<'_>) -> Result<SessionExpectation, ScriptError> {
+    let what = cursor.word(
+        "connect, close, no-connect, event, no-event, watch, no-watch-event, in-use or quiet",
+    )?;
+    Ok(match what.as_str() {
+        "connect" => SessionExpectation::Connect(cursor.word("a server")?),
+        "close" => SessionExpectation::Close(cursor.word("a server")?),
+        "no-connect" => SessionExpectation::NoConnect,
+        "event" => {
+            let kind = cursor.word("an event kind")?;
+            SessionExpectation::Event(kind, cursor.words()?)
+        }
+        "no-event" => SessionExpectation::NoEvent(cursor.word("an event kind")?),
+        "watch" => {
+            let id = watch_id(cursor)?;
+            let kind = cursor.word("changed, does-not-exist, unreachable, rejected or server-error")?;
+            let mut name = None;
+            let mut details = Vec::new();
+            for word in cursor.words()? {
+                match word.split_once('=') {
+                    Some((k, v)) => details.push((k.to_string(), v.to_string())),
+                    None if name.is_none() && details.is_empty() => name = Some(word),
+                    None => return Err(error(cursor.line, format!("expected key=value, found {word:?}"))),
+                }
+            }
+            SessionExpectation::Watch { id, kind, name, details }
+        }
+        "no-watch-event" => SessionExpectation::NoWatchEvent(watch_id(cursor)?),
+        "in-use" => {
+            let authority = cursor.word("an authority, or - for the top-level servers")?;
+            let servers = cursor.items()?.into_iter().map(|i| i.name).collect();
+            SessionExpectation::InUse(authority, servers)
+        }
+        "quiet" => SessionExpectation::Quiet,
+        other => {
+            return Err(error(
+                cursor.line,
+                format!("expected connect, close, no-connect, event, no-event, watch, no-watch-event, in-use or quiet after expect session, found {other:?}"),
+            ))
+        }
+    })
+}
+
+/// `a C->S (..)` or `a S->C (..)` of a `model: session` scenario, `server` read already.
+fn server_message(
+    cursor: &mut Cursor<'_>,
+    server: String,
+    variant: Variant,
+) -> Result<Action, ScriptError> {
+    let direction = match cursor.word("C->S or S->C")?.as_str() {
+        "C->S" => Direction::ClientToServer,
+        "S->C" => Direction::ServerToClient,
+        other => {
+            return Err(error(
+                cursor.line,
+                format!("expected C->S or S->C after server {server:?}, found {other:?}"),
+            ))
+        }
+    };
+    let message = message(cursor, direction, variant)?;
+    cursor.end()?;
+    Ok(Action::Session(SessionStep::Message {
+        server,
+        direction,
+        message,
+    }))
+}
+
 fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError> {
     let word = cursor.word("a step")?;
     let action = match word.as_str() {
@@ -870,11 +964,22 @@ fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError
             cursor.word("deps")?;
             Action::ExpectDeps(deps_expectation(cursor)?)
         }
+        "session" => Action::Session(session_command(cursor)?),
+        "up" => Action::Session(SessionStep::Up(cursor.word("a server")?)),
+        "down" => {
+            let server = cursor.word("a server")?;
+            let (why, _) = cursor.quoted_token("")?;
+            Action::Session(SessionStep::Down(server, why))
+        }
+        "expect" if cursor.rest().trim_start().starts_with("session") => {
+            cursor.word("session")?;
+            Action::ExpectSession(session_expectation(cursor)?)
+        }
         "expect" => expectation(cursor, variant)?,
         other => {
             return Err(error(
                 cursor.line,
-                format!("unknown step {other:?} (expected C->S, S->C, client, server, deps, wait, disconnect, connect or expect)"),
+                format!("unknown step {other:?} (expected C->S, S->C, client, server, deps, session, up, down, wait, disconnect, connect or expect)"),
             ))
         }
     };
@@ -939,6 +1044,7 @@ fn option(options: &mut Options, key: &str, value: &str) -> Result<(), String> {
         }
         "server-encoded" => options.server_encoded = flag(value).ok_or_else(bad)?,
         "deps-grace" => options.deps_grace = Some(parse_duration(value).ok_or_else(bad)?),
+        "backoff-seed" => options.backoff_seed = Some(value.parse().map_err(|_| bad())?),
         "not-found" => {
             options.not_found = Some(match value {
                 "removed" => NotFoundReporting::RemovedResources,
@@ -960,6 +1066,7 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
         transport: TransportSpec::Ads,
         options: Options::default(),
         steps: Vec::new(),
+        session: SessionSetup::default(),
     };
     let mut seen_model = false;
     for (index, raw) in text.lines().enumerate() {
@@ -982,12 +1089,13 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
                             "client" => Model::Client,
                             "server" => Model::Server,
                             "both" => Model::Both,
-                            other => {
-                                return Err(error(
-                                    line,
-                                    format!("model must be client, server or both, not {other:?}"),
-                                ))
-                            }
+                            "session" => Model::Session,
+                            other => return Err(error(
+                                line,
+                                format!(
+                                    "model must be client, server, both or session, not {other:?}"
+                                ),
+                            )),
                         };
                         seen_model = true;
                         true
@@ -1026,6 +1134,24 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
                             .map_err(|message| error(line, message))?;
                         true
                     }
+                    "servers" => {
+                        scenario.session.servers =
+                            value.split_whitespace().map(String::from).collect();
+                        true
+                    }
+                    "authority" | "server-features" => {
+                        let mut words = value.split_whitespace().map(String::from);
+                        let first = words
+                            .next()
+                            .ok_or_else(|| error(line, format!("{key} takes a name first")))?;
+                        let rest = words.collect();
+                        if key == "authority" {
+                            scenario.session.authorities.push((first, rest));
+                        } else {
+                            scenario.session.features.push((first, rest));
+                        }
+                        true
+                    }
                     "seed" | "rule" | "see" => true,
                     _ => false,
                 };
@@ -1039,7 +1165,21 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
             at: 0,
             line,
         };
-        let action = step(&mut cursor, scenario.variant)?;
+        // A message on one server's stream of a session scenario starts with its name.
+        let first = source.split_whitespace().next().unwrap_or_default();
+        let on_server = scenario.model == Model::Session
+            && scenario
+                .session
+                .servers
+                .iter()
+                .chain(scenario.session.authorities.iter().flat_map(|(_, s)| s))
+                .any(|s| s == first);
+        let action = if on_server {
+            let server = cursor.word("a server")?;
+            server_message(&mut cursor, server, scenario.variant)?
+        } else {
+            step(&mut cursor, scenario.variant)?
+        };
         scenario.steps.push(Step {
             line,
             source: source.into(),

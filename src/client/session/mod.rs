@@ -17,7 +17,7 @@
 //!   [`Session::poll_event`], then [`Session::poll_timeout`], drained after every input
 //!   or command;
 //! - **reads**: [`Session::dump`], [`Session::deps_dump`], [`Session::servers`],
-//!   [`Session::server`].
+//!   [`Session::in_use`], [`Session::server`].
 //!
 //! A stream is named by a [`StreamKey`] (its server and its slot there) and a stream
 //! number: the session asks for stream `n` with [`SessionCommand::Connect`], and ignores
@@ -419,6 +419,22 @@ impl Session {
                 })
             })
             .collect()
+    }
+
+    /// The servers `authority` uses now (`""`: the top-level ones), primary first: the
+    /// primary and the fallbacks it fell back to (gRPC A71); `None` for an authority the
+    /// bootstrap lacks.
+    pub fn in_use(&self, authority: &str) -> Option<Vec<ServerId>> {
+        let auth = self
+            .authorities
+            .get(*self.authority_index.get(authority)?)?;
+        Some(
+            auth.channels
+                .iter()
+                .take(auth.depth + 1)
+                .map(|&c| ServerId(c))
+                .collect(),
+        )
     }
 
     /// Closes every watch and stream (the client shuts down); the streams open or being

@@ -93,6 +93,10 @@ impl Runner<'_> {
                 result
             }
             Action::ExpectDeps(expectation) => self.expect_deps(expectation),
+            // A session scenario has a runner of its own (`session.rs`).
+            Action::Session(_) | Action::ExpectSession(_) => {
+                Err("a session step outside a `model: session` scenario".into())
+            }
         };
         self.take_events();
         (None, outcome)
@@ -365,7 +369,7 @@ impl Runner<'_> {
     }
 
     /// A rendered message with the symbols bound so far in place of values.
-    fn show(&self, rendered: String, type_url: &str) -> String {
+    pub(super) fn show(&self, rendered: String, type_url: &str) -> String {
         symbolize(&rendered, self.versions.get(type_url), &self.nonces)
     }
 
@@ -622,6 +626,9 @@ fn inputs_to(action: &Action) -> (bool, bool) {
         | Action::Disconnect
         | Action::Connect
         | Action::Expect(_, Expectation::Sends { .. }) => (true, true),
-        Action::Expect(..) | Action::ExpectDeps(_) => (false, false),
+        Action::Expect(..)
+        | Action::ExpectDeps(_)
+        | Action::Session(_)
+        | Action::ExpectSession(_) => (false, false),
     }
 }

@@ -12,6 +12,7 @@ mod driver;
 mod expect;
 mod matching;
 mod remote;
+mod session;
 mod symbols;
 
 pub use remote::{Remote, Wire};
@@ -265,7 +266,17 @@ fn kind_of(action: &Action) -> LineKind {
             ..
         }
         | Action::Responses(_)
-        | Action::Expect(Side::Server, Expectation::Sends { .. }) => LineKind::Response,
+        | Action::Expect(Side::Server, Expectation::Sends { .. })
+        | Action::Session(SessionStep::Message {
+            direction: Direction::ServerToClient,
+            ..
+        }) => LineKind::Response,
+        Action::Session(SessionStep::Message {
+            direction: Direction::ClientToServer,
+            ..
+        }) => LineKind::Request,
+        Action::Session(SessionStep::Up(_) | SessionStep::Down(..)) => LineKind::Both,
+        Action::Session(_) | Action::ExpectSession(_) => LineKind::Client,
         Action::ClientBatch(_)
         | Action::Expect(Side::Client, _)
         | Action::Deps(_)
@@ -309,6 +320,9 @@ pub fn run_against(scenario: &Scenario, remote: &mut dyn Remote) -> Report {
 }
 
 fn run_with(scenario: &Scenario, remote: Option<&mut dyn Remote>) -> Report {
+    if scenario.model == Model::Session {
+        return session::run(scenario);
+    }
     let mut runner = Runner::new(scenario, remote);
     let mut lines = Vec::new();
     let mut failed = false;
