@@ -1090,12 +1090,14 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
                             "server" => Model::Server,
                             "both" => Model::Both,
                             "session" => Model::Session,
-                            other => return Err(error(
-                                line,
-                                format!(
+                            other => {
+                                return Err(error(
+                                    line,
+                                    format!(
                                     "model must be client, server, both or session, not {other:?}"
                                 ),
-                            )),
+                                ))
+                            }
                         };
                         seen_model = true;
                         true

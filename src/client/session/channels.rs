@@ -406,40 +406,22 @@ impl Session {
     }
 }
 
-/// Makes `names` (with `*` for a wildcard) the subscription of `type_url` on `client`:
-/// the legacy wildcard for LDS/CDS (understood by every server), `*` otherwise. The
-/// session only subscribes types with names and checked names, so the client refuses
-/// nothing; were it to, the subscription stays as it was.
+/// Makes `names` (with `*` for a wildcard) the subscription of `type_url` on `client`,
+/// by the client's own rule ([`Client::set_subscription`]); a wildcard of LDS/CDS is asked
+/// for in its legacy form first (understood by every server), `*` otherwise. The session
+/// only subscribes checked names, so the client refuses nothing; were it to, the
+/// subscription stays as it was (`set_subscription` changes nothing on error).
 fn subscribe_exactly(client: &mut Client, type_url: &str, names: &BTreeSet<SharedStr>) {
-    let current: BTreeSet<SharedStr> = client.subscribed_names(type_url).into_iter().collect();
+    let wildcard = SharedStr::from_static(WILDCARD);
     let legacy = TypeInfo::of(type_url).legacy_wildcard();
-    let added: Vec<&str> = names
-        .iter()
-        .filter(|n| !current.contains(*n))
-        .map(|n| n.as_str())
-        .collect();
-    let removed: Vec<&str> = current
-        .iter()
-        .filter(|n| !names.contains(*n))
-        .map(|n| n.as_str())
-        .collect();
-    let result = (|| {
-        if added.contains(&WILDCARD) && legacy {
-            client.subscribe(type_url, &[])?;
-        }
-        let plain: Vec<&str> = added
-            .iter()
-            .copied()
-            .filter(|n| !(legacy && *n == WILDCARD))
-            .collect();
-        if !plain.is_empty() {
-            client.subscribe(type_url, &plain)?;
-        }
-        if !removed.is_empty() {
-            client.unsubscribe(type_url, &removed)?;
-        }
-        Ok::<(), crate::ClientError>(())
-    })();
+    if legacy
+        && names.contains(&wildcard)
+        && !client.subscribed_names(type_url).contains(&wildcard)
+        && client.subscribe(type_url, &[]).is_err()
+    {
+        return;
+    }
+    let names: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
     // Refusals are misuse the session does not commit (see above): nothing to report.
-    let _ = result;
+    let _ = client.set_subscription(type_url, &names);
 }
