@@ -18,6 +18,7 @@
 //!   ([`WatchRefused::UnknownAuthority`]).
 
 use alloc::collections::BTreeMap;
+use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
@@ -143,6 +144,38 @@ pub fn authority_of(name: &str) -> Option<String> {
         return Some(String::new());
     }
     XdstpName::parse(name).ok().map(|n| n.authority)
+}
+
+/// The listener name template of an authority that gives none (A47: "If not present,
+/// the default is `xdstp://<authority_name>/envoy.config.listener.v3.Listener/%s`").
+pub fn default_listener_template(authority: &str) -> String {
+    format!("xdstp://{authority}/envoy.config.listener.v3.Listener/%s")
+}
+
+/// The Listener name a gRPC channel to `target` subscribes to, from a listener name
+/// template (A47): `%s` replaced by `target`, percent-encoded first when the template is
+/// an `xdstp:` name ("the target's path [...] will be percent-encoded").
+pub fn listener_name(template: &str, target: &str) -> String {
+    let value = if template.starts_with("xdstp:") {
+        percent_encode_path(target)
+    } else {
+        target.to_string()
+    };
+    template.replace("%s", &value)
+}
+
+/// `%`-encodes what RFC 3986 section 3.3 does not allow in a path (A47).
+fn percent_encode_path(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        let allowed = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b);
+        if allowed {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Why a watch cannot be made.

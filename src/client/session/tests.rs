@@ -210,3 +210,13 @@ fn federation_routes_xdstp_names_to_their_authority_and_refuses_unknown_ones() {
         .collect();
     assert_eq!(told, vec![2]);
 }
+
+#[test]
+fn listener_names_from_templates_percent_encode_for_xdstp_only() {
+    assert_eq!(listener_name("%s", "svc example:80"), "svc example:80");
+    let template = default_listener_template("fed.example");
+    assert_eq!(
+        listener_name(&template, "svc example:80"),
+        "xdstp://fed.example/envoy.config.listener.v3.Listener/svc%20example:80"
+    );
+}

@@ -262,7 +262,7 @@ impl Bootstrap {
                         }
                         t
                     }
-                    None => format!("xdstp://{name}/envoy.config.listener.v3.Listener/%s"),
+                    None => session::default_listener_template(name),
                 };
                 let servers = match entry.get("xds_servers") {
                     Some(v) => servers(v, &format!("{field}.xds_servers"))?,
@@ -329,27 +329,8 @@ impl Bootstrap {
                 .as_str(),
             None => self.client_default_listener_resource_name_template.as_str(),
         };
-        let value = if template.starts_with("xdstp:") {
-            percent_encode_path(target)
-        } else {
-            target.to_string()
-        };
-        Some(template.replace("%s", &value))
+        Some(session::listener_name(template, target))
     }
-}
-
-/// `%`-encodes what RFC 3986 section 3.3 does not allow in a path (A47).
-fn percent_encode_path(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        let allowed = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b);
-        if allowed {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 fn string_of(
