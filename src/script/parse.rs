@@ -1057,6 +1057,38 @@ fn option(options: &mut Options, key: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The servers of a `servers:` or `authority:` header: a line that starts with a server's
+/// name is a message on its stream, so no name may be a step's first word.
+fn server_names(
+    words: impl Iterator<Item = impl Into<String>>,
+    line: usize,
+) -> Result<Vec<String>, ScriptError> {
+    const STEPS: &[&str] = &[
+        "C->S",
+        "S->C",
+        "client",
+        "server",
+        "deps",
+        "session",
+        "up",
+        "down",
+        "wait",
+        "disconnect",
+        "connect",
+        "expect",
+    ];
+    words
+        .map(Into::into)
+        .map(|name: String| match STEPS.contains(&name.as_str()) {
+            true => Err(error(
+                line,
+                format!("{name:?} is a step, not a server name"),
+            )),
+            false => Ok(name),
+        })
+        .collect()
+}
+
 /// Parses a scenario file. `default_title` is used when there is no `title:` header.
 pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
     let mut scenario = Scenario {
@@ -1137,8 +1169,7 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
                         true
                     }
                     "servers" => {
-                        scenario.session.servers =
-                            value.split_whitespace().map(String::from).collect();
+                        scenario.session.servers = server_names(value.split_whitespace(), line)?;
                         true
                     }
                     "authority" | "server-features" => {
@@ -1146,11 +1177,11 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
                         let first = words
                             .next()
                             .ok_or_else(|| error(line, format!("{key} takes a name first")))?;
-                        let rest = words.collect();
                         if key == "authority" {
-                            scenario.session.authorities.push((first, rest));
+                            let servers = server_names(words, line)?;
+                            scenario.session.authorities.push((first, servers));
                         } else {
-                            scenario.session.features.push((first, rest));
+                            scenario.session.features.push((first, words.collect()));
                         }
                         true
                     }

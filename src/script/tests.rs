@@ -923,3 +923,53 @@ fn deps_expectations_fail_with_what_differs() {
         "no dependency manager",
     );
 }
+
+#[test]
+fn parses_session_headers_steps_and_expectations() {
+    let text = "\
+model: session
+servers: a b
+authority: fed.example f
+server-features: a ignore_resource_deletion
+option: backoff-seed=9
+session watch 1 CDS c1
+up a
+a C->S (V=,R={c1},N=,T=CDS)
+down a \"refused\"
+expect session event fell-back - a b
+expect session watch 1 changed c1 version=1
+expect session in-use - {a,b}
+session unwatch 1
+";
+    let scenario = parse(text, "t").unwrap();
+    assert_eq!(scenario.model, Model::Session);
+    assert_eq!(scenario.session.servers, ["a", "b"]);
+    assert_eq!(
+        scenario.session.authorities,
+        vec![("fed.example".to_string(), vec!["f".to_string()])]
+    );
+    assert_eq!(scenario.options.backoff_seed, Some(9));
+    let actions: Vec<&Action> = scenario.steps.iter().map(|s| &s.action).collect();
+    assert!(
+        matches!(actions[0], Action::Session(SessionStep::Watch { id: 1, name: Some(n), .. }) if n == "c1")
+    );
+    assert!(
+        matches!(actions[2], Action::Session(SessionStep::Message { server, direction: Direction::ClientToServer, .. }) if server == "a")
+    );
+    assert!(
+        matches!(actions[3], Action::Session(SessionStep::Down(s, why)) if s == "a" && why == "refused")
+    );
+    assert!(
+        matches!(actions[4], Action::ExpectSession(SessionExpectation::Event(k, args)) if k == "fell-back" && args.len() == 3)
+    );
+    assert!(
+        matches!(actions[6], Action::ExpectSession(SessionExpectation::InUse(a, s)) if a == "-" && s.len() == 2)
+    );
+    let err = |text: &str| parse(text, "t").unwrap_err().to_string();
+    assert_eq!(
+        err("model: session\nservers: a up\n"),
+        "line 2: \"up\" is a step, not a server name"
+    );
+    assert!(err("model: session\nservers: a\nexpect session bogus\n")
+        .starts_with("line 3: expected connect"));
+}
