@@ -38,7 +38,7 @@ pub use crate::transcript::notation as render;
 
 pub use ast::*;
 pub use parse::{parse, parse_duration, resolve_type, ScriptError};
-pub use run::{run, run_against, LineKind, LineReport, Remote, Report, Wire};
+pub use run::{run, run_against, LineKind, LineReport, Refused, Remote, Report, Transcriber, Wire};
 
 #[cfg(test)]
 mod tests;

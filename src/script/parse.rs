@@ -897,6 +897,17 @@ fn server_message(
     }))
 }
 
+/// One step line on its own (a comment allowed), for the [`Transcriber`](super::Transcriber),
+/// which writes a scenario a line at a time.
+pub(crate) fn parse_step(text: &str, line: usize, variant: Variant) -> Result<Action, ScriptError> {
+    let mut cursor = Cursor {
+        text: strip_comment(text).trim(),
+        at: 0,
+        line,
+    };
+    step(&mut cursor, variant)
+}
+
 fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError> {
     let word = cursor.word("a step")?;
     let action = match word.as_str() {

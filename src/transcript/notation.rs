@@ -28,7 +28,7 @@ pub fn type_name(type_url: &str) -> String {
 
 /// A name as scenario files write it: in quotes when it holds white space or a character
 /// of the notation, with `"` and `\` escaped by a backslash.
-fn quoted(name: &str) -> String {
+pub fn quoted(name: &str) -> String {
     if name.is_empty()
         || name
             .chars()
@@ -236,6 +236,50 @@ pub fn delta_response(r: &DeltaDiscoveryResponse) -> String {
         resource_errors(&r.resource_errors),
         control_plane(&r.control_plane)
     )
+}
+
+/// A response by what the protocol fixes of it, not by what a server chooses: names,
+/// bodies, removals, TTLs, aliases and resource errors; no system version, nonce or
+/// per-resource version (`(R={..},T=..)`, delta `(R={..},X={..},T=..)`). A line in this
+/// form matches any server that sends the same contents.
+pub fn response_contents(response: &Response) -> String {
+    let strip = |mut r: Resource| {
+        r.version.clear();
+        delta_item(&r)
+    };
+    match response {
+        Response::Sotw(r) => {
+            let items: Vec<String> = r
+                .resources
+                .iter()
+                .map(|any| match Resource::decode(any.value.clone()) {
+                    Ok(wrapper) if any.type_url == RESOURCE_WRAPPER_TYPE_URL => strip(wrapper),
+                    _ => sotw_item(any),
+                })
+                .collect();
+            format!(
+                "(R={{{}}},T={}{})",
+                items.join(","),
+                type_name(&r.type_url),
+                resource_errors(&r.resource_errors)
+            )
+        }
+        Response::Delta(r) => {
+            let items: Vec<String> = r.resources.iter().cloned().map(strip).collect();
+            let removed = r
+                .removed_resources
+                .iter()
+                .map(String::as_str)
+                .chain(r.removed_resource_names.iter().map(|n| n.name.as_str()));
+            format!(
+                "(R={{{}}},X={},T={}{})",
+                items.join(","),
+                set(removed),
+                type_name(&r.type_url),
+                resource_errors(&r.resource_errors)
+            )
+        }
+    }
 }
 
 /// A request in the notation.

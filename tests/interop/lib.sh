@@ -22,6 +22,38 @@ conform_peer() { # label, side, conform args (with the scenario paths)...
   fi
 }
 
+# conform --fuzz against a peer behind its hook: a bounded number of generated cases; a
+# divergence of a kind tests/interop/fuzz_known_divergences.txt does not list under LABEL
+# fails the run (docs/conform.md, "Differential fuzzing"). Minimal scenarios land in
+# $WORK/conform/fuzz-LABEL/. FUZZ_REPORT_ONLY=1 lists new kinds without failing (to
+# classify them after a peer's upgrade).
+FUZZ_CASES=${FUZZ_CASES:-5}
+fuzz_peer() { # label, side, conform args (profile flags, hook, address)...
+  local label=$1 side=$2; shift 2
+  mkdir -p "$WORK/conform"
+  local log=$WORK/conform/fuzz-$label.txt
+  rm -rf "$WORK/conform/fuzz-$label"
+  if ! timeout 600 "$CHECK" conform "$side" "$@" --patience-ms 2000 --fuzz "$FUZZ_CASES" \
+      --seed 1 --fuzz-len 10 --fuzz-shrink 8 --fuzz-out "$WORK/conform/fuzz-$label" \
+      --known-divergences tests/interop/fuzz_known_divergences.txt --fuzz-label "$label" \
+      >"$log" 2>&1; then
+    grep -E '^fuzz seed [0-9]+: |^  (NEW|known|unsteady): ' "$log" >&2 || tail -n 40 "$log" >&2
+    echo "conform --fuzz against $label: a divergence of a kind not classified (above; $log)" >&2
+    [ -n "${FUZZ_REPORT_ONLY:-}" ] || exit 1
+  fi
+  grep -E '^  (known|found|unsteady|NEW): ' "$log" || true
+  echo "$(grep -E '^[0-9]+ passed, ' "$log" | tail -n 1) (report: $log)"
+}
+
+# conform --fuzz against a gRPC client (its hook already listening on PORT): SotW over ADS,
+# the chain of scenarios/grpc/bodies.json followed from the watch of echo.test.
+GRPC_CHAIN="LDS echo.test l1; RDS route-1 r1; CDS cluster-1 c1 c2 other:c1; EDS cluster-1 e1 e2"
+fuzz_grpc_peer() { # label, hook port
+  fuzz_peer "$1" client --listen 127.0.0.1:0 --hook-socket "127.0.0.1:$2" --variant sotw \
+    --transport ads --fuzz-without wildcard,ttl,aliases --fuzz-follows "$GRPC_CHAIN" \
+    --bodies tests/interop/scenarios/grpc/bodies.json --descriptors examples/data/envoy.desc
+}
+
 # conform over the whole corpus against one of the adapter's peers.
 conform_corpus() { # side, conform args...
   local side=$1; shift

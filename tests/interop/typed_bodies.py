@@ -8,7 +8,11 @@ its type that carries the tag: a Cluster (`alt_stat_name`), a ClusterLoadAssignm
 locality's region), a Listener (`stat_prefix`), a RouteConfiguration (a virtual host's
 name). Scenarios with `deps` steps are left out (their bodies carry references).
 
+With `--fuzz`, the bodies of what `conform --fuzz` generates instead: the names `a`, `b`,
+`c`, `zz` with the tags `t0` to `t2` (xds_sansio::script::generate).
+
 usage: python3 typed_bodies.py SCENARIO_DIR... > bodies.json
+       python3 typed_bodies.py --fuzz > bodies.json
 """
 import json
 import os
@@ -39,6 +43,14 @@ def body(type_name, name, tag):
 
 def main():
     out = {t: {} for t in sorted(TYPES)}
+    if sys.argv[1:] == ["--fuzz"]:
+        for type_name in TYPES:
+            for name in ("a", "b", "c", "zz"):
+                for tag in ("t0", "t1", "t2"):
+                    out[type_name][f"{name}:{tag}"] = body(type_name, name, tag)
+        json.dump(out, sys.stdout, indent=1, sort_keys=True)
+        print()
+        return
     files = []
     for root in sys.argv[1:]:
         for dirpath, _, names in os.walk(root):

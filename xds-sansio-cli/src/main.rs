@@ -70,7 +70,7 @@ enum Command {
     /// sends (docs/conform.md).
     Conform {
         #[command(subcommand)]
-        side: ConformSide,
+        side: Box<ConformSide>,
     },
     /// A gRPC proxy for every xDS RPC: forwards both directions unchanged, records every
     /// stream and checks both sides live, printing each violation as it passes.
@@ -157,9 +157,10 @@ struct ConformArgs {
     /// Write a JUnit XML report.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
-    /// Differential fuzzing (`conform client`): play N conversations generated from the
-    /// model's state space instead of the scenarios; each divergence is shrunk to a
-    /// minimal scenario.
+    /// Differential fuzzing: play N cases generated from the model's state space instead
+    /// of the scenarios (within --variant, --transport, --fuzz-types and
+    /// --fuzz-without); the first case of each kind of divergence is shrunk to a minimal
+    /// scenario.
     #[arg(long, value_name = "N")]
     fuzz: Option<u64>,
     /// The seed of the first generated conversation (the next ones count up from it).
@@ -171,6 +172,29 @@ struct ConformArgs {
     /// Where the minimal scenarios of divergences are written (fuzz-SEED.xds).
     #[arg(long, value_name = "DIR")]
     fuzz_out: Option<PathBuf>,
+    /// The types the cases use, by short name (`CDS,EDS`); every type of the catalog by
+    /// default.
+    #[arg(long, value_name = "TYPES", value_delimiter = ',')]
+    fuzz_types: Vec<String>,
+    /// What the cases leave out: `wildcard`, `ttl`, `aliases`.
+    #[arg(long, value_name = "FEATURES", value_delimiter = ',')]
+    fuzz_without: Vec<String>,
+    /// For a client that follows references by itself (gRPC, junction): the chain it
+    /// follows, `TYPE NAME TAG... [NAME:TAG...]` links separated by `;` (`LDS echo.test
+    /// l1; RDS route-1 r1; CDS cluster-1 c1 other:c1; EDS cluster-1 e1`); the cases watch
+    /// the first name and respond with the chain's names and tags (--bodies).
+    #[arg(long, value_name = "CHAIN")]
+    fuzz_follows: Option<String>,
+    /// At most this many replays to shrink the first case of each divergence kind.
+    #[arg(long, value_name = "N", default_value_t = 60)]
+    fuzz_shrink: usize,
+    /// Divergence kinds already written up (`LABEL: KIND  # why` lines): they do not fail
+    /// the run, a kind not listed does.
+    #[arg(long, value_name = "FILE")]
+    known_divergences: Option<PathBuf>,
+    /// The peer's label in --known-divergences.
+    #[arg(long, value_name = "LABEL")]
+    fuzz_label: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -205,7 +229,7 @@ fn main() -> ExitCode {
             json,
             descriptors,
         } => run_check(&file, side, variant, json, &descriptors),
-        Command::Conform { side } => run_conform(side),
+        Command::Conform { side } => run_conform(*side),
         Command::Tap {
             listen,
             upstream,
@@ -298,11 +322,77 @@ fn run_conform(side: ConformSide) -> ExitCode {
             TransportArg::PerType => conform::TransportFilter::PerType,
         }),
         junit: args.junit,
-        fuzz: args.fuzz,
-        seed: args.seed,
-        fuzz_len: args.fuzz_len,
-        fuzz_out: args.fuzz_out,
+        fuzz: match args.fuzz {
+            Some(cases) => match fuzz_profile(
+                &args.fuzz_types,
+                &args.fuzz_without,
+                args.fuzz_follows.as_deref(),
+            ) {
+                Ok(mut profile) => {
+                    if let Some(v) = args.variant {
+                        profile.variants = vec![match v {
+                            VariantArg::Sotw => Variant::Sotw,
+                            VariantArg::Delta => Variant::Delta,
+                        }];
+                    }
+                    match args.transport {
+                        Some(TransportArg::Ads) => profile.per_type = false,
+                        Some(TransportArg::PerType) => profile.ads = false,
+                        None => {}
+                    }
+                    Some(conform::FuzzOptions {
+                        cases,
+                        seed: args.seed,
+                        len: args.fuzz_len,
+                        profile,
+                        out: args.fuzz_out,
+                        shrink_budget: args.fuzz_shrink,
+                        known: args.known_divergences,
+                        label: args.fuzz_label,
+                    })
+                }
+                Err(e) => {
+                    complain!("{e}");
+                    return ExitCode::from(2);
+                }
+            },
+            None => None,
+        },
     })
+}
+
+/// The fuzz profile `--fuzz-types` and `--fuzz-without` ask for.
+fn fuzz_profile(
+    types: &[String],
+    without: &[String],
+    follows: Option<&str>,
+) -> Result<script::generate::Profile, String> {
+    let mut profile = script::generate::Profile::default();
+    if let Some(chain) = follows {
+        profile.follows =
+            script::generate::parse_chain(chain).map_err(|e| format!("--fuzz-follows: {e}"))?;
+    }
+    if !types.is_empty() {
+        profile.types = types
+            .iter()
+            .map(|t| {
+                script::resolve_type(t).ok_or_else(|| format!("--fuzz-types: {t}: not a type"))
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    for feature in without {
+        match feature.as_str() {
+            "wildcard" => profile.wildcard = false,
+            "ttl" => profile.ttl = false,
+            "aliases" => profile.aliases = false,
+            other => {
+                return Err(format!(
+                    "--fuzz-without: {other}: expected wildcard, ttl or aliases"
+                ))
+            }
+        }
+    }
+    Ok(profile)
 }
 
 /// The runtime of the commands that talk gRPC (two workers: the tool shares machines).

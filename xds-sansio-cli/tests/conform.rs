@@ -178,7 +178,41 @@ fn fuzzing_plays_generated_conversations_to_the_adapters_client() {
     // The adapter's client is the model's: no divergence, nothing written.
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("fuzz seed 40: PASS"), "{text}");
-    assert!(text.ends_with("3 passed, 0 failed\n"), "{text}");
+    assert!(text.ends_with("3 passed, 0 failed, 0 kinds\n"), "{text}");
     assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fuzzing_plays_generated_cases_to_the_adapters_server() {
+    let (control, xds) = start_peer("server");
+    let known = scratch("known");
+    std::fs::create_dir_all(&known).unwrap();
+    let list = known.join("known.txt");
+    std::fs::write(&list, "# none\nother-peer: Response R  # not this peer's\n").unwrap();
+    let (code, text) = conform(
+        &[
+            "server",
+            "--target",
+            &xds,
+            "--hook-socket",
+            &control,
+            "--patience-ms",
+            "2000",
+            "--fuzz",
+            "3",
+            "--seed",
+            "7",
+            "--known-divergences",
+            list.to_str().unwrap(),
+            "--fuzz-label",
+            "adapter",
+        ],
+        &[],
+    );
+    // The adapter's server is the model's: every case passes, with messages checked.
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("fuzz seed 7: PASS"), "{text}");
+    assert!(text.ends_with("3 passed, 0 failed, 0 kinds\n"), "{text}");
+    let _ = std::fs::remove_dir_all(&known);
 }

@@ -74,6 +74,7 @@ impl Runner<'_> {
             Action::Wait(duration) => self.wait(*duration),
             Action::Disconnect => {
                 self.sim.break_stream();
+                self.held_requests.clear();
                 match self.remote.as_deref_mut() {
                     Some(remote) => remote.disconnect(),
                     None => Ok(()),
@@ -165,7 +166,8 @@ impl Runner<'_> {
         let remote_client = self.remote_as(Side::Client).is_some();
         let request = if self.sim.client.is_some() || remote_client {
             let taken = if remote_client {
-                match self.receive_request() {
+                let type_url = self.effective_type(pattern.type_url()).to_string();
+                match self.receive_request_of(&type_url) {
                     Ok(taken) => taken,
                     Err(e) => return (None, Err(e)),
                 }
@@ -255,6 +257,36 @@ impl Runner<'_> {
         self.sim.deliver_responses(responses);
         self.take_events();
         Ok(())
+    }
+
+    /// The real client's next request of a type: one it sent earlier, held, or the next
+    /// it sends, holding those of other types for their own lines (see `remote.rs`).
+    fn receive_request_of(
+        &mut self,
+        type_url: &str,
+    ) -> Result<Option<crate::message::Request>, String> {
+        let is_wanted = |runner: &Self, r: &crate::message::Request| {
+            type_url.is_empty() || runner.effective_type(r.type_url()) == type_url
+        };
+        if let Some(at) = self.held_requests.iter().position(|r| is_wanted(self, r)) {
+            return Ok(Some(self.held_requests.remove(at)));
+        }
+        // Bounded: a client that keeps sending other types is shown, not waited out.
+        for _ in 0..16 {
+            match self.receive_request()? {
+                Some(request) if is_wanted(self, &request) => return Ok(Some(request)),
+                Some(request) => self.held_requests.push(request),
+                None => break,
+            }
+        }
+        if self.held_requests.is_empty() {
+            return Ok(None);
+        }
+        let held: Vec<String> = self.held_requests.iter().map(notation::request).collect();
+        Err(format!(
+            "expected the client to send this, it sent only other types: {}",
+            held.join("; ")
+        ))
     }
 
     /// The real client's next request (a response from it is a harness error).
@@ -587,6 +619,11 @@ impl Runner<'_> {
                     .map(|r| format!("S->C {}", notation::response(r))),
             );
         }
+        left.extend(
+            self.held_requests
+                .iter()
+                .map(|r| format!("C->S {}", notation::request(r))),
+        );
         if let Some(remote) = self.remote.as_deref_mut() {
             match remote.quiet() {
                 Ok(None) => {}

@@ -14,8 +14,10 @@ mod matching;
 mod remote;
 mod session;
 mod symbols;
+mod transcribe;
 
 pub use remote::{Remote, Wire};
+pub use transcribe::{Refused, Transcriber};
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -126,6 +128,9 @@ struct Runner<'r> {
     latest_nonces: BTreeMap<String, String>,
     /// The type of a per-type stream: what an empty `type_url` (`T=-`) stands for.
     stream_type: Option<String>,
+    /// Requests a real client sent before the line of their type came (`remote.rs`:
+    /// requests of different types are matched per type).
+    held_requests: Vec<crate::message::Request>,
     /// Steps run so far.
     steps: usize,
     /// The last step that gave each side input.
@@ -211,6 +216,7 @@ impl<'r> Runner<'r> {
             nonces: Symbols::default(),
             first_request_sent: false,
             latest_nonces: BTreeMap::new(),
+            held_requests: Vec::new(),
             stream_type,
             steps: 0,
             last_input: LastInput::default(),

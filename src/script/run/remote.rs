@@ -9,6 +9,15 @@
 //!   model's client: its requests are matched against the `C->S` lines exactly as the
 //!   model's would be, and the scenario's server (built responses, or the model's server in
 //!   `model: both`) answers it. The same holds for a real server.
+//! - **A real client's requests are matched per type.** Over ADS, the protocol fixes the
+//!   order of each type's requests (its ACKs and NACKs answer its responses in turn), not
+//!   the order between types: a client may subscribe to what a response names before or
+//!   after it ACKs the response, and may open a new stream with its types in any order
+//!   (xDS protocol, "Aggregated Discovery Service": one stream carries each type's
+//!   independent conversation). A `C->S` line takes the real client's oldest request of
+//!   its type; requests of other types that came first are held for their own lines, and
+//!   any left at the end are reported like other messages the scenario does not account
+//!   for. The model's own requests stay in its order.
 //! - **What cannot be observed is skipped, and says so.** A real implementation's events,
 //!   cache and statuses are its own: such an expectation passes with a note instead of a
 //!   guess. `expect ... quiet` is observable: the real side must stay silent for the

@@ -4,6 +4,7 @@
 
 # conform server over the corpus: typed bodies (go-control-plane stores proto messages).
 python3 tests/interop/typed_bodies.py scenarios/ >"$WORK/typed_bodies.json"
+python3 tests/interop/typed_bodies.py --fuzz >"$WORK/fuzz_bodies.json"
 for GCP_CACHE in snapshot linear; do
   if [ "$GCP_CACHE" = snapshot ]; then GCP_PORTS=(17351 17352); else GCP_PORTS=(17353 17354); fi
   step "conform server <-> go-control-plane 0.14.0, $GCP_CACHE cache (go/cmd/gcp_hook, the corpus)"
@@ -12,6 +13,13 @@ for GCP_CACHE in snapshot linear; do
   conform_peer "go-control-plane-$GCP_CACHE" server --target "127.0.0.1:${GCP_PORTS[1]}" \
     --hook-socket "127.0.0.1:${GCP_PORTS[0]}" --bodies "$WORK/typed_bodies.json" \
     --descriptors examples/data/envoy.desc scenarios/
+  # Neither cache has aliases; the LinearCache has no TTLs.
+  FUZZ_WITHOUT=aliases
+  [ "$GCP_CACHE" = linear ] && FUZZ_WITHOUT=aliases,ttl
+  fuzz_peer "go-control-plane-$GCP_CACHE" server --target "127.0.0.1:${GCP_PORTS[1]}" \
+    --hook-socket "127.0.0.1:${GCP_PORTS[0]}" --fuzz-types CDS,EDS,LDS,RDS \
+    --fuzz-without "$FUZZ_WITHOUT" --bodies "$WORK/fuzz_bodies.json" \
+    --descriptors examples/data/envoy.desc
   kill "$HOOK_PID" 2>/dev/null || true
 done
 

@@ -24,6 +24,7 @@ start_hook "$WORK/hook-grpc-go.log" timeout 900 python3 tests/interop/grpc_hook/
 conform_peer grpc-go client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17341 \
   --bodies tests/interop/scenarios/grpc/bodies.json --descriptors examples/data/envoy.desc \
   tests/interop/scenarios/grpc/
+fuzz_grpc_peer grpc-go 17341
 kill "$HOOK_PID" 2>/dev/null || true
 
 # The checker's findings on one side of the tap's recording, counted per rule, each with

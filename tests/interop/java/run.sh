@@ -61,6 +61,7 @@ if [ "${JAVA_BUILT:-0}" = 1 ]; then
   conform_peer grpc-java client --listen 127.0.0.1:0 --hook-socket 127.0.0.1:17361 \
     --bodies tests/interop/scenarios/grpc/bodies.json --descriptors examples/data/envoy.desc \
     tests/interop/scenarios/grpc/
+  fuzz_grpc_peer grpc-java 17361
   kill "$HOOK_PID" 2>/dev/null || true
 
   step "conform server <-> java-control-plane 1.0.49 (java-control-plane-hook, the corpus, SotW and delta)"
@@ -71,6 +72,11 @@ if [ "${JAVA_BUILT:-0}" = 1 ]; then
     --listen 127.0.0.1:17363
   conform_peer java-control-plane server --target 127.0.0.1:17363 --hook-socket 127.0.0.1:17362 \
     --bodies "$WORK/typed_bodies.json" --descriptors examples/data/envoy.desc scenarios/
+  python3 tests/interop/typed_bodies.py --fuzz >"$WORK/fuzz_bodies.json"
+  # Its snapshots hold no TTLs and no aliases: the cases leave them out.
+  fuzz_peer java-control-plane server --target 127.0.0.1:17363 --hook-socket 127.0.0.1:17362 \
+    --fuzz-types CDS,EDS,LDS,RDS --fuzz-without ttl,aliases \
+    --bodies "$WORK/fuzz_bodies.json" --descriptors examples/data/envoy.desc
   kill "$HOOK_PID" 2>/dev/null || true
 
   step "conform server <-> java-control-plane 1.0.49, node groups by node id (deps/cascade)"

@@ -14,6 +14,7 @@
 //!   listens `--quiet`; a `wait` longer than `--max-wait` fails its line rather than hold
 //!   a CI job.
 
+mod fuzz;
 mod hook;
 mod junit;
 mod net;
@@ -26,11 +27,12 @@ use std::time::{Duration, Instant};
 
 use xds_sansio::json::JsonCodec;
 use xds_sansio::pb::google::protobuf::Any;
-use xds_sansio::script::{self, generate, Model, Report, Scenario, Side, TransportSpec};
+use xds_sansio::script::{self, Model, Report, Scenario, Side, TransportSpec};
 use xds_sansio::{Transport, Variant};
 
 use crate::diagram::{collect, print_diagram};
 use crate::output::{complain, say};
+pub use fuzz::FuzzOptions;
 pub use hook::Hook;
 use remote::{Bodies, RealClient, RealServer, Timing};
 
@@ -73,14 +75,8 @@ pub struct Options {
     pub transport: Option<TransportFilter>,
     /// JUnit XML report.
     pub junit: Option<PathBuf>,
-    /// Differential fuzzing: this many generated conversations instead of the scenarios.
-    pub fuzz: Option<u64>,
-    /// The first conversation's seed.
-    pub seed: u64,
-    /// Operations per generated conversation.
-    pub fuzz_len: usize,
-    /// Where minimal reproducing scenarios are written.
-    pub fuzz_out: Option<PathBuf>,
+    /// Differential fuzzing: generated cases instead of the scenarios.
+    pub fuzz: Option<FuzzOptions>,
 }
 
 /// What every scenario of a run shares: the runtime, the real implementation's address and
@@ -173,121 +169,6 @@ impl Session<'_> {
             report.trailing = Some(format!("the hook's stop failed: {e}"));
         }
         report
-    }
-}
-
-/// Plays a generated conversation; `None` when it does not even parse (a generator bug).
-fn play_generated(session: &mut Session<'_>, title: &str, ops: &[generate::Op]) -> Option<Report> {
-    let text = generate::client_scenario(title, ops);
-    let scenario = script::parse(&text, "fuzz").ok()?;
-    Some(session.play(&scenario, title))
-}
-
-/// What kind of divergence a failing report shows: the kind of its first failing line and
-/// its reason up to the first `:` ("R", "V", "the client has no stream open to send this
-/// on", ...), or the trailing failure's; `None` when it passed. Shrinking keeps it, so a
-/// conversation is not shrunk into another, easier divergence.
-fn divergence(report: &Report) -> Option<String> {
-    if report.passed() {
-        return None;
-    }
-    let first = report.lines.iter().find_map(|l| match &l.result {
-        Err(e) => Some(format!("{:?} {}", l.kind, e.split(':').next().unwrap_or(e))),
-        Ok(()) => None,
-    });
-    Some(first.unwrap_or_else(|| {
-        let trailing = report.trailing.as_deref().unwrap_or_default();
-        format!("end {}", trailing.split(':').next().unwrap_or(trailing))
-    }))
-}
-
-/// The first failing line of a report, as text: `line N: reason`.
-fn first_failure(report: &Report) -> String {
-    report
-        .lines
-        .iter()
-        .find_map(|l| match &l.result {
-            Err(e) => Some(format!("line {}: {}: {}", l.line, l.source.trim(), e)),
-            Ok(()) => None,
-        })
-        .or_else(|| report.trailing.clone())
-        .unwrap_or_default()
-        .replace('\n', " ")
-}
-
-/// `--fuzz N`: N conversations from the model's state space, each played to the real
-/// client; the first divergence of each failing one is shrunk to a minimal scenario and
-/// written out.
-fn fuzz(
-    session: &mut Session<'_>,
-    cases: u64,
-    seed: u64,
-    len: usize,
-    out: Option<&Path>,
-) -> ExitCode {
-    if session.streams.is_none() {
-        complain!("--fuzz generates client conversations: use it with `conform client`");
-        return ExitCode::from(2);
-    }
-    let (mut passed, mut failed) = (0u64, 0u64);
-    for case in 0..cases {
-        let case_seed = seed.wrapping_add(case);
-        let title = format!("fuzz seed {case_seed}");
-        let ops = generate::random_ops(case_seed, len);
-        let Some(report) = play_generated(session, &title, &ops) else {
-            complain!("{title}: the generated scenario does not parse");
-            failed += 1;
-            continue;
-        };
-        if report.passed() {
-            passed += 1;
-            say!("{title}: PASS ({} operations)", ops.len());
-            continue;
-        }
-        failed += 1;
-        let original = first_failure(&report);
-        say!("{title}: diverges at {original}");
-        // Shrink: a smaller conversation that still diverges the same way (the same kind
-        // of line, the same reason), so it is not shrunk into another divergence.
-        let kind = divergence(&report);
-        let shrunk = generate::shrink(&ops, 60, |candidate| {
-            play_generated(session, &title, candidate)
-                .is_some_and(|r| divergence(&r).is_some() && divergence(&r) == kind)
-        });
-        let text = generate::client_scenario(&title, &shrunk);
-        let header = format!(
-            "# xds-sansio conform client --fuzz: seed {case_seed}, shrunk from {} to {} \
-             operations.\n# The C->S lines are what the model sends; the first failing \
-             line is where the client under test differs.\n# Unshrunk, it diverged at \
-             {original}\n",
-            ops.len(),
-            shrunk.len()
-        );
-        let file = format!("fuzz-{case_seed}.xds");
-        if let Some(dir) = out {
-            let written = std::fs::create_dir_all(dir)
-                .and_then(|()| std::fs::write(dir.join(&file), format!("{header}{text}")));
-            if let Err(e) = written {
-                complain!("{}: {e}", dir.display());
-                return ExitCode::from(2);
-            }
-        }
-        let minimal = script::parse(&text, "fuzz")
-            .ok()
-            .map(|scenario| session.play(&scenario, &title));
-        match minimal {
-            Some(report) => print_diagram(&file, &report),
-            None => say!("{title}: FAIL (the minimal scenario does not parse)"),
-        }
-        if let Some(dir) = out {
-            say!("  written to {}", dir.join(&file).display());
-        }
-    }
-    say!("\n{passed} passed, {failed} failed");
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
     }
 }
 
@@ -451,14 +332,8 @@ pub fn run(mut options: Options) -> ExitCode {
         address: &address,
         side_name,
     };
-    if let Some(cases) = options.fuzz {
-        return fuzz(
-            &mut session,
-            cases,
-            options.seed,
-            options.fuzz_len,
-            options.fuzz_out.as_deref(),
-        );
+    if let Some(fuzz) = &options.fuzz {
+        return fuzz::run(&mut session, options.side, fuzz);
     }
     let mut outcomes: Vec<(String, String, Outcome)> = Vec::new();
     for file in &files {
