@@ -38,8 +38,13 @@ step "conform server <-> our server (the adapter's, examples/conform_peer.rs)"
 "$PEER" server --control 127.0.0.1:17302 --listen 127.0.0.1:17303 >"$WORK/peer-server.log" 2>&1 &
 PEER_PID=$!
 conform_corpus server --target 127.0.0.1:17303 --hook-socket 127.0.0.1:17302
+kill "$PEER_PID" 2>/dev/null || true
+
 step "conform server --fuzz <-> our server (every variant, transport and type)"
-FUZZ_CASES=10 fuzz_peer adapter-server server --target 127.0.0.1:17303 --hook-socket 127.0.0.1:17302
+# conform_peer ends with its control connection: a new one for the second run.
+"$PEER" server --control 127.0.0.1:17305 --listen 127.0.0.1:17306 >"$WORK/peer-server-fuzz.log" 2>&1 &
+PEER_PID=$!
+FUZZ_CASES=10 fuzz_peer adapter-server server --target 127.0.0.1:17306 --hook-socket 127.0.0.1:17305
 kill "$PEER_PID" 2>/dev/null || true
 
 step "our server <-> gRPC C-core xDS client (PyPI grpcio)"

@@ -92,10 +92,12 @@ pub fn client_case(profile: &Profile, seed: u64, len: usize) -> Option<(Shape, V
     let mut rng = SplitMix(seed);
     let shape = draw_shape(profile, &mut rng)?;
     let mut ops = Vec::with_capacity(len);
-    for _ in 0..len {
+    for i in 0..len {
         let ty = rng.below(u64::try_from(shape.types.len()).unwrap_or(1));
         let wildcard = profile.wildcard && rng.below(5) == 0;
-        let op = match rng.below(20) {
+        // A case opens with a subscription: without one, nothing goes on the wire.
+        let choice = if i == 0 { 0 } else { rng.below(20) };
+        let op = match choice {
             0..=3 => ClientOp::Subscribe {
                 ty,
                 names: 1 + rng.below(7),

@@ -74,10 +74,12 @@ pub fn server_case(profile: &Profile, seed: u64, len: usize) -> Option<(Shape, V
     let mut rng = SplitMix(seed);
     let shape = draw_shape(profile, &mut rng)?;
     let mut ops = Vec::with_capacity(len);
-    for _ in 0..len {
+    for i in 0..len {
         let ty = rng.below(2);
         let nack = rng.below(6) == 0;
-        let op = match rng.below(20) {
+        // A case opens with a subscription: without one, nothing goes on the wire.
+        let choice = if i == 0 { 10 } else { rng.below(20) };
+        let op = match choice {
             0..=7 => ServerOp::Set {
                 ty,
                 name: rng.below(4),
