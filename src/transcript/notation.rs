@@ -218,19 +218,22 @@ pub fn delta_request(r: &DeltaDiscoveryRequest) -> String {
     )
 }
 
+/// The names a delta response removes, by name or by resource locator.
+fn removed(r: &DeltaDiscoveryResponse) -> impl Iterator<Item = &str> {
+    r.removed_resources
+        .iter()
+        .map(String::as_str)
+        .chain(r.removed_resource_names.iter().map(|n| n.name.as_str()))
+}
+
 /// `(V=..,R={..},X={..},N=..,T=..[,F={..}][,CP=..])`
 pub fn delta_response(r: &DeltaDiscoveryResponse) -> String {
     let items: Vec<String> = r.resources.iter().map(delta_item).collect();
-    let removed = r
-        .removed_resources
-        .iter()
-        .map(String::as_str)
-        .chain(r.removed_resource_names.iter().map(|n| n.name.as_str()));
     format!(
         "(V={},R={{{}}},X={},N={},T={}{}{})",
         r.system_version_info,
         items.join(","),
-        set(removed),
+        set(removed(r)),
         r.nonce,
         type_name(&r.type_url),
         resource_errors(&r.resource_errors),
@@ -266,15 +269,10 @@ pub fn response_contents(response: &Response) -> String {
         }
         Response::Delta(r) => {
             let items: Vec<String> = r.resources.iter().cloned().map(strip).collect();
-            let removed = r
-                .removed_resources
-                .iter()
-                .map(String::as_str)
-                .chain(r.removed_resource_names.iter().map(|n| n.name.as_str()));
             format!(
                 "(R={{{}}},X={},T={}{})",
                 items.join(","),
-                set(removed),
+                set(removed(r)),
                 type_name(&r.type_url),
                 resource_errors(&r.resource_errors)
             )

@@ -146,6 +146,32 @@ struct Runner<'r> {
     deps_grace: Option<core::time::Duration>,
 }
 
+/// The scenario's `option:` settings of the model's client, the one place they are read
+/// (a session scenario's clients take them too).
+pub(super) fn configure_client(options: &Options, config: &mut ClientConfig) {
+    if let Some(timeout) = options.does_not_exist_timeout {
+        config.does_not_exist_timeout = timeout;
+    }
+    if let Some(policy) = options.nack_policy {
+        config.nack_policy = policy;
+    }
+    if let Some(on) = options.sotw_refetch_on_ttl_expiry {
+        config.sotw_refetch_on_ttl_expiry = on;
+    }
+    if let Some(on) = options.ignore_resource_deletion {
+        config.ignore_resource_deletion = on;
+    }
+    if let Some(policy) = options.data_errors {
+        config.data_errors = policy;
+    }
+    if let Some(on) = options.node_on_every_request {
+        config.node_on_every_request = on;
+    }
+    if let Some(shape) = options.client_event_shape {
+        config.event_shape = shape;
+    }
+}
+
 impl<'r> Runner<'r> {
     fn new(scenario: &Scenario, remote: Option<&'r mut dyn Remote>) -> Runner<'r> {
         let transport = match &scenario.transport {
@@ -158,27 +184,7 @@ impl<'r> Runner<'r> {
         };
         let options = &scenario.options;
         let mut client_config = ClientConfig::new(scenario.variant, transport.clone(), node);
-        if let Some(timeout) = options.does_not_exist_timeout {
-            client_config.does_not_exist_timeout = timeout;
-        }
-        if let Some(policy) = options.nack_policy {
-            client_config.nack_policy = policy;
-        }
-        if let Some(on) = options.sotw_refetch_on_ttl_expiry {
-            client_config.sotw_refetch_on_ttl_expiry = on;
-        }
-        if let Some(on) = options.ignore_resource_deletion {
-            client_config.ignore_resource_deletion = on;
-        }
-        if let Some(policy) = options.data_errors {
-            client_config.data_errors = policy;
-        }
-        if let Some(on) = options.node_on_every_request {
-            client_config.node_on_every_request = on;
-        }
-        if let Some(shape) = options.client_event_shape {
-            client_config.event_shape = shape;
-        }
+        configure_client(options, &mut client_config);
         let stream_type = match &transport {
             Transport::PerType(url) => Some(url.clone()),
             Transport::Aggregated => None,

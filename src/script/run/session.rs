@@ -97,20 +97,7 @@ pub(super) fn run(scenario: &Scenario) -> Report {
 /// Each client's configuration from the scenario's options.
 fn client_options(options: &Options) -> impl Fn(&mut ClientConfig) + Send + Sync + 'static {
     let options = options.clone();
-    move |config: &mut ClientConfig| {
-        if let Some(timeout) = options.does_not_exist_timeout {
-            config.does_not_exist_timeout = timeout;
-        }
-        if let Some(policy) = options.nack_policy {
-            config.nack_policy = policy;
-        }
-        if let Some(on) = options.ignore_resource_deletion {
-            config.ignore_resource_deletion = on;
-        }
-        if let Some(policy) = options.data_errors {
-            config.data_errors = policy;
-        }
-    }
+    move |config: &mut ClientConfig| super::configure_client(&options, config)
 }
 
 impl SessionRunner {
