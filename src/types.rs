@@ -18,6 +18,10 @@ pub const NOT_FOUND_CODE: i32 = 5;
 /// A88 counts as a data error rather than a transient one.
 pub const PERMISSION_DENIED_CODE: i32 = 7;
 
+/// `google.rpc.Code.UNAVAILABLE`: a transient error (gRPC A88: what a resource timer
+/// reports under `resource_timer_is_transient_error`).
+pub const UNAVAILABLE_CODE: i32 = 14;
+
 /// The type URL of the `Resource` wrapper that carries a TTL or a heartbeat in SotW.
 pub const RESOURCE_WRAPPER_TYPE_URL: &str =
     "type.googleapis.com/envoy.service.discovery.v3.Resource";

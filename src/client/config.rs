@@ -107,6 +107,14 @@ pub struct ClientConfig {
     /// What a data error does to a held resource (gRPC A88). [`DataErrors::Legacy`] by
     /// default.
     pub data_errors: DataErrors,
+    /// gRPC A88's `resource_timer_is_transient_error` server feature: when the
+    /// does-not-exist timer fires, the name is not declared missing but in error with
+    /// UNAVAILABLE ([`ClientEvent::ResourceError`](super::ClientEvent::ResourceError),
+    /// status [`ResourceState::TimedOut`](super::ResourceState::TimedOut)): "the timer will
+    /// be set for 30 seconds instead of 15 seconds, and when the timer fires, the resulting
+    /// error will have status UNAVAILABLE instead of NOT_FOUND". Set both with
+    /// [`ClientConfig::with_transient_resource_timer`]. Off by default.
+    pub resource_timer_is_transient_error: bool,
     /// One owned event per cache change (the default), or one batch per response whose
     /// entries borrow from the cache ([`EventShape::Batched`]: the cheaper path for large
     /// configurations).
@@ -128,10 +136,23 @@ impl ClientConfig {
             sotw_refetch_on_ttl_expiry: false,
             ignore_resource_deletion: false,
             data_errors: DataErrors::Legacy,
+            resource_timer_is_transient_error: false,
             event_shape: EventShape::PerResource,
         }
     }
+
+    /// gRPC A88's `resource_timer_is_transient_error`: a 30 s does-not-exist timer whose
+    /// expiry is a transient error, not a verdict on the resource
+    /// ([`ClientConfig::resource_timer_is_transient_error`]).
+    pub fn with_transient_resource_timer(mut self) -> ClientConfig {
+        self.resource_timer_is_transient_error = true;
+        self.does_not_exist_timeout = Some(TRANSIENT_RESOURCE_TIMER);
+        self
+    }
 }
+
+/// The resource timer under gRPC A88's `resource_timer_is_transient_error`.
+pub const TRANSIENT_RESOURCE_TIMER: Duration = Duration::from_secs(30);
 
 impl Default for ClientConfig {
     /// SotW over ADS with an empty node.

@@ -23,6 +23,10 @@ pub enum ResourceState {
     /// `RECEIVED_ERROR`): a previously accepted body, if any, is still held (unless gRPC
     /// A88's `fail_on_data_errors` dropped it).
     ReceivedError,
+    /// Its does-not-exist timer fired under gRPC A88's `resource_timer_is_transient_error`
+    /// (CSDS `TIMEOUT`): not known to be missing, only not received; the error is in
+    /// [`ResourceStatus::server_error`] (UNAVAILABLE).
+    TimedOut,
 }
 
 /// An error the server reported for a resource in `resource_errors` (xRFC TP3).

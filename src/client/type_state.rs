@@ -25,7 +25,7 @@ use crate::message::{Response, Variant};
 use crate::pb::google::rpc::Status;
 use crate::text::SharedStr;
 use crate::time::Instant;
-use crate::types::{TypeInfo, NOT_FOUND_CODE, PERMISSION_DENIED_CODE};
+use crate::types::{TypeInfo, NOT_FOUND_CODE, PERMISSION_DENIED_CODE, UNAVAILABLE_CODE};
 
 /// An answer owed to one response, sent in order.
 #[derive(Debug, Clone)]
@@ -720,6 +720,30 @@ impl TypeState {
         });
     }
 
+    /// The resource timer of a name fired under gRPC A88's
+    /// `resource_timer_is_transient_error`: "the resulting error will have status
+    /// UNAVAILABLE instead of NOT_FOUND, and the cache state will be set to `TIMEOUT`
+    /// instead of `DOES_NOT_EXIST`", and the watchers hear of it (nothing is held, so it
+    /// is not an ambient error).
+    fn mark_timed_out(&mut self, name: &SharedStr, cx: &mut Ctx<'_>) {
+        let Some(rec) = self.records.get_mut(name.as_str()) else {
+            return;
+        };
+        let message = String::from("timed out waiting for the resource from the xDS server");
+        rec.state = ResourceState::TimedOut;
+        rec.server_error = Some(alloc::boxed::Box::new(ServerError {
+            code: UNAVAILABLE_CODE,
+            message: message.clone(),
+        }));
+        self.awaiting.remove(name.as_str());
+        cx.events.push_back(ClientEvent::ResourceError {
+            type_url: self.url.clone(),
+            name: name.clone(),
+            code: UNAVAILABLE_CODE,
+            message,
+        });
+    }
+
     /// A subscribed name is known not to exist.
     pub(crate) fn mark_dne(&mut self, name: &SharedStr, cx: &mut Ctx<'_>) {
         let rec = self
@@ -789,7 +813,11 @@ impl TypeState {
                 }
                 rec.dne_at = None;
                 if rec.cached.is_none() && rec.state == ResourceState::Requested {
-                    self.mark_dne(name, cx);
+                    if cx.config.resource_timer_is_transient_error {
+                        self.mark_timed_out(name, cx);
+                    } else {
+                        self.mark_dne(name, cx);
+                    }
                 }
             }
             TimerKind::Ttl => {

@@ -58,6 +58,9 @@ pub struct Options {
     pub ignore_resource_deletion: Option<bool>,
     /// `data-errors=legacy|keep-cached|fail-on-data-errors`: [`ClientConfig::data_errors`](crate::client::ClientConfig::data_errors) (gRPC A88).
     pub data_errors: Option<DataErrors>,
+    /// `resource-timer-is-transient-error=true|false`: [`ClientConfig::with_transient_resource_timer`](crate::client::ClientConfig::with_transient_resource_timer)
+    /// (gRPC A88: a 30 s timer whose expiry is UNAVAILABLE, not does-not-exist).
+    pub resource_timer_is_transient_error: Option<bool>,
     /// `client-events=per-resource|batched`: [`ClientConfig::event_shape`](crate::client::ClientConfig::event_shape)
     /// (batches are checked as the per-resource events they stand for).
     pub client_event_shape: Option<EventShape>,

@@ -1040,6 +1040,9 @@ fn option(options: &mut Options, key: &str, value: &str) -> Result<(), String> {
                 _ => return Err(bad()),
             })
         }
+        "resource-timer-is-transient-error" => {
+            options.resource_timer_is_transient_error = Some(flag(value).ok_or_else(bad)?)
+        }
         "sticky-legacy-wildcard" => {
             options.sticky_legacy_wildcard = Some(flag(value).ok_or_else(bad)?)
         }

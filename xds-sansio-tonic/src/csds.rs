@@ -219,6 +219,7 @@ pub fn generic(entry: DumpEntry, exclude_contents: bool) -> pb::GenericXdsConfig
         ResourceState::Acked => S::Acked,
         ResourceState::Nacked => S::Nacked,
         ResourceState::ReceivedError => S::ReceivedError,
+        ResourceState::TimedOut => S::Timeout,
     };
     let error_state = match (&status.rejected, &status.server_error) {
         (Some(r), _) => Some(pb::UpdateFailureState {

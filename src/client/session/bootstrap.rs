@@ -29,6 +29,14 @@ use crate::name::{canonicalize, XdstpName, XDSTP_SCHEME};
 /// The server feature of gRPC A53: keep held resources the server deletes.
 pub const IGNORE_RESOURCE_DELETION: &str = "ignore_resource_deletion";
 
+/// A server feature of gRPC A88: a data error (NOT_FOUND, PERMISSION_DENIED, a NACK)
+/// drops the held resource ([`DataErrors::FailOnDataErrors`](crate::client::DataErrors)).
+pub const FAIL_ON_DATA_ERRORS: &str = "fail_on_data_errors";
+
+/// A server feature of gRPC A88: the resource timer is 30 s and its expiry a transient
+/// error ([`ClientConfig::with_transient_resource_timer`](crate::client::ClientConfig::with_transient_resource_timer)).
+pub const RESOURCE_TIMER_IS_TRANSIENT_ERROR: &str = "resource_timer_is_transient_error";
+
 /// One entry of `xds_servers`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]

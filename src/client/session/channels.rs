@@ -22,14 +22,14 @@ use alloc::vec::Vec;
 
 use bytes::Bytes;
 
-use crate::client::{ClientEvent, NackPolicy, SharedStr, WILDCARD};
+use crate::client::{ClientEvent, DataErrors, NackPolicy, SharedStr, WILDCARD};
 use crate::time::Instant;
 use crate::types::TypeInfo;
 use crate::{Client, ClientConfig, Response, Transport};
 
 use super::{
     Backoff, ServerConfig, ServerId, Session, SessionCommand, SessionEvent, StreamKey,
-    IGNORE_RESOURCE_DELETION,
+    FAIL_ON_DATA_ERRORS, IGNORE_RESOURCE_DELETION, RESOURCE_TIMER_IS_TRANSIENT_ERROR,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,6 +228,13 @@ impl Session {
         // gRPC's NACK semantics (gRPC A46): keep the valid resources of a response.
         config.nack_policy = NackPolicy::KeepValid;
         config.ignore_resource_deletion = server.has_feature(IGNORE_RESOURCE_DELETION);
+        // gRPC A88's server features.
+        if server.has_feature(FAIL_ON_DATA_ERRORS) {
+            config.data_errors = DataErrors::FailOnDataErrors;
+        }
+        if server.has_feature(RESOURCE_TIMER_IS_TRANSIENT_ERROR) {
+            config = config.with_transient_resource_timer();
+        }
         if let Some(tweak) = &self.config.client_config {
             tweak(&mut config);
         }

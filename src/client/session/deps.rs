@@ -375,7 +375,9 @@ impl Session {
                 defect: None,
             });
         }
-        if let (ResourceState::ReceivedError, Some(error)) = (status.state, status.server_error) {
+        if let (ResourceState::ReceivedError | ResourceState::TimedOut, Some(error)) =
+            (status.state, status.server_error)
+        {
             return Some(ClientEvent::ResourceError {
                 type_url: key.0.clone(),
                 name: key.1.clone(),

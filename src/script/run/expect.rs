@@ -31,6 +31,8 @@ struct Facts<'a> {
     version: Option<&'a str>,
     nonce: Option<&'a str>,
     reason: Option<&'static str>,
+    /// A `google.rpc.Code` (`resource-error`).
+    code: Option<i32>,
 }
 
 impl<'a> Facts<'a> {
@@ -42,6 +44,7 @@ impl<'a> Facts<'a> {
             version: None,
             nonce: None,
             reason: None,
+            code: None,
         }
     }
 
@@ -87,6 +90,7 @@ impl<'a> Facts<'a> {
                 .nonce
                 .is_some_and(|v| nonces.check("nonce", value, v).is_ok()),
             "reason" => self.reason == Some(value.as_str()),
+            "code" => self.code.is_some() && self.code == notation::code_of(value),
             _ => false,
         })
     }
@@ -127,9 +131,15 @@ fn client_facts(event: &ClientEvent) -> Facts<'_> {
         ClientEvent::DeletionIgnored { type_url, name } => {
             Facts::new("deletion-ignored", Some(type_url.as_str())).named(name.as_str())
         }
-        ClientEvent::ResourceError { type_url, name, .. } => {
-            Facts::new("resource-error", Some(type_url.as_str())).named(name.as_str())
-        }
+        ClientEvent::ResourceError {
+            type_url,
+            name,
+            code,
+            ..
+        } => Facts {
+            code: Some(*code),
+            ..Facts::new("resource-error", Some(type_url.as_str())).named(name.as_str())
+        },
         ClientEvent::Acked {
             type_url,
             version,
@@ -245,6 +255,7 @@ fn state_name(state: Option<ResourceState>) -> &'static str {
         Some(ResourceState::Nacked) => "nacked",
         Some(ResourceState::Expired) => "expired",
         Some(ResourceState::ReceivedError) => "received-error",
+        Some(ResourceState::TimedOut) => "timed-out",
     }
 }
 

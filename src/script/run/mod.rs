@@ -149,6 +149,9 @@ struct Runner<'r> {
 /// The scenario's `option:` settings of the model's client, the one place they are read
 /// (a session scenario's clients take them too).
 pub(super) fn configure_client(options: &Options, config: &mut ClientConfig) {
+    if options.resource_timer_is_transient_error == Some(true) {
+        *config = config.clone().with_transient_resource_timer();
+    }
     if let Some(timeout) = options.does_not_exist_timeout {
         config.does_not_exist_timeout = timeout;
     }
