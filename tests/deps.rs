@@ -362,6 +362,55 @@ fn ecds_filter_configurations_are_waited_for_and_fail_the_listener() {
     }
 }
 
+/// A cluster's upstream filters over ECDS (`Cluster.filters`, `HttpProtocolOptions`) are
+/// subscribed; until they arrive that cluster cannot be used, and the listener is fine.
+#[test]
+fn upstream_filter_configurations_hold_their_cluster_not_the_listener() {
+    let mut pair = pair(Variant::Delta);
+    pair.apply(vec![
+        set(LISTENER.type_url, "l", envoy::api_listener("l", "r")),
+        set(ROUTE.type_url, "r", envoy::route("r", &["c"], &[])),
+        set(
+            CLUSTER.type_url,
+            "c",
+            envoy::cluster_with_upstream_filters("c", "up-net", "up-authz"),
+        ),
+        set(
+            EXTENSION_CONFIG.type_url,
+            "up-net",
+            envoy::extension_config("up-net"),
+        ),
+    ])
+    .unwrap();
+    let mut deps = DependencyManager::new(DepsConfig::default());
+    deps.watch_listener(pair.now(), "l").unwrap();
+    settle(&mut pair, &mut deps);
+    assert_eq!(
+        pair.client.subscribed_names(EXTENSION_CONFIG.type_url),
+        ["up-authz", "up-net"]
+    );
+    let config = deps.config("l").unwrap();
+    assert_eq!(config.status, Ok(()), "the listener stands on its own");
+    let cluster = config.clusters.iter().find(|c| c.name == "c").unwrap();
+    assert_eq!(
+        cluster.leaves,
+        Err(Failure::DoesNotExist(ResourceKey::new(
+            EXTENSION_CONFIG.type_url,
+            "up-authz"
+        )))
+    );
+    pair.apply(vec![set(
+        EXTENSION_CONFIG.type_url,
+        "up-authz",
+        envoy::extension_config("up-authz"),
+    )])
+    .unwrap();
+    settle(&mut pair, &mut deps);
+    let config = deps.config("l").unwrap();
+    let cluster = config.clusters.iter().find(|c| c.name == "c").unwrap();
+    assert_eq!(cluster.leaves, Ok(vec!["c".to_string()]));
+}
+
 #[test]
 fn srds_scope_set_is_every_scope_and_each_names_its_route() {
     for variant in [Variant::Sotw, Variant::Delta] {

@@ -152,6 +152,19 @@ fn filters_over_ecds_are_named_by_their_filter_names() {
 }
 
 #[test]
+fn upstream_filters_over_ecds_are_named_too() {
+    let body = envoy::cluster_with_upstream_filters("c", "upstream-net", "upstream-authz");
+    let refs = references(CLUSTER.type_url, &body).unwrap();
+    assert_eq!(
+        names(&refs),
+        [
+            ("ECDS".into(), "upstream-authz".into(), "HttpFilter.name"),
+            ("ECDS".into(), "upstream-net".into(), "Cluster.filters.name"),
+        ]
+    );
+}
+
+#[test]
 fn ecds_resources_name_what_their_configuration_names() {
     let plain = references(EXTENSION_CONFIG.type_url, &envoy::extension_config("authz")).unwrap();
     assert!(plain.is_empty());

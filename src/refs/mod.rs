@@ -78,9 +78,12 @@
 //! - **A filter's ECDS name is read only with `config_discovery`**, whatever its
 //!   `default_config`: the name is what the client subscribes to either way (whether it
 //!   waits, `ExtensionConfigSource.apply_default_config_without_warming`, is not read).
-//! - **Not read**: upstream (cluster) filters' `config_discovery`, the `matcher` trees of
-//!   virtual hosts and filter chains, on-demand CDS, and `TypedStruct` configurations
-//!   (JSON, not protobuf).
+//! - **Upstream filters are read like downstream ones**: a cluster's network filters
+//!   (`Cluster.filters`) and the HTTP filters of its `HttpProtocolOptions`
+//!   (`typed_extension_protocol_options`, `http_filters`) name their ECDS configuration
+//!   when they have `config_discovery`.
+//! - **Not read**: the `matcher` trees of virtual hosts and filter chains, on-demand CDS,
+//!   and `TypedStruct` configurations (JSON, not protobuf).
 
 #[cfg(any(test, feature = "script"))]
 pub(crate) mod build;
@@ -128,6 +131,10 @@ pub const HTTP_CONNECTION_MANAGER: &str =
     "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
 /// `Any` type of the TCP proxy network filter.
 pub const TCP_PROXY: &str = "envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy";
+/// `Any` type of a cluster's upstream HTTP options
+/// (`Cluster.typed_extension_protocol_options`), which carry its upstream HTTP filters.
+pub const UPSTREAM_HTTP_PROTOCOL_OPTIONS: &str =
+    "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
 /// `Any` type of the aggregate cluster's configuration (`Cluster.cluster_type.typed_config`).
 pub const AGGREGATE_CLUSTER: &str = "envoy.extensions.clusters.aggregate.v3.ClusterConfig";
 /// `Any` type of a downstream (listener) TLS transport socket.
@@ -897,6 +904,33 @@ impl Reader<'_> {
                 }
                 // Cluster.transport_socket
                 24 => sockets.push((r.len(v, "transport_socket")?, "transport_socket")),
+                // Cluster.typed_extension_protocol_options: map<string, Any>, entries of
+                // key (1) and value (2); HttpProtocolOptions.http_filters (6)
+                36 => {
+                    let at = "typed_extension_protocol_options";
+                    let entry = r.len(v, at)?;
+                    r.each(entry, at, |r, field, v| {
+                        if field == 2 {
+                            let (kind, options) = r.any(r.len(v, at)?, at)?;
+                            if kind == UPSTREAM_HTTP_PROTOCOL_OPTIONS.as_bytes() {
+                                let at = "HttpProtocolOptions.http_filters";
+                                r.each(options, at, |r, field, v| {
+                                    if field == 6 {
+                                        r.discovered(r.len(v, at)?, at, 5, "HttpFilter.name")?;
+                                    }
+                                    Ok(())
+                                })?;
+                            }
+                        }
+                        Ok(())
+                    })?;
+                }
+                // Cluster.filters: cluster.v3.Filter { name = 1, typed_config = 2,
+                // config_discovery = 3 }
+                40 => {
+                    let filter = r.len(v, "Cluster.filters")?;
+                    r.discovered(filter, "Cluster.filters", 3, "Cluster.filters.name")?;
+                }
                 // Cluster.cluster_type (CustomClusterType: name, typed_config)
                 38 => {
                     let custom = r.len(v, "cluster_type")?;

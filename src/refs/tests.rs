@@ -272,3 +272,52 @@ fn built_bodies_carry_exactly_their_references() {
     let refs = references(ROUTE.type_url, &vhds).unwrap();
     assert!(refs.vhds && refs.is_empty());
 }
+
+#[test]
+fn upstream_filters_with_config_discovery_name_ecds_configurations() {
+    let discovery = ld(1, &ld(3, &[]));
+    // Cluster.filters (40): cluster.v3.Filter { name = 1, config_discovery = 3 }, and one
+    // configured inline (typed_config = 2), which names nothing.
+    let network = [ld(1, b"upstream-net"), ld(3, &discovery)].concat();
+    let inline = [ld(1, b"inline"), ld(2, &any("acme.Filter", &[]))].concat();
+    // typed_extension_protocol_options (36): { key = 1, value = 2: HttpProtocolOptions {
+    // http_filters = 6: HttpFilter { name = 1, config_discovery = 5 } } }
+    let http_filter = [ld(1, b"upstream-authz"), ld(5, &discovery)].concat();
+    let options = ld(6, &http_filter);
+    let entry = [
+        ld(1, UPSTREAM_HTTP_PROTOCOL_OPTIONS.as_bytes()),
+        ld(2, &any(UPSTREAM_HTTP_PROTOCOL_OPTIONS, &options)),
+    ]
+    .concat();
+    let body = [
+        ld(1, b"c"),
+        vint(2, 1),
+        ld(40, &network),
+        ld(40, &inline),
+        ld(36, &entry),
+    ]
+    .concat();
+    let refs = references(CLUSTER.type_url, &Bytes::from(body)).unwrap();
+    let fields: Vec<(&str, &str, &str)> = refs
+        .iter()
+        .map(|r| (r.type_url, r.name.as_str(), r.field))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            (
+                EXTENSION_CONFIG.type_url,
+                "upstream-authz",
+                "HttpFilter.name"
+            ),
+            (
+                EXTENSION_CONFIG.type_url,
+                "upstream-net",
+                "Cluster.filters.name"
+            ),
+        ]
+    );
+    // A malformed options entry names the field, never panics.
+    let bad = [ld(1, b"c"), ld(36, &ld(2, &[0xff, 0xff]))].concat();
+    assert!(references(CLUSTER.type_url, &Bytes::from(bad)).is_err());
+}

@@ -15,6 +15,7 @@ use envoy_types::pb::envoy::extensions::filters::http::router::v3 as router;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
 use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3 as tcp;
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3 as tls;
+use envoy_types::pb::envoy::extensions::upstreams::http::v3 as upstream_http;
 use envoy_types::util::pack_any;
 use prost::Message;
 
@@ -535,6 +536,35 @@ pub fn virtual_host(name: &str, clusters: &[&str]) -> Bytes {
         name: name.into(),
         domains: vec![host.into()],
         routes: clusters.iter().map(|c| to_cluster(c)).collect(),
+        ..Default::default()
+    })
+}
+
+/// A STRICT_DNS cluster with upstream filters over ECDS: a network filter
+/// (`Cluster.filters`) and an HTTP filter of its `HttpProtocolOptions`.
+pub fn cluster_with_upstream_filters(name: &str, network: &str, http: &str) -> Bytes {
+    let options = upstream_http::HttpProtocolOptions {
+        http_filters: vec![hcm::HttpFilter {
+            name: http.into(),
+            config_type: Some(hcm::http_filter::ConfigType::ConfigDiscovery(discovery())),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    body(cluster::Cluster {
+        name: name.into(),
+        cluster_discovery_type: Some(cluster::cluster::ClusterDiscoveryType::Type(1)),
+        filters: vec![cluster::Filter {
+            name: network.into(),
+            typed_config: None,
+            config_discovery: Some(discovery()),
+        }],
+        typed_extension_protocol_options: [(
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions".to_string(),
+            pack_any(options),
+        )]
+        .into_iter()
+        .collect(),
         ..Default::default()
     })
 }

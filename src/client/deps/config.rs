@@ -232,12 +232,25 @@ impl Graph {
                 work.extend(node.refs().iter().cloned());
             }
         }
+        // What the listener itself stands on: everything reached without passing through a
+        // cluster (a cluster's own references, such as its upstream filters' ECDS
+        // configurations, make that cluster unusable, not the listener).
+        let mut listener_side = BTreeSet::new();
+        let mut work = alloc::vec![root.clone()];
+        while let Some(key) = work.pop() {
+            if !listener_side.insert(key.clone()) || key.type_url == CLUSTER.type_url {
+                continue;
+            }
+            if let Some(node) = self.nodes.get(&key) {
+                work.extend(node.refs().iter().cloned());
+            }
+        }
         let mut resources = Vec::new();
         let mut failed = Vec::new();
         let mut status = Ok(());
         for key in &reached {
             if let Some(failure) = self.failure_of(key) {
-                if status.is_ok() && fails_listener(key.type_url) {
+                if status.is_ok() && fails_listener(key.type_url) && listener_side.contains(key) {
                     status = Err(failure.clone());
                 }
                 failed.push(failure);
@@ -306,6 +319,21 @@ impl Graph {
             // A member that cannot be used is left out (the aggregate uses the others).
             _ => return Ok(()),
         };
+        // A cluster whose upstream filters' ECDS configuration cannot be used yet cannot be
+        // used either (Envoy warms it until the configuration arrives).
+        let filters_failure = self.nodes.get(&key).and_then(|node| {
+            node.refs()
+                .iter()
+                .filter(|r| r.type_url == EXTENSION_CONFIG.type_url)
+                .find_map(|r| self.failure_of(r))
+        });
+        if let Some(failure) = filters_failure {
+            return if path.is_empty() {
+                Err(failure)
+            } else {
+                Ok(())
+            };
+        }
         let Some(children) = &held.aggregate else {
             if !out.iter().any(|o| o == cluster) {
                 out.push(cluster.into());
