@@ -187,6 +187,13 @@ fn vhds_route_names_nothing_and_its_virtual_hosts_name_clusters() {
         Some("team/a/routes")
     );
     assert_eq!(vhds_route_configuration("no-host"), None);
+    // An xdstp route configuration: the same rule (no xdstp form of VHDS names exists).
+    assert_eq!(
+        vhds_route_configuration(
+            "xdstp://auth/envoy.config.route.v3.RouteConfiguration/r1/www.example.com"
+        ),
+        Some("xdstp://auth/envoy.config.route.v3.RouteConfiguration/r1")
+    );
 }
 
 #[test]

@@ -119,7 +119,9 @@ pub const REFERRING: [&str; 6] = [
 /// The name of a VHDS virtual host's route configuration: VHDS names are `<route
 /// configuration name>/<host entry>`, and "matching should be done from right to left since
 /// a host entry cannot contain slashes while a route configuration name can" (Envoy, "Virtual
-/// Host Discovery Service (VHDS)").
+/// Host Discovery Service (VHDS)"). The text gives no other form for `xdstp://` route
+/// configurations, so theirs are named the same way (`xdstp://a/…RouteConfiguration/r/host`
+/// belongs to `xdstp://a/…RouteConfiguration/r`).
 pub fn vhds_route_configuration(name: &str) -> Option<&str> {
     name.rsplit_once('/')
         .map(|(route, _)| route)

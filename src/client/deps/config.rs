@@ -198,7 +198,9 @@ pub struct ListenerConfig {
 
 /// Whether a failure of a resource of this type takes the whole listener down: the
 /// listener, its routing (route configurations, scopes, virtual hosts) and its filters'
-/// ECDS configurations.
+/// ECDS configurations. Not modelled: a filter's `ExtensionConfigSource.default_config`,
+/// with which Envoy applies the default instead of failing; here a missing configuration
+/// fails the listener whether or not the filter has one.
 fn fails_listener(type_url: &str) -> bool {
     [
         LISTENER.type_url,
