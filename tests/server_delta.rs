@@ -395,3 +395,26 @@ fn delta_responses_share_the_stored_bodies() {
         store.get(EDS, "foo").unwrap().body().as_ptr()
     );
 }
+
+/// A subscription to a type the store has not published is held, and the hold is
+/// reported once (ServerEvent::Held), on the encoded path too; publication ends it.
+#[test]
+fn a_hold_on_an_unpublished_type_is_reported_once() {
+    let mut store = ResourceStore::new();
+    let mut s = ads();
+    s.handle_request(T0, dreq(delta(EDS, &["foo"], &[], "")));
+    events(&mut s);
+    assert!(drain(&mut s, T0, &store).is_empty(), "held");
+    let held = events(&mut s);
+    assert!(
+        matches!(&held[..], [ServerEvent::Held { type_url }] if type_url.as_str() == EDS),
+        "{held:?}"
+    );
+    assert!(s.poll_response_encoded(T0, &store).is_none());
+    assert!(drain(&mut s, T0, &store).is_empty());
+    assert!(events(&mut s).is_empty(), "once per stream and type");
+    store.set(EDS, "foo", body("foo", "1")).unwrap();
+    let r = one_delta(drain(&mut s, T0, &store));
+    assert_eq!(delta_names(&r), ["foo"]);
+    assert!(events(&mut s).is_empty());
+}

@@ -81,6 +81,14 @@ pub enum ServerEvent {
         /// What was ignored.
         what: Ignored,
     },
+    /// The client subscribes to a type the store has not published: nothing is sent for it
+    /// until the store publishes it (a server that has not loaded its configuration says
+    /// nothing rather than "none", which a client would act on). Once per stream and type,
+    /// so that the hold can be logged and counted rather than be silent.
+    Held {
+        /// The type.
+        type_url: SharedStr,
+    },
     /// The client broke the protocol; the stream is closed and the application should end
     /// the gRPC call with [`ProtocolError::grpc_code`].
     ProtocolError(ProtocolError),

@@ -514,18 +514,48 @@ impl ServerStream {
     }
 
     fn build(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
-        match self.config.variant {
+        let built = match self.config.variant {
             Variant::Sotw => {
                 let mut resources = Vec::new();
-                let mut response = self.build_sotw(now, store, &mut resources)?;
-                response.resources = resources;
-                Some(Response::Sotw(response))
+                self.build_sotw(now, store, &mut resources)
+                    .map(|mut response| {
+                        response.resources = resources;
+                        Response::Sotw(response)
+                    })
             }
             Variant::Delta => self.build_delta(now, store),
+        };
+        if built.is_none() {
+            self.report_holds();
+        }
+        built
+    }
+
+    /// Nothing to send: a type held because the store has not published it is reported
+    /// once ([`ServerEvent::Held`]).
+    fn report_holds(&mut self) {
+        for entry in &mut self.types {
+            if entry.newly_held() {
+                self.events.push_back(ServerEvent::Held {
+                    type_url: entry.type_url.clone(),
+                });
+            }
         }
     }
 
     fn build_encoded(&mut self, now: Instant, store: &ResourceStore) -> Option<EncodedResponse> {
+        let built = self.build_encoded_inner(now, store);
+        if built.is_none() {
+            self.report_holds();
+        }
+        built
+    }
+
+    fn build_encoded_inner(
+        &mut self,
+        now: Instant,
+        store: &ResourceStore,
+    ) -> Option<EncodedResponse> {
         match self.config.variant {
             Variant::Sotw => {
                 let mut sink = WireSink::default();

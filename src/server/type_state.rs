@@ -33,6 +33,8 @@ pub(crate) struct TypeState {
     /// The store had not published the type at the last build: nothing is built until it
     /// is (a server that has not loaded its configuration says nothing rather than "none").
     unpublished: bool,
+    /// [`ServerEvent::Held`](super::ServerEvent::Held) was reported for this hold.
+    hold_reported: bool,
     /// [`ServerConfig::await_ack`].
     await_ack: bool,
 }
@@ -53,6 +55,7 @@ impl TypeState {
             state,
             timers: Timers::default(),
             unpublished: false,
+            hold_reported: false,
             await_ack: config.await_ack,
         }
     }
@@ -134,6 +137,7 @@ impl TypeState {
     pub(crate) fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
         if name.is_empty() {
             self.unpublished = false;
+            self.hold_reported = false;
             return;
         }
         if name == TYPE_WIDE {
@@ -163,6 +167,17 @@ impl TypeState {
                 State::Delta(d) => d.heartbeat_due(name),
             }
         }
+    }
+
+    /// Whether a hold is to be reported now: the last build found the type unpublished
+    /// while the client subscribes to some of it, and it was not reported yet.
+    pub(crate) fn newly_held(&mut self) -> bool {
+        let subscribed = self.is_wildcard() || self.names().next().is_some();
+        if self.unpublished && subscribed && !self.hold_reported {
+            self.hold_reported = true;
+            return true;
+        }
+        false
     }
 
     /// Whether the store publishes the type; remembers the answer for `has_work`.

@@ -18,7 +18,7 @@ use xds_sansio::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::rpc::Status as RpcStatus;
 use xds_sansio::server::{ResourceEntry, StoreOp};
-use xds_sansio::types::{ADS_SOTW_METHOD, CLUSTER, ENDPOINT};
+use xds_sansio::types::{ADS_SOTW_METHOD, CLUSTER, ENDPOINT, LISTENER};
 use xds_sansio_tonic::server::metrics::names;
 use xds_sansio_tonic::{Callbacks, StreamInfo, XdsServer, DEFAULT_GROUP};
 
@@ -229,6 +229,11 @@ impl Callbacks for Seen {
             .unwrap()
             .push(format!("nack {node} {type_url} {nonce} {}", e.message));
     }
+    fn event(&self, _: &StreamInfo, event: &xds_sansio::server::ServerEvent) {
+        if let xds_sansio::server::ServerEvent::Held { type_url } = event {
+            self.0.lock().unwrap().push(format!("held {type_url}"));
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -310,13 +315,28 @@ async fn callbacks_metrics_wakes_health_and_graceful_shutdown() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(counts.get(names::PUSH_LATENCY) >= 1, "a push was ACKed");
 
+    // A type the group never published is held, and the hold is visible: a callback
+    // event and a metric (and a log line), once for the stream and type.
+    let holds_before = counts.get(names::HOLDS);
+    let (tx3, mut in3) = open(&channel).await.unwrap();
+    tx3.send(request(LISTENER.type_url, &["l1"], "", ""))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(counts.get(names::HOLDS) - holds_before, 1);
+    assert!(seen
+        .0
+        .lock()
+        .unwrap()
+        .contains(&format!("held {}", LISTENER.type_url)));
+
     // Shutdown: every stream ends with UNAVAILABLE, and serving returns.
     server.shutdown();
-    for inbound in [&mut in1, &mut in2] {
+    for inbound in [&mut in1, &mut in2, &mut in3] {
         let status = next(inbound).await.unwrap_err();
         assert_eq!(status.code(), Code::Unavailable, "{status:?}");
     }
-    drop((tx1, tx2, health, channel));
+    drop((tx1, tx2, tx3, health, channel));
     tokio::time::timeout(Duration::from_secs(15), serving)
         .await
         .expect("serving returns after shutdown")

@@ -211,6 +211,7 @@ fn server_facts(event: &ServerEvent) -> Facts<'_> {
             ..
         } => typed("nacked", type_url).version(version).nonce(nonce),
         ServerEvent::StaleRequest { type_url, nonce } => typed("stale", type_url).nonce(nonce),
+        ServerEvent::Held { type_url } => typed("held", type_url),
         ServerEvent::Ignored { type_url, what } => {
             typed("ignored", type_url).named(ignored_name(*what))
         }

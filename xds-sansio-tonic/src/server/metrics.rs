@@ -34,6 +34,9 @@ pub mod names {
     pub const ACKS: &str = "xds_acks_total";
     /// NACKs, by type URL.
     pub const NACKS: &str = "xds_nacks_total";
+    /// Streams that subscribed to a type their group had not published (held, nothing
+    /// sent until it is), by type URL.
+    pub const HOLDS: &str = "xds_holds_total";
     /// Responses sent, by type URL.
     pub const RESPONSES: &str = "xds_responses_total";
     /// Encoded bytes of the responses sent, by type URL.
@@ -75,6 +78,10 @@ pub(crate) fn request(type_url: &str) {
 
 pub(crate) fn ack(type_url: &str) {
     metrics::counter!(names::ACKS, "type_url" => type_url.to_owned()).increment(1);
+}
+
+pub(crate) fn held(type_url: &str) {
+    metrics::counter!(names::HOLDS, "type_url" => type_url.to_owned()).increment(1);
 }
 
 pub(crate) fn nack(type_url: &str) {

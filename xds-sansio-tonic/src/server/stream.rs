@@ -311,6 +311,14 @@ impl Driver {
                 ServerEvent::StaleRequest { type_url, nonce } => {
                     tracing::debug!(%type_url, %nonce, "stale request");
                 }
+                ServerEvent::Held { type_url } => {
+                    tracing::info!(
+                        %type_url,
+                        node = self.info.node.as_ref().map(|n| n.id.as_str()),
+                        "held: the node's group has not published this type; nothing is sent until it does"
+                    );
+                    metrics::held(&type_url);
+                }
                 ServerEvent::Ignored { type_url, what } => {
                     tracing::debug!(%type_url, ?what, "part of a request ignored");
                 }
