@@ -269,6 +269,7 @@
 //! - The store keeps the last [`DEFAULT_LOG_CAPACITY`] changes; a stream or set that falls
 //!   further behind rescans its subscriptions (correct, slower).
 
+mod body_checks;
 mod consistency;
 mod delta;
 mod event;
@@ -284,6 +285,7 @@ mod type_state;
 mod version;
 mod wire;
 
+pub use body_checks::BodyChecks;
 pub use consistency::{Consistency, ConsistencyReport, Dangling, TwoPhase};
 pub use event::{Ignored, Limit, ProtocolError, ServerEvent};
 pub use index::{StreamId, StreamSet, UnknownStream};

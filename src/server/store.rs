@@ -12,6 +12,7 @@ use core::ops::Bound;
 use core::time::Duration;
 use prost::Message;
 
+use super::body_checks::BodyChecks;
 use super::consistency::{Consistency, ConsistencyReport};
 use super::resource_errors::{StoredError, TYPE_WIDE};
 use super::shared::SharedFrames;
@@ -281,6 +282,25 @@ pub enum StoreError {
     /// Under [`Consistency::Enforce`]: the publication would leave a reference dangling (or
     /// a body whose references cannot be read).
     Inconsistent(ConsistencyReport),
+    /// Under [`BodyChecks::Enforce`]: a type URL no client can ask for.
+    UnknownType(String),
+    /// Under [`BodyChecks::Enforce`]: the body names another resource than its entry (a
+    /// client would file it under `body_name`).
+    NameMismatch {
+        /// The entry's name.
+        name: String,
+        /// The name the body carries (field 1).
+        body_name: String,
+    },
+    /// Under [`BodyChecks::Enforce`]: the body cannot be read where a client reads names.
+    BadBody {
+        /// The entry's name.
+        name: String,
+        /// Which field.
+        field: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 impl fmt::Display for StoreError {
@@ -296,6 +316,13 @@ impl fmt::Display for StoreError {
             StoreError::DuplicateName(n) => write!(f, "resource {n:?} given twice"),
             StoreError::BadXdstpName { name, error } => write!(f, "{name:?}: {error}"),
             StoreError::Inconsistent(report) => write!(f, "inconsistent publication: {report}"),
+            StoreError::UnknownType(t) => write!(f, "{t:?} is not a type of the xDS catalog"),
+            StoreError::NameMismatch { name, body_name } => {
+                write!(f, "resource {name:?}: its body is named {body_name:?}")
+            }
+            StoreError::BadBody { name, field, why } => {
+                write!(f, "resource {name:?}: {field}: {why}")
+            }
         }
     }
 }
@@ -437,6 +464,8 @@ pub struct ResourceStore {
     log_floor: Revision,
     /// Whether publications are checked for dangling references.
     consistency: Consistency,
+    /// Whether bodies are checked against their type and entry.
+    body_checks: BodyChecks,
 }
 
 impl Default for ResourceStore {
@@ -461,7 +490,15 @@ impl ResourceStore {
             log_capacity: capacity,
             log_floor: Revision(0),
             consistency: Consistency::Off,
+            body_checks: BodyChecks::Off,
         }
+    }
+
+    /// Whether bodies are checked from now on ([`BodyChecks::Enforce`]: an unknown type,
+    /// a body named otherwise than its entry, or one unreadable where it names other
+    /// resources is refused). Off by default.
+    pub fn set_body_checks(&mut self, checks: BodyChecks) {
+        self.body_checks = checks;
     }
 
     /// Whether publications are checked for dangling references from now on
@@ -685,6 +722,11 @@ impl ResourceStore {
                     if type_url.is_empty() {
                         return Err(StoreError::EmptyTypeUrl);
                     }
+                    if self.body_checks == BodyChecks::Enforce
+                        && crate::types::TypeInfo::of(type_url).known.is_none()
+                    {
+                        return Err(StoreError::UnknownType(type_url.clone()));
+                    }
                 }
                 StoreOp::SetError { type_url, name, .. }
                 | StoreOp::ClearError { type_url, name } => {
@@ -713,6 +755,9 @@ impl ResourceStore {
         overlay: &Overlay,
     ) -> Result<(), StoreError> {
         check_entry(type_url, entry)?;
+        if self.body_checks == BodyChecks::Enforce {
+            super::body_checks::check_body(type_url, entry)?;
+        }
         for alias in &entry.aliases {
             let owner = if overlay.exists(self, type_url, alias) {
                 Some(alias.clone())

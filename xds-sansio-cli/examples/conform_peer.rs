@@ -252,6 +252,8 @@ pub async fn run(
         let epoch = Arc::new(AtomicU64::new(0));
         let groups = epoch.clone();
         let server_xds = XdsServer::builder()
+            // A conformance harness serves the scenarios' placeholder bodies.
+            .body_checks(xds_sansio::server::BodyChecks::Off)
             .node_group(move |_| format!("scenario-{}", groups.load(Ordering::SeqCst)))
             .build();
         tokio::spawn(

@@ -17,7 +17,7 @@ use tonic_prost::ProstCodec;
 use xds_sansio::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::rpc::Status as RpcStatus;
-use xds_sansio::server::{ResourceEntry, StoreOp};
+use xds_sansio::server::{BodyChecks, ResourceEntry, StoreOp};
 use xds_sansio::types::{ADS_SOTW_METHOD, CLUSTER, ENDPOINT, LISTENER};
 use xds_sansio_tonic::server::metrics::names;
 use xds_sansio_tonic::{Callbacks, StreamInfo, XdsServer, DEFAULT_GROUP};
@@ -172,6 +172,7 @@ async fn next(inbound: &mut Streaming<DiscoveryResponse>) -> Result<DiscoveryRes
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limits_are_clear_statuses() {
     let server = XdsServer::builder()
+        .body_checks(BodyChecks::Off) // placeholder bodies
         .max_streams(Some(1))
         .first_request_timeout(Some(Duration::from_millis(200)))
         .max_encoding_message_size(64)
@@ -240,7 +241,10 @@ impl Callbacks for Seen {
 async fn callbacks_metrics_wakes_health_and_graceful_shutdown() {
     let counts = counts();
     let seen = Arc::new(Seen::default());
-    let server = XdsServer::builder().callbacks(seen.clone()).build();
+    let server = XdsServer::builder()
+        .callbacks(seen.clone())
+        .body_checks(BodyChecks::Off) // placeholder bodies
+        .build();
     server
         .publish(
             DEFAULT_GROUP,
@@ -342,4 +346,42 @@ async fn callbacks_metrics_wakes_health_and_graceful_shutdown() {
         .expect("serving returns after shutdown")
         .unwrap();
     assert_eq!(server.stream_count(), 0);
+}
+
+/// By default every group checks what is published: a placeholder that is no Cluster, a
+/// body named after another resource and a type outside the catalog are refused, and the
+/// group is unchanged.
+#[test]
+fn publications_are_checked_by_default() {
+    let server = XdsServer::builder().build();
+    let err = server
+        .publish(DEFAULT_GROUP, vec![set(CDS, "c1", "not a cluster")])
+        .unwrap_err();
+    assert!(
+        matches!(&err, xds_sansio::server::StoreError::BadBody { name, field, .. } if name == "c1" && field == "Cluster.type"),
+        "{err}"
+    );
+    let mismatch = StoreOp::Set {
+        type_url: EDS.into(),
+        entry: ResourceEntry::new("e1", body("e2", "")),
+    };
+    assert!(matches!(
+        server.publish(DEFAULT_GROUP, vec![mismatch]),
+        Err(xds_sansio::server::StoreError::NameMismatch { .. })
+    ));
+    assert!(matches!(
+        server.publish(DEFAULT_GROUP, vec![set("type.googleapis.com/acme.Thing", "t", "")]),
+        Err(xds_sansio::server::StoreError::UnknownType(_))
+    ));
+    assert!(!server.read(DEFAULT_GROUP, |s| s.is_published(EDS)));
+    // A real ClusterLoadAssignment (its name only) goes out.
+    server
+        .publish(
+            DEFAULT_GROUP,
+            vec![StoreOp::Set {
+                type_url: EDS.into(),
+                entry: ResourceEntry::new("e1", body("e1", "")),
+            }],
+        )
+        .unwrap();
 }

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tokio::sync::Notify;
-use xds_sansio::server::{ResourceStore, Revision};
+use xds_sansio::server::{BodyChecks, Consistency, ResourceStore, Revision};
 
 /// The streams of a group that subscribe to each name and to the wildcard of each type.
 #[derive(Default)]
@@ -46,10 +46,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Group {
-    pub(crate) fn new(key: &str) -> Group {
+    pub(crate) fn new(key: &str, body_checks: BodyChecks, consistency: Consistency) -> Group {
+        let mut store = ResourceStore::new();
+        store.set_body_checks(body_checks);
+        store.set_consistency(consistency);
         Group {
             key: Arc::from(key),
-            store: RwLock::new(ResourceStore::new()),
+            store: RwLock::new(store),
             index: Mutex::new(WakeIndex::default()),
             last_publish: Mutex::new(None),
         }

@@ -61,7 +61,8 @@ use tonic::{Status, Streaming};
 use xds_sansio::pb::discovery::{DeltaDiscoveryRequest, DiscoveryRequest};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::server::{
-    EncodedBytes, ResourceEntry, ResourceStore, Revision, StoreError, StoreOp,
+    BodyChecks, Consistency, EncodedBytes, ResourceEntry, ResourceStore, Revision, StoreError,
+    StoreOp,
 };
 use xds_sansio::time::StdClock;
 use xds_sansio::{ServerConfig, Transport, Variant};
@@ -85,6 +86,10 @@ struct Options {
     send_compressed: Vec<CompressionEncoding>,
     shutdown_grace: Duration,
     health: bool,
+    /// Every group's store checks bodies (on by default: see `Builder::body_checks`).
+    body_checks: BodyChecks,
+    /// Every group's store checks references.
+    consistency: Consistency,
 }
 
 type NodeGroupFn = dyn Fn(&Node) -> String + Send + Sync;
@@ -139,7 +144,11 @@ impl Shared {
         if let Some(group) = groups.get(key) {
             return group.clone();
         }
-        let group = Arc::new(Group::new(key));
+        let group = Arc::new(Group::new(
+            key,
+            self.options.body_checks,
+            self.options.consistency,
+        ));
         groups.insert(group.key.clone(), group.clone());
         group
     }
@@ -189,6 +198,8 @@ impl Default for Builder {
                 send_compressed: Vec::new(),
                 shutdown_grace: Duration::from_secs(5),
                 health: true,
+                body_checks: BodyChecks::Enforce,
+                consistency: Consistency::Off,
             },
             node_group: Box::new(|_: &Node| String::from(DEFAULT_GROUP)),
             authorize: Box::new(hooks::AllowAll),
@@ -240,6 +251,24 @@ impl Builder {
     /// 100 000; `None`: no limit); a call beyond it is refused with `RESOURCE_EXHAUSTED`.
     pub fn max_streams(mut self, limit: Option<usize>) -> Self {
         self.options.max_streams = limit;
+        self
+    }
+
+    /// What a publication's bodies are checked for, in every group (default
+    /// [`BodyChecks::Enforce`]: a type URL outside the catalog, a body named otherwise than
+    /// its entry, or one unreadable where it names other resources is refused with a
+    /// [`StoreError`] naming the resource and the field, before any client sees it).
+    /// [`BodyChecks::Off`] serves any bytes (placeholders in tests, opaque types).
+    pub fn body_checks(mut self, checks: BodyChecks) -> Self {
+        self.options.body_checks = checks;
+        self
+    }
+
+    /// Whether every group refuses a publication that leaves a reference dangling
+    /// ([`Consistency::Enforce`]; default off). It checks the references of the catalog's
+    /// types ([`xds_sansio::refs`]) to names of any type, published or not.
+    pub fn consistency(mut self, consistency: Consistency) -> Self {
+        self.options.consistency = consistency;
         self
     }
 
