@@ -26,8 +26,7 @@ use xds_sansio::time::StdClock;
 use xds_sansio::{Request, Response, Transport, Variant};
 
 use super::bootstrap::{Bootstrap, ChannelCreds, ManagementServer};
-use super::config_watch::ConfigEvent;
-use super::watch::Sink;
+use super::watch::{ConfigEvent, Sink, WatchEvent};
 use super::DumpEntry;
 use super::StreamTap;
 use crate::wire::{method_path, WireRequest, WireResponse};
@@ -39,7 +38,7 @@ pub(crate) enum Op {
         type_url: SharedStr,
         /// Canonical, or `*`.
         name: SharedStr,
-        sink: Arc<Sink>,
+        sink: Arc<Sink<WatchEvent>>,
     },
     WatchConfig {
         id: u64,
@@ -136,7 +135,7 @@ pub(crate) fn server_table(bootstrap: &Bootstrap, session: &Session) -> Vec<Mana
 /// The watches' sinks, by watch id.
 #[derive(Default)]
 struct Sinks {
-    watches: HashMap<u64, Arc<Sink>>,
+    watches: HashMap<u64, Arc<Sink<WatchEvent>>>,
     configs: HashMap<u64, Arc<Sink<ConfigEvent>>>,
 }
 

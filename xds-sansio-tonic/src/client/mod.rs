@@ -72,7 +72,6 @@
 
 pub mod backoff;
 pub mod bootstrap;
-mod config_watch;
 mod driver;
 mod stream;
 mod watch;
@@ -89,15 +88,15 @@ use xds_sansio::{ClientConfig, Request, Response, Variant};
 
 pub use backoff::{os_seed, Backoff, BackoffConfig};
 pub use bootstrap::{Authority, Bootstrap, BootstrapError, ManagementServer};
-pub use config_watch::{ConfigEvent, ConfigWatch};
 pub use stream::{run_stream, Command, Io, StreamEnd, Tap};
-pub use watch::{Watch, WatchError, WatchEvent};
+pub use watch::{ConfigEvent, ConfigWatch, Watch, WatchError, WatchEvent};
 pub use xds_sansio::client::deps::{
     ClusterConfig, DepsConfig, DepsStatus, Failure, ListenerConfig, Resolved, ResourceKey,
 };
 pub use xds_sansio::client::session::{DumpEntry, WatchRefused};
 
 use driver::Op;
+use watch::Sink;
 
 /// Sees every message of every stream of an [`XdsClient`] (to record conversations for
 /// the checker, or log them); `stream` numbers each stream attempt.
@@ -297,16 +296,17 @@ impl XdsClient {
     }
 
     fn start_config_watch(&self, listener: Option<SharedStr>) -> Result<ConfigWatch, WatchRefused> {
+        self.start(|id, sink| Op::WatchConfig { id, listener, sink })
+    }
+
+    /// Hands a new watch's sink to the driver.
+    fn start<E>(&self, op: impl FnOnce(u64, Arc<Sink<E>>) -> Op) -> Result<Watch<E>, WatchRefused> {
         let id = driver::next_watch_id();
-        let sink = Arc::new(watch::Sink::default());
+        let sink = Arc::new(Sink::default());
         self.ops
-            .send(Op::WatchConfig {
-                id,
-                listener,
-                sink: sink.clone(),
-            })
+            .send(op(id, sink.clone()))
             .map_err(|_| WatchRefused::Closed)?;
-        Ok(ConfigWatch {
+        Ok(Watch {
             id,
             sink,
             unwatch: self.ops.clone(),
@@ -329,20 +329,12 @@ impl XdsClient {
 
     fn start_watch(&self, type_url: &str, name: Option<&str>) -> Result<Watch, WatchRefused> {
         let (name, _) = self.model.check_watch(type_url, name)?;
-        let id = driver::next_watch_id();
-        let sink = Arc::new(watch::Sink::default());
-        self.ops
-            .send(Op::Watch {
-                id,
-                type_url: SharedStr::from(type_url),
-                name,
-                sink: sink.clone(),
-            })
-            .map_err(|_| WatchRefused::Closed)?;
-        Ok(Watch {
+        let type_url = SharedStr::from(type_url);
+        self.start(|id, sink| Op::Watch {
             id,
+            type_url,
+            name,
             sink,
-            unwatch: self.ops.clone(),
         })
     }
 
