@@ -85,8 +85,8 @@ use crate::{ClientConfig, Request, Transport, Variant};
 
 pub use backoff::{Backoff, BackoffConfig};
 pub use bootstrap::{
-    authority_of, default_listener_template, listener_name, Bootstrap, ServerConfig, WatchRefused,
-    IGNORE_RESOURCE_DELETION,
+    authority_of, default_listener_template, listener_name, servers_of_authority, Bootstrap,
+    ServerConfig, WatchRefused, IGNORE_RESOURCE_DELETION,
 };
 pub use watch::{ConfigEvent, DumpEntry, ServerUse, WatchError, WatchEvent};
 

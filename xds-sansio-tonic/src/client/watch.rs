@@ -146,7 +146,9 @@ impl<E> Sink<E> {
 
 /// A stream of events: [`WatchEvent`]s for one name, or every name, of one type (from
 /// [`XdsClient::watch`](super::XdsClient::watch)), or [`ConfigEvent`]s as a
-/// [`ConfigWatch`]. Dropping it unwatches. See the [module docs](self).
+/// [`ConfigWatch`]. Dropping it unwatches. The newest state wins: an unread event is
+/// replaced by a newer one of the same name (values and errors apart, gRPC A88). See the
+/// [client docs](super).
 pub struct Watch<E = WatchEvent> {
     pub(crate) id: u64,
     pub(crate) sink: Arc<Sink<E>>,
