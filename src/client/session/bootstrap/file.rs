@@ -3,7 +3,7 @@
 //! to present (gRPC A27 "xDS-Based Global Load Balancing", A47 "xDS Federation", A71 "xDS
 //! Fallback", A53 for `ignore_resource_deletion`, A65 for the `tls` channel credentials).
 //! Finding the file (`GRPC_XDS_BOOTSTRAP`, `GRPC_XDS_BOOTSTRAP_CONFIG`) and reading it is
-//! the embedder's; [`BootstrapFile::model`] gives what the [`Session`](super::super::Session)
+//! the embedder's; [`BootstrapFile::model`] gives what the [`Session`]
 //! runs on.
 //!
 //! ```json
@@ -51,6 +51,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
+use super::super::Session;
 use super::{
     default_listener_template, listener_name, servers_of_authority, Bootstrap, ServerConfig,
 };
@@ -281,6 +282,26 @@ impl BootstrapFile {
             model = model.with_authority(name.clone(), servers(&authority.servers));
         }
         model
+    }
+
+    /// The entry of each server of `session` (made from [`BootstrapFile::model`]), in
+    /// [`ServerId`](super::super::ServerId) order: what to connect to when the session
+    /// names a server.
+    pub fn servers_by_id(&self, session: &Session) -> Vec<ManagementServer> {
+        let all: Vec<&ManagementServer> = self
+            .servers
+            .iter()
+            .chain(self.authorities.values().flat_map(|a| a.servers.iter()))
+            .collect();
+        session
+            .server_ids()
+            .filter_map(|id| {
+                let model = session.server(id)?;
+                all.iter()
+                    .find(|m| m.model() == *model)
+                    .map(|m| (*m).clone())
+            })
+            .collect()
     }
 
     /// The servers of `authority` (A47: [`servers_of_authority`]). `None` for an authority
