@@ -3,7 +3,8 @@
 //! the channel is ready ([`Ready`]), read its responses ([`Inbound`]) or pump them all
 //! ([`pump`]), see every message ([`Tap`]), and sleep until a machine's next deadline
 //! ([`sleep_until`]). [`run_stream`] drives one core [`Client`](xds_sansio::Client) over
-//! one call. No protocol rule lives here: the core's machines say what to send and when.
+//! one call, [`run_until_stopped`] over one call after another. No protocol rule lives
+//! here: the core's machines say what to send and when.
 //!
 //! # Decisions
 //!
@@ -37,7 +38,7 @@ use xds_sansio::{Request, Response, Transport, Variant};
 use crate::client::bootstrap::{ChannelCreds, ManagementServer, TlsFiles};
 use crate::wire::{method_path, WireRequest, WireResponse};
 
-pub use stream::{run_stream, Command, Io, StreamEnd};
+pub use stream::{run_stream, run_until_stopped, Command, Io, StreamEnd, RETRY_PAUSE};
 
 /// Sees every message of every call it is given (to record conversations for the checker,
 /// or log them); `stream` numbers the calls.

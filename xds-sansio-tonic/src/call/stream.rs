@@ -7,13 +7,16 @@
 //! or `poll_timeout`; `disconnected(now)` when the call ends. The `Client` outlives the
 //! call, so the caller reconnects by calling [`run_stream`] again with the same client.
 
+use std::time::Duration;
+
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
 use tonic::Status;
 use xds_sansio::time::StdClock;
 use xds_sansio::{Client, ClientEvent, Request};
 
-use super::{sleep_until, Ready, Tap};
+use super::{connect, sleep_until, ConnectOptions, Ready, Tap};
+use crate::client::bootstrap::ManagementServer;
 
 /// What the application can ask of a running stream.
 pub enum Command {
@@ -46,6 +49,53 @@ pub struct Io<'a> {
     pub on_event: &'a mut (dyn FnMut(&Client, ClientEvent) + Send),
     /// Sees every message, and the number it sees this call under.
     pub tap: Option<(&'a dyn Tap, u64)>,
+}
+
+impl<'a> Io<'a> {
+    /// A call on `channel` with no tap.
+    pub fn new(
+        channel: Channel,
+        clock: &'a StdClock,
+        commands: &'a mut mpsc::UnboundedReceiver<Command>,
+        on_event: &'a mut (dyn FnMut(&Client, ClientEvent) + Send),
+    ) -> Io<'a> {
+        Io {
+            channel,
+            clock,
+            commands,
+            on_event,
+            tap: None,
+        }
+    }
+}
+
+/// How long [`run_until_stopped`] waits after a call ends or a connection fails.
+pub const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// Runs `client` over one call after another to `server` until the application stops it
+/// (a [`Command::Stop`] or a dropped command sender), [`RETRY_PAUSE`] after each call or
+/// failed connection, with no backoff: the plain loop of tests, examples and test peers
+/// (the [`XdsClient`](crate::client::XdsClient) has gRPC's backoff).
+pub async fn run_until_stopped(
+    client: &mut Client,
+    server: &ManagementServer,
+    clock: &StdClock,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    on_event: &mut (dyn FnMut(&Client, ClientEvent) + Send),
+) {
+    let options = ConnectOptions {
+        timeout: Duration::from_secs(5),
+        keepalive: None,
+    };
+    loop {
+        if let Ok(channel) = connect(server, &options).await {
+            let io = Io::new(channel, clock, &mut *commands, &mut *on_event);
+            if run_stream(client, io).await.stopped {
+                return;
+            }
+        }
+        tokio::time::sleep(RETRY_PAUSE).await;
+    }
 }
 
 /// Runs one gRPC call for `client` (its variant and transport choose the method; a
