@@ -32,7 +32,8 @@ use xds_sansio::pb::google::rpc::Status;
 use xds_sansio::server::{ResourceEntry, StoreOp};
 use xds_sansio::time::StdClock;
 use xds_sansio::{Client, ClientConfig, ClientEvent, Transport, Variant};
-use xds_sansio_tonic::client::{run_stream, Command, Io};
+use xds_sansio_tonic::call::run_until_stopped;
+use xds_sansio_tonic::client::{Command, ManagementServer};
 use xds_sansio_tonic::XdsServer;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -130,26 +131,10 @@ impl ClientPeer {
 
 /// The application's loop: one call after another (50 ms apart) until `Stop`.
 async fn drive(mut client: Client, uri: String, mut commands: mpsc::UnboundedReceiver<Command>) {
-    let clock = StdClock::new();
+    let server = ManagementServer::insecure(uri);
     let mut on_event = |_: &Client, _: ClientEvent| {};
-    loop {
-        let Ok(endpoint) = tonic::transport::Endpoint::from_shared(uri.clone()) else {
-            return;
-        };
-        if let Ok(channel) = endpoint.connect().await {
-            let io = Io {
-                channel,
-                clock: &clock,
-                commands: &mut commands,
-                on_event: &mut on_event,
-                tap: None,
-            };
-            if run_stream(&mut client, io).await.stopped {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let clock = StdClock::new();
+    run_until_stopped(&mut client, &server, &clock, &mut commands, &mut on_event).await;
 }
 
 /// The server under test: one `XdsServer`; each scenario reads a fresh node group.

@@ -22,12 +22,12 @@
 //!   recording and the rule's passage.
 
 use std::fs::File;
-use std::io::Write;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -39,13 +39,16 @@ use tonic::codegen::{http, Service};
 use tonic::service::Routes;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
-use xds_sansio::check::{self, CheckSide, LiveCheck};
+use xds_sansio::check::{CheckSide, LiveCheck};
 use xds_sansio::json::JsonCodec;
 use xds_sansio::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
 use xds_sansio::transcript::Entry;
 use xds_sansio::{Request, Response, Transport, Variant};
+use xds_sansio_tonic::call::Tap;
+use xds_sansio_tonic::client::ManagementServer;
+use xds_sansio_tonic::record::Recorder;
 use xds_sansio_tonic::wire::{add_every_service, route};
 
 use crate::output::say;
@@ -68,64 +71,31 @@ pub struct Options {
     pub exit_after_streams: Option<u64>,
 }
 
-/// The upstream as a URI tonic can dial: `host:port` becomes `http://host:port`.
-pub fn upstream_uri(upstream: &str) -> String {
-    if upstream.contains("://") {
-        upstream.to_string()
-    } else {
-        format!("http://{upstream}")
-    }
-}
-
-/// Counts kept while the tap runs.
-#[derive(Default)]
-struct Tally {
-    messages: u64,
-    violations: u64,
-    /// The next line of the recording (the header is line 1).
-    next_line: usize,
-}
-
 struct Shared {
     upstream: Channel,
     next_stream: AtomicU64,
-    /// The recording, the checker and the counts, kept in the order the tap saw messages.
-    state: Mutex<State>,
+    /// Records every message, in the order the tap saw them, a live checker following.
+    recorder: Recorder,
+    /// The violations the checker found.
+    violations: Arc<AtomicU64>,
     ended: mpsc::UnboundedSender<u64>,
 }
 
-struct State {
-    live: LiveCheck,
-    file: Option<File>,
-    codec: JsonCodec,
-    tally: Tally,
-}
-
-impl Shared {
-    /// Numbers an entry, records it, checks it and prints what it breaks.
-    fn observe(&self, make: impl FnOnce(usize) -> Entry) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let state = &mut *state;
-        let line = state.tally.next_line;
-        state.tally.next_line += 1;
-        state.tally.messages += 1;
-        let entry = make(line);
-        if let Some(file) = state.file.as_mut() {
-            match check::to_jsonl(&entry, &state.codec) {
-                Ok(text) => {
-                    let _ = writeln!(file, "{text}");
-                    let _ = file.flush();
-                }
-                Err(e) => say!("line {line}: not recorded: {e}"),
-            }
+/// Checks each entry as it is recorded and prints what it breaks (and an entry that could
+/// not be written).
+fn live_check(violations: Arc<AtomicU64>) -> impl FnMut(&Entry, Option<&str>) + Send {
+    let mut live = LiveCheck::new();
+    move |entry, unwritten| {
+        if let Some(e) = unwritten {
+            say!("line {}: not recorded: {e}", entry.line());
         }
-        let stream = match &entry {
+        let stream = match entry {
             Entry::Request { stream, .. } | Entry::Response { stream, .. } => *stream,
             Entry::Store { .. } => 0,
         };
-        state.live.handle_entry(&entry);
-        while let Some((side, v)) = state.live.poll_violation() {
-            state.tally.violations += 1;
+        live.handle_entry(entry);
+        while let Some((side, v)) = live.poll_violation() {
+            violations.fetch_add(1, Ordering::Relaxed);
             let side = match side {
                 CheckSide::Client => "client",
                 CheckSide::Server => "server",
@@ -234,61 +204,25 @@ impl Tee {
 
     fn message(&self, bytes: Bytes) {
         let stream = self.ctx.id;
-        let decoded: Result<Entry, prost::DecodeError> = match (self.flow, self.ctx.variant) {
+        let tap: &dyn Tap = &self.shared.recorder;
+        let decoded = match (self.flow, self.ctx.variant) {
             (Flow::Requests, Variant::Sotw) => {
-                DiscoveryRequest::decode(bytes).map(|m| Entry::Request {
-                    line: 0,
-                    stream,
-                    request: Request::Sotw(m),
-                })
+                DiscoveryRequest::decode(bytes).map(|m| tap.request(stream, &Request::Sotw(m)))
             }
-            (Flow::Requests, Variant::Delta) => {
-                DeltaDiscoveryRequest::decode(bytes).map(|m| Entry::Request {
-                    line: 0,
-                    stream,
-                    request: Request::Delta(m),
-                })
-            }
+            (Flow::Requests, Variant::Delta) => DeltaDiscoveryRequest::decode(bytes)
+                .map(|m| tap.request(stream, &Request::Delta(m))),
             (Flow::Responses, Variant::Sotw) => {
-                DiscoveryResponse::decode(bytes).map(|m| Entry::Response {
-                    line: 0,
-                    stream,
-                    response: Response::Sotw(m),
-                })
+                DiscoveryResponse::decode(bytes).map(|m| tap.response(stream, &Response::Sotw(m)))
             }
-            (Flow::Responses, Variant::Delta) => {
-                DeltaDiscoveryResponse::decode(bytes).map(|m| Entry::Response {
-                    line: 0,
-                    stream,
-                    response: Response::Delta(m),
-                })
-            }
+            (Flow::Responses, Variant::Delta) => DeltaDiscoveryResponse::decode(bytes)
+                .map(|m| tap.response(stream, &Response::Delta(m))),
         };
-        match decoded {
-            Ok(entry) => self.shared.observe(|line| match entry {
-                Entry::Request {
-                    stream, request, ..
-                } => Entry::Request {
-                    line,
-                    stream,
-                    request,
-                },
-                Entry::Response {
-                    stream, response, ..
-                } => Entry::Response {
-                    line,
-                    stream,
-                    response,
-                },
-                store => store,
-            }),
-            Err(e) => {
-                let what = match self.flow {
-                    Flow::Requests => "a request",
-                    Flow::Responses => "a response",
-                };
-                say!("stream {stream}: {what} that does not decode passed (forwarded): {e}");
-            }
+        if let Err(e) = decoded {
+            let what = match self.flow {
+                Flow::Requests => "a request",
+                Flow::Responses => "a response",
+            };
+            say!("stream {stream}: {what} that does not decode passed (forwarded): {e}");
         }
     }
 
@@ -454,32 +388,24 @@ fn routes(shared: &Arc<Shared>) -> Routes {
 /// Runs the tap until Ctrl-C, SIGTERM or `exit_after_streams`; returns the number of
 /// messages checked and of violations.
 pub async fn run(options: Options) -> Result<(u64, u64), String> {
-    let uri = upstream_uri(&options.upstream);
+    let uri = ManagementServer::insecure(options.upstream.as_str()).endpoint_uri();
     let upstream = Endpoint::from_shared(uri.clone())
         .map_err(|e| format!("--upstream {}: {e}", options.upstream))?
         .connect_lazy();
     let file = match &options.record {
-        Some(path) => {
-            let mut file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            writeln!(file, "{}", check::header_jsonl(None))
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            Some(file)
-        }
+        Some(path) => Some(File::create(path).map_err(|e| format!("{}: {e}", path.display()))?),
         None => None,
     };
     let (ended_tx, mut ended) = mpsc::unbounded_channel();
+    let violations = Arc::new(AtomicU64::new(0));
+    let recorder = Recorder::with_codec(file, options.codec)
+        .without_memory()
+        .followed_by(live_check(violations.clone()));
     let shared = Arc::new(Shared {
         upstream,
         next_stream: AtomicU64::new(1),
-        state: Mutex::new(State {
-            live: LiveCheck::new(),
-            file,
-            codec: options.codec,
-            tally: Tally {
-                next_line: 2,
-                ..Tally::default()
-            },
-        }),
+        recorder,
+        violations,
         ended: ended_tx,
     });
     let listener = tokio::net::TcpListener::bind(options.listen)
@@ -526,8 +452,10 @@ pub async fn run(options: Options) -> Result<(u64, u64), String> {
         served = serving => served.map_err(|e| format!("tap: {e}"))?,
         () = grace => {}
     }
-    let state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
-    Ok((state.tally.messages, state.tally.violations))
+    Ok((
+        shared.recorder.recorded() as u64,
+        shared.violations.load(Ordering::Relaxed),
+    ))
 }
 
 #[cfg(unix)]

@@ -130,13 +130,7 @@ async fn the_tap_forwards_records_and_reports_live() {
             .connect()
             .await
             .unwrap();
-        let io = Io {
-            channel,
-            clock: &clock,
-            commands: &mut commands,
-            on_event: &mut on_event,
-            tap: None,
-        };
+        let io = Io::new(channel, &clock, &mut commands, &mut on_event);
         run_stream(&mut client, io).await
     });
     let mut acks = 0;

@@ -192,13 +192,7 @@ async fn main() {
             .connect_timeout(Duration::from_secs(5));
         let end = match endpoint.connect().await {
             Ok(channel) => {
-                let io = Io {
-                    channel,
-                    clock: &clock,
-                    commands: &mut commands,
-                    on_event: &mut on_event,
-                    tap: None,
-                };
+                let io = Io::new(channel, &clock, &mut commands, &mut on_event);
                 let run = run_stream(&mut client, io);
                 match deadline {
                     Some(at) => tokio::time::timeout_at(clock.to_std(at).into(), run)

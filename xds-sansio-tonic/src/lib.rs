@@ -68,7 +68,9 @@
 //! listener's complete configuration, through the core's dependency manager: the usual
 //! way to watch a listener) and [`client::Watch`]es (one resource as it is) on the core's
 //! events, with the application's validators deciding ACK or NACK, and answers CSDS
-//! ([`csds`]); [`client::run_stream`] is the single-call building block under it.
+//! ([`csds`]). One gRPC call, the plumbing the client, the server and the CLI share, is
+//! [`call`]: connect, start, pump, [`call::Tap`], and [`client::run_stream`], one core
+//! `Client` over one call for programs that run their own loop.
 // Links to feature-gated modules only when they exist (rustdoc would warn).
 #![cfg_attr(
     feature = "record",
@@ -102,6 +104,7 @@
 )]
 //!   discovery messages and the core's, through bytes.
 
+pub mod call;
 pub mod client;
 pub mod csds;
 #[cfg(feature = "envoy-types")]

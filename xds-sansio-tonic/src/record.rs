@@ -1,11 +1,14 @@
 //! Records conversations as JSON lines, the format `xds-sansio check` and
-//! `xds_sansio::check::parse_jsonl` read (feature `record`).
+//! `xds_sansio::check::parse_jsonl` read (feature `record`): the one recorder of the
+//! adapter and the CLI.
 //!
 //! On the server, a [`Recorder`] is [`Callbacks`]: every request, every response (decoded
-//! back from the bytes sent) and every store change of every group. On the client, a
-//! [`Recorder::client`] tap records one call under a stream id, and a `Recorder` given to
-//! [`Builder::tap`](crate::client::Builder::tap) records every stream of an
-//! [`XdsClient`](crate::client::XdsClient) under its stream number.
+//! back from the bytes sent) and every store change of every group. On the client, it is
+//! a [`Tap`]: given to [`Builder::tap`](crate::client::Builder::tap) it records every
+//! stream of an [`XdsClient`](crate::client::XdsClient) under its stream number, and to
+//! [`run_stream`](crate::call::run_stream) one call under the number given with it. The
+//! CLI's `tap` proxy records with it too, a live checker following
+//! ([`Recorder::followed_by`]).
 
 use std::io::Write;
 use std::sync::{Mutex, PoisonError};
@@ -15,13 +18,26 @@ use xds_sansio::server::{EncodedResponse, ResourceStore, Revision};
 use xds_sansio::transcript::Entry;
 use xds_sansio::{Request, Response};
 
-use crate::client::{StreamTap, Tap};
+use crate::call::Tap;
 use crate::server::{Callbacks, StreamInfo};
 
-/// Keeps every entry in memory and, optionally, appends it to a file as a JSON line.
+/// Sees each entry as it is recorded, and why it is not in the file if it is not.
+type Follower = Box<dyn FnMut(&Entry, Option<&str>) + Send>;
+
+/// Writes every entry to a file as a JSON line, if given one, and keeps it in memory
+/// unless told not to ([`Recorder::without_memory`]).
 pub struct Recorder {
-    inner: Mutex<(Vec<Entry>, Option<std::fs::File>)>,
+    inner: Mutex<Inner>,
     codec: JsonCodec,
+}
+
+struct Inner {
+    entries: Vec<Entry>,
+    keep: bool,
+    /// The next entry's line (the header is line 1).
+    next_line: usize,
+    file: Option<std::fs::File>,
+    follower: Option<Follower>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -45,43 +61,82 @@ impl Recorder {
             let _ = writeln!(file, "{}", xds_sansio::check::header_jsonl(None));
         }
         Recorder {
-            inner: Mutex::new((Vec::new(), file)),
+            inner: Mutex::new(Inner {
+                entries: Vec::new(),
+                keep: true,
+                next_line: 2,
+                file,
+                follower: None,
+            }),
             codec,
         }
+    }
+
+    /// The same, keeping nothing in memory ([`Recorder::entries`] is then empty): for a
+    /// recorder that runs for long and only writes its file.
+    pub fn without_memory(self) -> Recorder {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keep = false;
+        self
+    }
+
+    /// The same, with `follower` seeing each entry as it is recorded, in the recording's
+    /// order (no other entry is recorded meanwhile; it must not record itself), with why
+    /// the entry is not in the file if it is not: a live checker follows it so.
+    pub fn followed_by(
+        self,
+        follower: impl FnMut(&Entry, Option<&str>) + Send + 'static,
+    ) -> Recorder {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .follower = Some(Box::new(follower));
+        self
     }
 
     /// Records one entry; `make` gets its line number in the recording (the header is
     /// line 1).
     pub fn record(&self, make: impl FnOnce(usize) -> Entry) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let entry = make(inner.0.len() + 2);
-        if let Some(file) = inner.1.as_mut() {
+        let inner = &mut *inner;
+        let entry = make(inner.next_line);
+        inner.next_line += 1;
+        let mut unwritten = None;
+        if let Some(file) = inner.file.as_mut() {
             match xds_sansio::check::to_jsonl(&entry, &self.codec) {
                 Ok(line) => {
                     let _ = writeln!(file, "{line}");
                     let _ = file.flush();
                 }
-                Err(e) => tracing::warn!(error = %e, "recorder: entry not written"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "recorder: entry not written");
+                    unwritten = Some(e.to_string());
+                }
             }
         }
-        inner.0.push(entry);
+        if let Some(follower) = inner.follower.as_mut() {
+            follower(&entry, unwritten.as_deref());
+        }
+        if inner.keep {
+            inner.entries.push(entry);
+        }
     }
 
-    /// Everything recorded so far.
+    /// Everything recorded so far (nothing [`Recorder::without_memory`]).
     pub fn entries(&self) -> Vec<Entry> {
         self.inner
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .0
+            .entries
             .clone()
     }
 
-    /// A tap that records a client's call as stream `stream`.
-    pub fn client(&self, stream: u64) -> ClientRecording<'_> {
-        ClientRecording {
-            recorder: self,
-            stream,
-        }
+    /// How many entries were recorded, kept in memory or not.
+    pub fn recorded(&self) -> usize {
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        inner.next_line - 2
     }
 }
 
@@ -127,39 +182,22 @@ impl Callbacks for Recorder {
     }
 }
 
-/// Records one client call (see [`Recorder::client`]).
-#[derive(Debug)]
-pub struct ClientRecording<'a> {
-    recorder: &'a Recorder,
-    stream: u64,
-}
-
-impl Tap for ClientRecording<'_> {
-    fn request(&self, request: &Request) {
+impl Tap for Recorder {
+    fn request(&self, stream: u64, request: &Request) {
         let request = request.clone();
-        self.recorder.record(|line| Entry::Request {
+        self.record(|line| Entry::Request {
             line,
-            stream: self.stream,
+            stream,
             request,
         });
     }
 
-    fn response(&self, response: &Response) {
+    fn response(&self, stream: u64, response: &Response) {
         let response = response.clone();
-        self.recorder.record(|line| Entry::Response {
+        self.record(|line| Entry::Response {
             line,
-            stream: self.stream,
+            stream,
             response,
         });
-    }
-}
-
-impl StreamTap for Recorder {
-    fn request(&self, stream: u64, request: &Request) {
-        self.client(stream).request(request);
-    }
-
-    fn response(&self, stream: u64, response: &Response) {
-        self.client(stream).response(response);
     }
 }

@@ -23,7 +23,8 @@ use xds_sansio::time::StdClock;
 use xds_sansio::transcript::Entry;
 use xds_sansio::types::{CLUSTER, ENDPOINT};
 use xds_sansio::{Client, ClientConfig, Request, Transport, Variant};
-use xds_sansio_tonic::client::{run_stream, Command, Io};
+use xds_sansio_tonic::call::run_until_stopped;
+use xds_sansio_tonic::client::{Command, ManagementServer};
 use xds_sansio_tonic::record::Recorder;
 use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
 
@@ -74,26 +75,12 @@ async fn client_loop(
     events: mpsc::UnboundedSender<ClientEvent>,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
-    let clock = StdClock::new();
     let mut on_event = move |_: &Client, e: ClientEvent| {
         let _ = events.send(e);
     };
-    loop {
-        let endpoint = tonic::transport::Endpoint::from_shared(uri.clone()).unwrap();
-        if let Ok(channel) = endpoint.connect().await {
-            let io = Io {
-                channel,
-                clock: &clock,
-                commands: &mut commands,
-                on_event: &mut on_event,
-                tap: None,
-            };
-            if run_stream(&mut client, io).await.stopped {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let server = ManagementServer::insecure(uri);
+    let clock = StdClock::new();
+    run_until_stopped(&mut client, &server, &clock, &mut commands, &mut on_event).await;
 }
 
 impl Harness {

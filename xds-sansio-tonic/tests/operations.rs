@@ -370,7 +370,10 @@ fn publications_are_checked_by_default() {
         Err(xds_sansio::server::StoreError::NameMismatch { .. })
     ));
     assert!(matches!(
-        server.publish(DEFAULT_GROUP, vec![set("type.googleapis.com/acme.Thing", "t", "")]),
+        server.publish(
+            DEFAULT_GROUP,
+            vec![set("type.googleapis.com/acme.Thing", "t", "")]
+        ),
         Err(xds_sansio::server::StoreError::UnknownType(_))
     ));
     assert!(!server.read(DEFAULT_GROUP, |s| s.is_published(EDS)));

@@ -286,14 +286,13 @@ async fn run_peer(
             None
         };
         let stream_id = peer.index as u64 * 10_000 + attempt;
-        let tap = recorder.as_ref().map(|r| r.client(stream_id));
         let io = Call {
             call_id,
             channel: channel.clone(),
             clock: &clock,
             life,
             read_delay: peer.read_delay,
-            tap: tap.as_ref().map(|t| t as &dyn Tap),
+            tap: recorder.as_deref().map(|r| (r as &dyn Tap, stream_id)),
             peer: &peer,
             server: &server,
             changing: &changing,
@@ -321,7 +320,7 @@ struct Call<'a> {
     clock: &'a StdClock,
     life: Option<Duration>,
     read_delay: Duration,
-    tap: Option<&'a dyn Tap>,
+    tap: Option<(&'a dyn Tap, u64)>,
     peer: &'a Peer,
     server: &'a XdsServer,
     changing: &'a AtomicBool,
@@ -343,8 +342,8 @@ async fn call<Req: WireRequest, Resp: WireResponse>(client: &mut Client, io: Cal
     let flush = |client: &mut Client| {
         let now = io.clock.now();
         while let Some(request) = client.poll_request(now) {
-            if let Some(tap) = io.tap {
-                tap.request(&request);
+            if let Some((tap, stream)) = io.tap {
+                tap.request(stream, &request);
             }
             if let Some(message) = Req::from_request(request) {
                 let _ = tx.send(message);
@@ -377,8 +376,8 @@ async fn call<Req: WireRequest, Resp: WireResponse>(client: &mut Client, io: Cal
                             tokio::time::sleep(io.read_delay).await;
                         }
                         let response = message.into_response();
-                        if let Some(tap) = io.tap {
-                            tap.response(&response);
+                        if let Some((tap, stream)) = io.tap {
+                            tap.response(stream, &response);
                         }
                         io.report.current.lock().unwrap().1 += 1;
                         client.handle_response(io.clock.now(), response);

@@ -85,8 +85,9 @@ use crate::{ClientConfig, Request, Transport, Variant};
 
 pub use backoff::{Backoff, BackoffConfig};
 pub use bootstrap::{
-    authority_of, default_listener_template, listener_name, Bootstrap, ServerConfig, WatchRefused,
-    FAIL_ON_DATA_ERRORS, IGNORE_RESOURCE_DELETION, RESOURCE_TIMER_IS_TRANSIENT_ERROR,
+    authority_of, default_listener_template, listener_name, servers_of_authority, Bootstrap,
+    ServerConfig, WatchRefused, FAIL_ON_DATA_ERRORS, IGNORE_RESOURCE_DELETION,
+    RESOURCE_TIMER_IS_TRANSIENT_ERROR,
 };
 pub use watch::{ConfigEvent, DumpEntry, ServerUse, WatchError, WatchEvent};
 

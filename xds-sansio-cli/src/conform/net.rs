@@ -12,16 +12,16 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_stream::{Stream, StreamExt};
 use tonic::body::Body;
 use tonic::codegen::http;
-use tonic::codegen::http::uri::PathAndQuery;
 use tonic::server::{Grpc, StreamingService};
 use tonic::service::Routes;
-use tonic::transport::Endpoint;
 use tonic::{Status, Streaming};
 use tonic_prost::ProstCodec;
 use xds_sansio::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
 use xds_sansio::{Request, Response, Transport, Variant};
+use xds_sansio_tonic::call::{self, ConnectOptions};
+use xds_sansio_tonic::client::ManagementServer;
 use xds_sansio_tonic::wire::{add_every_service, method_path, route, WireRequest, WireResponse};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -176,77 +176,32 @@ pub fn dial(
     transport: &Transport,
     patience: Duration,
 ) -> Result<Outgoing, String> {
-    let path = method_path(variant, transport)
+    method_path(variant, transport)
         .ok_or_else(|| format!("no gRPC method for {variant:?} {transport:?}"))?;
-    let endpoint = Endpoint::from_shared(crate::tap::upstream_uri(target))
-        .map_err(|e| format!("--target {target}: {e}"))?
-        .connect_timeout(patience);
+    let options = ConnectOptions {
+        timeout: patience,
+        keepalive: None,
+    };
     let channel = rt
-        .block_on(endpoint.connect())
-        .map_err(|e| format!("cannot connect to {target}: {e}"))?;
+        .block_on(call::connect(&ManagementServer::insecure(target), &options))
+        .map_err(|e| format!("--target {target}: {e}"))?;
     let (requests, requests_rx) = mpsc::unbounded_channel();
     let (responses_tx, responses) = mpsc::unbounded_channel();
-    let task = match variant {
-        Variant::Sotw => rt.spawn(pump::<DiscoveryRequest, DiscoveryResponse>(
-            channel,
-            path,
-            requests_rx,
-            responses_tx,
-        )),
-        Variant::Delta => rt.spawn(pump::<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(
-            channel,
-            path,
-            requests_rx,
-            responses_tx,
-        )),
-    };
+    let transport = transport.clone();
+    let task = rt.spawn(async move {
+        let end = call::pump(channel, variant, &transport, requests_rx, |response| {
+            responses_tx.send(Ok(response)).is_ok()
+        })
+        .await;
+        if let Err(status) = end {
+            let _ = responses_tx.send(Err(status));
+        }
+    });
     Ok(Outgoing {
         requests,
         responses,
         task,
     })
-}
-
-async fn pump<Req: WireRequest, Resp: WireResponse>(
-    channel: tonic::transport::Channel,
-    path: &'static str,
-    requests: mpsc::UnboundedReceiver<Request>,
-    responses: mpsc::UnboundedSender<Result<Response, Status>>,
-) {
-    let mut grpc = tonic::client::Grpc::new(channel);
-    if let Err(e) = grpc.ready().await {
-        let _ = responses.send(Err(Status::unavailable(e.to_string())));
-        return;
-    }
-    let outbound = UnboundedReceiverStream::new(requests).filter_map(Req::from_request);
-    let call = grpc
-        .streaming(
-            tonic::Request::new(outbound),
-            PathAndQuery::from_static(path),
-            ProstCodec::<Req, Resp>::default(),
-        )
-        .await;
-    let mut inbound = match call {
-        Ok(response) => response.into_inner(),
-        Err(status) => {
-            let _ = responses.send(Err(status));
-            return;
-        }
-    };
-    loop {
-        match inbound.message().await {
-            Ok(Some(message)) => {
-                if responses.send(Ok(message.into_response())).is_err() {
-                    return;
-                }
-            }
-            Ok(None) => return,
-            Err(status) => {
-                let _ = responses.send(Err(status));
-                return;
-            }
-        }
-    }
 }
 
 /// Waits at most `within` for the next item of `rx`: `Ok(None)` on time-out, `Err(())`

@@ -7,30 +7,21 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use tokio_stream::wrappers::UnboundedReceiverStream;
-use tonic::codegen::http::uri::PathAndQuery;
-use tonic::transport::{Channel, Endpoint};
-use tonic_prost::ProstCodec;
+use tonic::transport::Channel;
 use xds_sansio::client::deps::DepsStatus;
 use xds_sansio::client::session::{
     ServerUse, Session, SessionCommand, SessionEvent, StreamKey as SlotKey,
 };
 use xds_sansio::client::SharedStr;
-use xds_sansio::pb::discovery::{
-    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
-};
 use xds_sansio::time::StdClock;
 use xds_sansio::{Request, Response, Transport, Variant};
 
-use super::bootstrap::{Bootstrap, ChannelCreds, ManagementServer};
-use super::config_watch::ConfigEvent;
-use super::watch::Sink;
+use super::bootstrap::ManagementServer;
+use super::watch::{ConfigEvent, Sink, WatchEvent};
 use super::DumpEntry;
-use super::StreamTap;
-use crate::wire::{method_path, WireRequest, WireResponse};
+use crate::call::{self, sleep_until, ConnectOptions, Tap};
 
 /// What the handles ask of the driver.
 pub(crate) enum Op {
@@ -39,7 +30,7 @@ pub(crate) enum Op {
         type_url: SharedStr,
         /// Canonical, or `*`.
         name: SharedStr,
-        sink: Arc<Sink>,
+        sink: Arc<Sink<WatchEvent>>,
     },
     WatchConfig {
         id: u64,
@@ -79,64 +70,21 @@ enum Io {
 /// How connections are made.
 #[derive(Clone)]
 pub(crate) struct Connect {
-    pub(crate) connect_timeout: Duration,
-    pub(crate) keepalive: Option<(Duration, Duration)>,
-    pub(crate) tap: Option<Arc<dyn StreamTap>>,
-}
-
-enum Outbound {
-    Sotw(mpsc::UnboundedSender<DiscoveryRequest>),
-    Delta(mpsc::UnboundedSender<DeltaDiscoveryRequest>),
-}
-
-impl Outbound {
-    fn send(&self, request: Request) {
-        // A closed receiver means the call ended; its end is reported separately.
-        match (self, request) {
-            (Outbound::Sotw(tx), Request::Sotw(r)) => {
-                let _ = tx.send(r);
-            }
-            (Outbound::Delta(tx), Request::Delta(r)) => {
-                let _ = tx.send(r);
-            }
-            _ => {}
-        }
-    }
+    pub(crate) options: ConnectOptions,
+    pub(crate) tap: Option<Arc<dyn Tap>>,
 }
 
 struct Live {
     stream: u64,
-    outbound: Option<Outbound>,
+    /// Where the call's requests go, once it is started.
+    outbound: Option<mpsc::UnboundedSender<Request>>,
     task: tokio::task::JoinHandle<()>,
-}
-
-/// The bootstrap's server of each of the session's servers, by `ServerId`.
-pub(crate) fn server_table(bootstrap: &Bootstrap, session: &Session) -> Vec<ManagementServer> {
-    let all: Vec<&ManagementServer> = bootstrap
-        .servers
-        .iter()
-        .chain(
-            bootstrap
-                .authorities
-                .values()
-                .flat_map(|a| a.servers.iter()),
-        )
-        .collect();
-    session
-        .server_ids()
-        .filter_map(|id| {
-            let model = session.server(id)?;
-            all.iter()
-                .find(|m| m.model() == *model)
-                .map(|m| (*m).clone())
-        })
-        .collect()
 }
 
 /// The watches' sinks, by watch id.
 #[derive(Default)]
 struct Sinks {
-    watches: HashMap<u64, Arc<Sink>>,
+    watches: HashMap<u64, Arc<Sink<WatchEvent>>>,
     configs: HashMap<u64, Arc<Sink<ConfigEvent>>>,
 }
 
@@ -229,7 +177,7 @@ async fn run(
                     };
                     pending.insert(key, (stream, variant, transport));
                     let task =
-                        tokio::spawn(open(key, stream, server, connect.clone(), io_tx.clone()));
+                        tokio::spawn(open(key, stream, server, connect.options, io_tx.clone()));
                     live.insert(
                         key,
                         Live {
@@ -249,7 +197,9 @@ async fn run(
                     }
                     if let Some(l) = live.get(&key).filter(|l| l.stream == stream) {
                         if let Some(out) = &l.outbound {
-                            out.send(request);
+                            // A closed receiver means the call ended; its end is reported
+                            // separately.
+                            let _ = out.send(request);
                         }
                     }
                 }
@@ -305,12 +255,8 @@ async fn run(
                 }
                 Some(Op::Shutdown) | None => {
                     session.close_all();
-                    for (_, sink) in sinks.watches.drain() {
-                        sink.close();
-                    }
-                    for (_, sink) in sinks.configs.drain() {
-                        sink.close();
-                    }
+                    sinks.watches.drain().for_each(|(_, sink)| sink.close());
+                    sinks.configs.drain().for_each(|(_, sink)| sink.close());
                     for (_, l) in live.drain() {
                         l.task.abort();
                     }
@@ -325,9 +271,9 @@ async fn run(
                     }
                     let Some(l) = live.get_mut(&key).filter(|l| l.stream == stream) else { continue };
                     // The first requests are queued before the call starts: they leave with it.
-                    let (outbound, task) = call(key, stream, variant, &transport, channel, io_tx.clone());
+                    let (outbound, requests) = mpsc::unbounded_channel();
                     l.outbound = Some(outbound);
-                    l.task = task;
+                    l.task = tokio::spawn(pump(key, stream, variant, transport, channel, requests, io_tx.clone()));
                     session.handle_connected(clock.now(), key, stream);
                 }
                 Some(Io::Response { key, stream, response }) => {
@@ -349,45 +295,15 @@ async fn run(
     }
 }
 
-async fn sleep_until(deadline: Option<std::time::Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// Connects to `server`; reports `Connected` or `Ended`.
 async fn open(
     key: SlotKey,
     stream: u64,
     server: ManagementServer,
-    connect: Connect,
+    options: ConnectOptions,
     io: mpsc::UnboundedSender<Io>,
 ) {
-    let result = async {
-        let mut endpoint = Endpoint::from_shared(server.endpoint_uri())
-            .map_err(|e| format!("bad server_uri {:?}: {e}", server.server_uri))?
-            .connect_timeout(connect.connect_timeout)
-            .tcp_nodelay(true);
-        if let Some((interval, timeout)) = connect.keepalive {
-            endpoint = endpoint
-                .http2_keep_alive_interval(interval)
-                .keep_alive_timeout(timeout)
-                .keep_alive_while_idle(true);
-        }
-        if let ChannelCreds::Tls(files) = &server.channel_creds {
-            endpoint = tls(endpoint, files).await?;
-        }
-        // The connect timeout bounds the TCP connect; the whole attempt (TLS and HTTP/2
-        // handshakes too) is bounded here, so a peer that accepts and stalls fails.
-        match tokio::time::timeout(connect.connect_timeout, endpoint.connect()).await {
-            Ok(Ok(channel)) => Ok(channel),
-            Ok(Err(e)) => Err(format!("connect to {}: {}", server.server_uri, chain(&e))),
-            Err(_) => Err(format!("connect to {}: timed out", server.server_uri)),
-        }
-    }
-    .await;
-    let _ = io.send(match result {
+    let _ = io.send(match call::connect(&server, &options).await {
         Ok(channel) => Io::Connected {
             key,
             stream,
@@ -397,126 +313,30 @@ async fn open(
     });
 }
 
-#[cfg(feature = "tls")]
-async fn tls(endpoint: Endpoint, files: &super::bootstrap::TlsFiles) -> Result<Endpoint, String> {
-    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
-    // Small files, read once per connection attempt.
-    let read = |path: &std::path::PathBuf| {
-        std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
-    };
-    let mut config = ClientTlsConfig::new();
-    if let Some(ca) = &files.ca_certificate_file {
-        config = config.ca_certificate(Certificate::from_pem(read(ca)?));
-    }
-    if let (Some(cert), Some(key)) = (&files.certificate_file, &files.private_key_file) {
-        config = config.identity(Identity::from_pem(read(cert)?, read(key)?));
-    }
-    endpoint.tls_config(config).map_err(|e| format!("TLS: {e}"))
-}
-
-#[cfg(not(feature = "tls"))]
-async fn tls(_: Endpoint, _: &super::bootstrap::TlsFiles) -> Result<Endpoint, String> {
-    Err("TLS credentials need the `tls` feature".into())
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
-}
-
-/// Starts the call: returns where its requests go and the task pumping its responses.
-fn call(
+/// Runs the call of a connected stream; reports each response, then how it ended.
+async fn pump(
     key: SlotKey,
     stream: u64,
     variant: Variant,
-    transport: &Transport,
+    transport: Transport,
     channel: Channel,
-    io: mpsc::UnboundedSender<Io>,
-) -> (Outbound, tokio::task::JoinHandle<()>) {
-    let path = method_path(variant, transport);
-    match variant {
-        Variant::Sotw => {
-            let (tx, rx) = mpsc::unbounded_channel();
-            let task = tokio::spawn(pump::<DiscoveryRequest, DiscoveryResponse>(
-                key, stream, path, channel, rx, io,
-            ));
-            (Outbound::Sotw(tx), task)
-        }
-        Variant::Delta => {
-            let (tx, rx) = mpsc::unbounded_channel();
-            let task = tokio::spawn(pump::<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(
-                key, stream, path, channel, rx, io,
-            ));
-            (Outbound::Delta(tx), task)
-        }
-    }
-}
-
-async fn pump<Req: WireRequest, Resp: WireResponse>(
-    key: SlotKey,
-    stream: u64,
-    path: Option<&'static str>,
-    channel: Channel,
-    rx: mpsc::UnboundedReceiver<Req>,
+    requests: mpsc::UnboundedReceiver<Request>,
     io: mpsc::UnboundedSender<Io>,
 ) {
-    let ended = |error: String| Io::Ended { key, stream, error };
-    let Some(path) = path else {
-        let _ = io.send(ended("no gRPC method for this transport".into()));
-        return;
+    let end = call::pump(channel, variant, &transport, requests, |response| {
+        io.send(Io::Response {
+            key,
+            stream,
+            response,
+        })
+        .is_ok()
+    })
+    .await;
+    let error = match end {
+        Ok(()) => "the server closed the stream".to_string(),
+        Err(status) => format!("{:?}: {}", status.code(), status.message()),
     };
-    let mut grpc = tonic::client::Grpc::new(channel);
-    if let Err(e) = grpc.ready().await {
-        let _ = io.send(ended(format!("channel not ready: {e}")));
-        return;
-    }
-    let call = grpc.streaming(
-        tonic::Request::new(UnboundedReceiverStream::new(rx)),
-        PathAndQuery::from_static(path),
-        ProstCodec::<Req, Resp>::default(),
-    );
-    let mut inbound = match call.await {
-        Ok(response) => response.into_inner(),
-        Err(status) => {
-            let _ = io.send(ended(status_text(&status)));
-            return;
-        }
-    };
-    loop {
-        match inbound.message().await {
-            Ok(Some(message)) => {
-                let response = message.into_response();
-                if io
-                    .send(Io::Response {
-                        key,
-                        stream,
-                        response,
-                    })
-                    .is_err()
-                {
-                    return;
-                }
-            }
-            Ok(None) => {
-                let _ = io.send(ended("the server closed the stream".into()));
-                return;
-            }
-            Err(status) => {
-                let _ = io.send(ended(status_text(&status)));
-                return;
-            }
-        }
-    }
-}
-
-fn status_text(status: &tonic::Status) -> String {
-    format!("{:?}: {}", status.code(), status.message())
+    let _ = io.send(Io::Ended { key, stream, error });
 }
 
 /// Watch ids, unique per process.

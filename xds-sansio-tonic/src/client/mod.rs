@@ -22,59 +22,35 @@
 //!
 //! # What it does, and where each rule lives
 //!
-//! - **Bootstrap** ([`bootstrap`]): gRPC's file (`xds_servers`, `node`, `authorities`,
-//!   `server_features` such as `ignore_resource_deletion`), from `GRPC_XDS_BOOTSTRAP` or
-//!   built in code.
-//! - **Connections** (`driver.rs`, one tokio task): one stream per server in use (ADS), or
-//!   per server and type ([`Builder::per_type_streams`]); SotW or incremental
-//!   ([`Builder::variant`]); TLS through tonic (feature `tls`); HTTP/2 keepalive on demand
-//!   ([`Builder::keepalive`]). The core's `connected` is called once the connection is up,
-//!   so no does-not-exist timer runs while connecting (gRPC A57).
-//! - **Which server, when, and what a watcher is told** (the core's
-//!   [`Session`]): the bootstrap model, federation
-//!   by authority (gRPC A47), fallback and revert (A71), the per-stream jittered backoff
-//!   (seeded here from the OS per client: [`backoff`]), the view the watchers are served
-//!   from, and the dependency managers behind [`ConfigWatch`]es (A74). The driver opens
-//!   the connections the session asks for and hands its events to the watches.
-//! - **Configuration watches** ([`XdsClient::watch_listener`], [`ConfigWatch`]): the core's
-//!   dependency manager ([`xds_sansio::client::deps`], gRPC A74) follows the listener's
-//!   references, its subscriptions ride beside the watches', and each complete
-//!   configuration is delivered (newest wins); Envoy's shape with
-//!   [`XdsClient::watch_all_config`].
-//! - **Watches** ([`Watch`], [`WatchEvent`]): one resource as it is, per name or per type
-//!   (wildcard), no reference followed; the newest state wins; values and errors apart
-//!   (gRPC A88). ACK and NACK are the core's
-//!   verdicts, with the application's validator per type ([`Builder::validator`]) and
-//!   gRPC's NACK semantics (A46: the valid resources of a response are kept).
-//! - **Status** ([`XdsClient::dump`]): the core's per-resource status and body of what the
-//!   watchers are served, the material of the CSDS service ([`crate::csds`]).
+//! - **Bootstrap** ([`bootstrap`]): gRPC's file, from `GRPC_XDS_BOOTSTRAP` or built in
+//!   code; what it says and its rules are the core's
+//!   ([`xds_sansio::client::session::bootstrap::file`]).
+//! - **Connections** (`driver.rs`, one tokio task, on [`crate::call`]): the streams the
+//!   core's [`Session`] asks for, ADS or per type ([`Builder::per_type_streams`]), SotW or
+//!   incremental ([`Builder::variant`]), TLS through tonic (feature `tls`), HTTP/2
+//!   keepalive on demand ([`Builder::keepalive`]); the session hears a stream is up once
+//!   its connection is (gRPC A57: no does-not-exist timer runs while connecting).
+//! - **Which server, when, and what a watcher is told**: the [`Session`]'s, with
+//!   federation by authority (gRPC A47), fallback and revert (A71), the per-stream
+//!   jittered backoff (seeded here from the OS per client: [`backoff`]), the view the
+//!   watchers are served from, and the dependency managers behind [`ConfigWatch`]es
+//!   (A74: a listener and everything it reaches, one manager per listener watched and
+//!   one for [`XdsClient::watch_all_config`]; [`XdsClient::dependencies`] says what they
+//!   wait for). ACK and NACK are the core's verdicts, with the application's validator
+//!   per type ([`Builder::validator`]) and gRPC's NACK semantics (A46).
+//! - **Watches** ([`Watch`]): the driver hands each the session's events for it; the
+//!   newest state wins, values and errors apart (gRPC A88).
+//! - **Status** ([`XdsClient::dump`]): the session's per-resource status and body of what
+//!   the watchers are served, the material of the CSDS service ([`crate::csds`]).
 //!
-//! No protocol rule lives here: subscriptions, versions, nonces, ACK/NACK, does-not-exist
-//! and TTL timers, `ignore_resource_deletion` are the core's
-//! ([`xds_sansio::client`]), and so are fallback, federation and backoff
-//! ([`xds_sansio::client::session`]); the driver moves bytes and time.
+//! No protocol rule lives here: the driver moves bytes and time.
 //!
-//! # Following references
-//!
-//! A [`Watch`] is on one resource. A [`ConfigWatch`] is on a listener and everything it
-//! reaches: the driver runs the core's dependency manager (gRPC A74: watch a listener,
-//! follow its route configuration, clusters and endpoints, and get complete
-//! configurations), one per listener watched (as gRPC runs one per channel, so one
-//! listener's wait never holds back another's configuration) and one for
-//! [`XdsClient::watch_all_config`]. It feeds them what the watchers see (so the fallback
-//! rules hold for them too), gives their subscriptions to the clients beside the watches'
-//! (a name wanted by several stays until none wants it), runs their unsubscription grace
-//! ([`Builder::dependency_config`]) and hands each complete configuration to the
-//! watchers. [`XdsClient::dependencies`] says what they wait for and why.
-//!
-//! [`run_stream`] is the single-call building block underneath, for programs that run
-//! their own loop.
+//! [`run_stream`] ([`crate::call`]) drives one core `Client` over one gRPC call, for
+//! programs that run their own loop.
 
 pub mod backoff;
 pub mod bootstrap;
-mod config_watch;
 mod driver;
-mod stream;
 mod watch;
 
 use std::sync::Arc;
@@ -85,28 +61,26 @@ use xds_sansio::client::session::{self, Session, SessionConfig};
 use xds_sansio::client::{SharedStr, Validator};
 use xds_sansio::time::StdClock;
 use xds_sansio::types::LISTENER;
-use xds_sansio::{ClientConfig, Request, Response, Variant};
+use xds_sansio::{ClientConfig, Variant};
 
+/// The name [`Tap`] had here before the adapter had one name for it.
+#[doc(hidden)]
+pub use crate::call::Tap as StreamTap;
+pub use crate::call::{run_stream, Command, Io, StreamEnd, Tap};
 pub use backoff::{os_seed, Backoff, BackoffConfig};
 pub use bootstrap::{Authority, Bootstrap, BootstrapError, ManagementServer};
-pub use config_watch::{ConfigEvent, ConfigWatch};
-pub use stream::{run_stream, Command, Io, StreamEnd, Tap};
-pub use watch::{Watch, WatchError, WatchEvent};
+pub use watch::{ConfigEvent, ConfigWatch, Watch, WatchError, WatchEvent};
 pub use xds_sansio::client::deps::{
     ClusterConfig, DepsConfig, DepsStatus, Failure, ListenerConfig, Resolved, ResourceKey,
 };
+/// The state of one server of the top-level authority, from [`XdsClient::servers`]: its
+/// `server_uri`, whether it is in use and whether a stream to it is up.
+pub use xds_sansio::client::session::ServerUse as ServerState;
 pub use xds_sansio::client::session::{DumpEntry, WatchRefused};
 
+use crate::call::ConnectOptions;
 use driver::Op;
-
-/// Sees every message of every stream of an [`XdsClient`] (to record conversations for
-/// the checker, or log them); `stream` numbers each stream attempt.
-pub trait StreamTap: Send + Sync + 'static {
-    /// A request is about to be sent on `stream`.
-    fn request(&self, stream: u64, request: &Request);
-    /// A response arrived on `stream` (before the client handles it).
-    fn response(&self, stream: u64, response: &Response);
-}
+use watch::Sink;
 
 /// Why [`Builder::build`] failed.
 #[derive(Debug)]
@@ -123,17 +97,6 @@ impl std::fmt::Display for BuildError {
 
 impl std::error::Error for BuildError {}
 
-/// The state of one server of the top-level authority, from [`XdsClient::servers`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerState {
-    /// Its `server_uri`.
-    pub server_uri: String,
-    /// Whether it is in use (the primary always is; a fallback while falling back).
-    pub in_use: bool,
-    /// Whether a stream to it is up.
-    pub connected: bool,
-}
-
 type Tweak = Arc<dyn Fn(&mut ClientConfig) + Send + Sync>;
 
 /// Configures an [`XdsClient`].
@@ -146,7 +109,7 @@ pub struct Builder {
     tweak: Tweak,
     validators: Vec<(String, Arc<dyn Validator>)>,
     keepalive: Option<(Duration, Duration)>,
-    tap: Option<Arc<dyn StreamTap>>,
+    tap: Option<Arc<dyn Tap>>,
     deps: DepsConfig,
 }
 
@@ -199,8 +162,8 @@ impl Builder {
         self
     }
 
-    /// Sees every message of every stream.
-    pub fn tap(mut self, tap: Arc<dyn StreamTap>) -> Self {
+    /// Sees every message of every stream, under the stream's number.
+    pub fn tap(mut self, tap: Arc<dyn Tap>) -> Self {
         self.tap = Some(tap);
         self
     }
@@ -224,11 +187,13 @@ impl Builder {
         config.validators = self.validators;
         config.deps = self.deps;
         let session = Session::new(self.bootstrap.model(), config);
-        let servers = driver::server_table(&self.bootstrap, &session);
+        let servers = self.bootstrap.servers_by_id(&session);
         let (ops, rx) = mpsc::unbounded_channel();
         let connect = driver::Connect {
-            connect_timeout: self.backoff.min_connect_timeout,
-            keepalive: self.keepalive,
+            options: ConnectOptions {
+                timeout: self.backoff.min_connect_timeout,
+                keepalive: self.keepalive,
+            },
             tap: self.tap,
         };
         let model = Arc::new(session.bootstrap().clone());
@@ -297,16 +262,17 @@ impl XdsClient {
     }
 
     fn start_config_watch(&self, listener: Option<SharedStr>) -> Result<ConfigWatch, WatchRefused> {
+        self.start(|id, sink| Op::WatchConfig { id, listener, sink })
+    }
+
+    /// Hands a new watch's sink to the driver.
+    fn start<E>(&self, op: impl FnOnce(u64, Arc<Sink<E>>) -> Op) -> Result<Watch<E>, WatchRefused> {
         let id = driver::next_watch_id();
-        let sink = Arc::new(watch::Sink::default());
+        let sink = Arc::new(Sink::default());
         self.ops
-            .send(Op::WatchConfig {
-                id,
-                listener,
-                sink: sink.clone(),
-            })
+            .send(op(id, sink.clone()))
             .map_err(|_| WatchRefused::Closed)?;
-        Ok(ConfigWatch {
+        Ok(Watch {
             id,
             sink,
             unwatch: self.ops.clone(),
@@ -329,31 +295,19 @@ impl XdsClient {
 
     fn start_watch(&self, type_url: &str, name: Option<&str>) -> Result<Watch, WatchRefused> {
         let (name, _) = self.model.check_watch(type_url, name)?;
-        let id = driver::next_watch_id();
-        let sink = Arc::new(watch::Sink::default());
-        self.ops
-            .send(Op::Watch {
-                id,
-                type_url: SharedStr::from(type_url),
-                name,
-                sink: sink.clone(),
-            })
-            .map_err(|_| WatchRefused::Closed)?;
-        Ok(Watch {
+        let type_url = SharedStr::from(type_url);
+        self.start(|id, sink| Op::Watch {
             id,
+            type_url,
+            name,
             sink,
-            unwatch: self.ops.clone(),
         })
     }
 
     /// Every resource the watchers are served, with the core's status from the client of
     /// the server whose data is in use, sorted by type and name (empty once shut down).
     pub async fn dump(&self) -> Vec<DumpEntry> {
-        let (tx, rx) = oneshot::channel();
-        if self.ops.send(Op::Dump(tx)).is_err() {
-            return Vec::new();
-        }
-        rx.await.unwrap_or_default()
+        self.ask(Op::Dump).await
     }
 
     /// What the dependency managers behind the configuration watches know of each
@@ -362,28 +316,21 @@ impl XdsClient {
     /// so a resource several listeners reach is listed once for each (empty once shut
     /// down).
     pub async fn dependencies(&self) -> Vec<DepsStatus> {
-        let (tx, rx) = oneshot::channel();
-        if self.ops.send(Op::Dependencies(tx)).is_err() {
-            return Vec::new();
-        }
-        rx.await.unwrap_or_default()
+        self.ask(Op::Dependencies).await
     }
 
     /// The top-level servers, primary first: which are in use and connected.
     pub async fn servers(&self) -> Vec<ServerState> {
+        self.ask(Op::Servers).await
+    }
+
+    /// Asks the driver; empty once it has shut down.
+    async fn ask<T>(&self, op: impl FnOnce(oneshot::Sender<Vec<T>>) -> Op) -> Vec<T> {
         let (tx, rx) = oneshot::channel();
-        if self.ops.send(Op::Servers(tx)).is_err() {
+        if self.ops.send(op(tx)).is_err() {
             return Vec::new();
         }
-        rx.await
-            .unwrap_or_default()
-            .into_iter()
-            .map(|s| ServerState {
-                server_uri: s.server_uri,
-                in_use: s.in_use,
-                connected: s.connected,
-            })
-            .collect()
+        rx.await.unwrap_or_default()
     }
 
     /// The bootstrap it runs on (its node as sent, with the client's fields).

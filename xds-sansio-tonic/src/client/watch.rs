@@ -1,12 +1,15 @@
-//! What a watcher receives: [`Watch`], a stream of [`WatchEvent`]s for one name (or every
-//! name) of one type, fed by the driver from the core's events.
+//! What a watcher receives: [`Watch`], a stream of events fed by the driver from the
+//! core's session: [`WatchEvent`]s of one resource as it is, or, as a [`ConfigWatch`],
+//! [`ConfigEvent`]s, each a complete configuration of a listener (gRPC A74's `XdsConfig`).
+//! One type, generic over its event: the queue, the waiting and the unwatching are the
+//! same for both.
 //!
 //! # Decisions
 //!
 //! - **The newest state wins.** A watcher that reads slowly never makes the client hold a
-//!   queue of stale updates: an unread update (or does-not-exist) of a name is replaced by
-//!   a newer one, and an unread error of a name by a newer error, so what a watch holds is
-//!   bounded by the names it covers.
+//!   queue of stale updates: an unread event is replaced by a newer one of the same slot
+//!   ([`Coalesce`]: per name, state and errors apart), so what a watch holds is bounded
+//!   by the names it covers.
 //! - **Values and errors are separate** (gRPC A88's `OnResourceChanged` and
 //!   `OnAmbientError`): an error never hides the value still in use; a rejected update
 //!   ([`WatchError::Rejected`]) leaves the previous value in place.
@@ -17,20 +20,20 @@
 use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
-
-use std::task::Waker;
+use std::task::{Context, Poll, Waker};
 
 use tokio::sync::mpsc;
 use xds_sansio::client::SharedStr;
 
-pub use xds_sansio::client::session::{WatchError, WatchEvent};
+pub use xds_sansio::client::session::{ConfigEvent, WatchError, WatchEvent};
 
-/// An event a sink holds one unread of per slot: the newest replaces an unread one of the
-/// same slot.
+use super::driver::Op;
+
+/// The slot of an event in a watch's queue: the newest event replaces an unread one of
+/// the same slot.
 pub(crate) trait Coalesce {
-    /// The slot: a name, and whether the event is state (0: a value or its absence) or an
-    /// error (1), so one unread of each per name.
+    /// A name, and whether the event is state (0: a value or its absence) or an error
+    /// (1), so one unread of each per name.
     fn slot(&self) -> (SharedStr, u8);
 }
 
@@ -44,6 +47,21 @@ impl Coalesce for WatchEvent {
     }
 }
 
+impl Coalesce for ConfigEvent {
+    fn slot(&self) -> (SharedStr, u8) {
+        match self {
+            ConfigEvent::Changed(config) => (SharedStr::from(config.name.as_str()), 0),
+            ConfigEvent::Error { resource, .. } => {
+                let key = resource
+                    .as_ref()
+                    .map(|k| format!("{} {}", k.type_url, k.name))
+                    .unwrap_or_default();
+                (SharedStr::from(key), 1)
+            }
+        }
+    }
+}
+
 struct Pending<E> {
     next_seq: u64,
     by_key: HashMap<(SharedStr, u8), u64>,
@@ -54,7 +72,7 @@ struct Pending<E> {
 }
 
 /// The driver's end of a watch: pushes coalesce per slot ([`Coalesce`]).
-pub(crate) struct Sink<E = WatchEvent> {
+pub(crate) struct Sink<E> {
     pending: Mutex<Pending<E>>,
 }
 
@@ -88,7 +106,9 @@ impl<E: Coalesce> Sink<E> {
             w.wake();
         }
     }
+}
 
+impl<E> Sink<E> {
     pub(crate) fn close(&self) {
         let mut p = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         p.closed = true;
@@ -119,23 +139,54 @@ impl<E: Coalesce> Sink<E> {
     }
 
     pub(crate) fn unread(&self) -> usize {
-        self.pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .order
-            .len()
+        let p = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        p.order.len()
     }
 }
 
-/// A stream of [`WatchEvent`]s for one name, or every name, of one type; from
-/// [`XdsClient::watch`](super::XdsClient::watch). Dropping it unwatches.
-pub struct Watch {
+/// A stream of events: [`WatchEvent`]s for one name, or every name, of one type (from
+/// [`XdsClient::watch`](super::XdsClient::watch)), or [`ConfigEvent`]s as a
+/// [`ConfigWatch`]. Dropping it unwatches. The newest state wins: an unread event is
+/// replaced by a newer one of the same name (values and errors apart, gRPC A88). See the
+/// [client docs](super).
+pub struct Watch<E = WatchEvent> {
     pub(crate) id: u64,
-    pub(crate) sink: Arc<Sink>,
-    pub(crate) unwatch: mpsc::UnboundedSender<super::driver::Op>,
+    pub(crate) sink: Arc<Sink<E>>,
+    pub(crate) unwatch: mpsc::UnboundedSender<Op>,
 }
 
-impl std::fmt::Debug for Watch {
+/// A stream of [`ConfigEvent`]s for one listener (from
+/// [`XdsClient::watch_listener`](super::XdsClient::watch_listener)) or, from
+/// [`XdsClient::watch_all_config`](super::XdsClient::watch_all_config), every listener.
+/// How the driver runs the dependency managers: the [client docs](super), "Following
+/// references".
+///
+/// # Decisions
+///
+/// - **Only complete configurations** (A74: "will not deliver a config until all resources
+///   are obtained"): every resource the listener reaches is held or known not to be usable;
+///   the client's does-not-exist timer bounds the wait. A configuration is delivered again
+///   only when it differs from the one delivered before.
+/// - **One listener's wait is its own**: each listener watched by name has its own
+///   dependency manager (as gRPC has one per channel), so a listener waiting for a
+///   resource never holds back another listener's configuration.
+/// - **Failures are part of the configuration** (A74, A88): a listener that cannot serve
+///   (it, its route configuration or a scope does not exist, expired, or was rejected with
+///   nothing held) has [`ListenerConfig::status`](xds_sansio::client::deps::ListenerConfig::status) `Err`; a cluster that cannot be used
+///   (missing, or its endpoints or secrets are) has its
+///   [`ClusterConfig::leaves`](xds_sansio::client::deps::ClusterConfig::leaves) `Err` and
+///   the others still serve.
+/// - **Errors that change nothing are apart** ([`ConfigEvent::Error`], A88's ambient
+///   errors): a rejected update or a server error of a resource held keeps it in use, and
+///   an unreachable management server keeps the whole configuration.
+/// - **The newest state wins**, as for every [`Watch`]: an unread configuration of a
+///   listener is replaced by a newer one, an unread error of a resource by a newer one.
+/// - **Dropping it unwatches**; what only it reached is unsubscribed after the manager's
+///   grace
+///   ([`DepsConfig::unsubscribe_grace`](xds_sansio::client::deps::DepsConfig::unsubscribe_grace)).
+pub type ConfigWatch = Watch<ConfigEvent>;
+
+impl<E> std::fmt::Debug for Watch<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Watch")
             .field("id", &self.id)
@@ -144,18 +195,18 @@ impl std::fmt::Debug for Watch {
     }
 }
 
-impl Watch {
+impl<E> Watch<E> {
     /// The next event; `None` once the client has shut down.
-    pub async fn next(&mut self) -> Option<WatchEvent> {
+    pub async fn next(&mut self) -> Option<E> {
         std::future::poll_fn(|cx| self.poll_event(cx)).await
     }
 
     /// The next event if one is waiting (never waits).
-    pub fn try_next(&mut self) -> Option<WatchEvent> {
+    pub fn try_next(&mut self) -> Option<E> {
         self.sink.pop(None).ok().flatten()
     }
 
-    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<WatchEvent>> {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<E>> {
         match self.sink.pop(Some(cx.waker())) {
             Ok(Some(event)) => Poll::Ready(Some(event)),
             Err(()) => Poll::Ready(None),
@@ -164,19 +215,17 @@ impl Watch {
     }
 }
 
-impl tokio_stream::Stream for Watch {
-    type Item = WatchEvent;
+impl<E> tokio_stream::Stream for Watch<E> {
+    type Item = E;
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WatchEvent>> {
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<E>> {
         self.get_mut().poll_event(cx)
     }
 }
 
-impl Drop for Watch {
+impl<E> Drop for Watch<E> {
     fn drop(&mut self) {
-        let _ = self
-            .unwatch
-            .send(super::driver::Op::Unwatch { id: self.id });
+        let _ = self.unwatch.send(Op::Unwatch { id: self.id });
     }
 }
 

@@ -25,6 +25,7 @@ use super::ending::Ending;
 use super::group::Group;
 use super::hooks::{Peer, StreamInfo};
 use super::{metrics, Shared};
+use crate::call::sleep_until;
 use crate::wire::WireRequest;
 
 /// The sending half of a stream: what tonic writes, in order.
@@ -353,13 +354,6 @@ impl Driver {
         self.info.group = Some(group.key.clone());
         self.group = Some(group);
         None
-    }
-}
-
-async fn sleep_until(deadline: Option<impl Into<tokio::time::Instant>>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -1,5 +1,5 @@
-//! One gRPC call driving one [`xds_sansio::Client`] until the stream ends: the building
-//! block under [`XdsClient`](super::XdsClient), for programs that own their loop.
+//! One gRPC call driving one [`xds_sansio::Client`] until the stream ends, for programs
+//! that own their loop (re-exported as `client::run_stream`).
 //!
 //! The loop is the contract of `xds_sansio::client`: `connected(now)`, then after every
 //! input (a response, a deadline, an application command) drain `poll_request` into the
@@ -7,27 +7,16 @@
 //! or `poll_timeout`; `disconnected(now)` when the call ends. The `Client` outlives the
 //! call, so the caller reconnects by calling [`run_stream`] again with the same client.
 
+use std::time::Duration;
+
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::UnboundedReceiverStream;
-use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::Channel;
 use tonic::Status;
-use tonic_prost::ProstCodec;
-use xds_sansio::pb::discovery::{
-    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
-};
 use xds_sansio::time::StdClock;
-use xds_sansio::{Client, ClientEvent, Request, Response, Variant};
+use xds_sansio::{Client, ClientEvent, Request};
 
-use crate::wire::{method_path, WireRequest, WireResponse};
-
-/// Sees every message of a client's call (to record the conversation, log it, ...).
-pub trait Tap: Send + Sync {
-    /// A request is about to be sent.
-    fn request(&self, request: &Request);
-    /// A response arrived (before the client handles it).
-    fn response(&self, response: &Response);
-}
+use super::{connect, sleep_until, ConnectOptions, Ready, Tap};
+use crate::client::bootstrap::ManagementServer;
 
 /// What the application can ask of a running stream.
 pub enum Command {
@@ -58,33 +47,60 @@ pub struct Io<'a> {
     pub commands: &'a mut mpsc::UnboundedReceiver<Command>,
     /// Gets every event, with the client to look things up in.
     pub on_event: &'a mut (dyn FnMut(&Client, ClientEvent) + Send),
-    /// Sees every message.
-    pub tap: Option<&'a dyn Tap>,
+    /// Sees every message, and the number it sees this call under.
+    pub tap: Option<(&'a dyn Tap, u64)>,
+}
+
+impl<'a> Io<'a> {
+    /// A call on `channel` with no tap.
+    pub fn new(
+        channel: Channel,
+        clock: &'a StdClock,
+        commands: &'a mut mpsc::UnboundedReceiver<Command>,
+        on_event: &'a mut (dyn FnMut(&Client, ClientEvent) + Send),
+    ) -> Io<'a> {
+        Io {
+            channel,
+            clock,
+            commands,
+            on_event,
+            tap: None,
+        }
+    }
+}
+
+/// How long [`run_until_stopped`] waits after a call ends or a connection fails.
+pub const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// Runs `client` over one call after another to `server` until the application stops it
+/// (a [`Command::Stop`] or a dropped command sender), [`RETRY_PAUSE`] after each call or
+/// failed connection, with no backoff: the plain loop of tests, examples and test peers
+/// (the [`XdsClient`](crate::client::XdsClient) has gRPC's backoff).
+pub async fn run_until_stopped(
+    client: &mut Client,
+    server: &ManagementServer,
+    clock: &StdClock,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    on_event: &mut (dyn FnMut(&Client, ClientEvent) + Send),
+) {
+    let options = ConnectOptions {
+        timeout: Duration::from_secs(5),
+        keepalive: None,
+    };
+    loop {
+        if let Ok(channel) = connect(server, &options).await {
+            let io = Io::new(channel, clock, &mut *commands, &mut *on_event);
+            if run_stream(client, io).await.stopped {
+                return;
+            }
+        }
+        tokio::time::sleep(RETRY_PAUSE).await;
+    }
 }
 
 /// Runs one gRPC call for `client` (its variant and transport choose the method; a
 /// transport with no method in the catalog ends at once with `UNIMPLEMENTED`).
 pub async fn run_stream(client: &mut Client, io: Io<'_>) -> StreamEnd {
-    let Some(path) = method_path(client.config().variant, &client.config().transport) else {
-        return StreamEnd {
-            got_response: false,
-            status: Some(Status::unimplemented("no gRPC method for this transport")),
-            stopped: false,
-        };
-    };
-    match client.config().variant {
-        Variant::Sotw => run::<DiscoveryRequest, DiscoveryResponse>(client, io, path).await,
-        Variant::Delta => {
-            run::<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(client, io, path).await
-        }
-    }
-}
-
-async fn run<Req: WireRequest, Resp: WireResponse>(
-    client: &mut Client,
-    io: Io<'_>,
-    path: &'static str,
-) -> StreamEnd {
     let Io {
         channel,
         clock,
@@ -97,22 +113,20 @@ async fn run<Req: WireRequest, Resp: WireResponse>(
         status: None,
         stopped: false,
     };
-    let (tx, rx) = mpsc::unbounded_channel::<Req>();
-    let mut grpc = tonic::client::Grpc::new(channel);
-    if let Err(e) = grpc.ready().await {
-        end.status = Some(Status::unavailable(e.to_string()));
-        return end;
-    }
+    let (variant, transport) = (client.config().variant, client.config().transport.clone());
+    let ready = match Ready::new(channel, variant, &transport).await {
+        Ok(ready) => ready,
+        Err(status) => {
+            end.status = Some(status);
+            return end;
+        }
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
     client.connected(clock.now());
     // The first requests are queued before the call starts: they leave with it.
     flush(client, clock, &tx, on_event, tap);
-    let call = grpc.streaming(
-        tonic::Request::new(UnboundedReceiverStream::new(rx)),
-        PathAndQuery::from_static(path),
-        ProstCodec::<Req, Resp>::default(),
-    );
-    let mut inbound = match call.await {
-        Ok(response) => response.into_inner(),
+    let mut inbound = match ready.start(rx).await {
+        Ok(inbound) => inbound,
         Err(status) => {
             end.status = Some(status);
             client.disconnected(clock.now());
@@ -125,11 +139,10 @@ async fn run<Req: WireRequest, Resp: WireResponse>(
         let deadline = client.poll_timeout().map(|t| clock.to_std(t));
         tokio::select! {
             message = inbound.message() => match message {
-                Ok(Some(message)) => {
+                Ok(Some(response)) => {
                     end.got_response = true;
-                    let response = message.into_response();
-                    if let Some(tap) = tap {
-                        tap.response(&response);
+                    if let Some((tap, stream)) = tap {
+                        tap.response(stream, &response);
                     }
                     client.handle_response(clock.now(), response);
                 }
@@ -155,31 +168,22 @@ async fn run<Req: WireRequest, Resp: WireResponse>(
 }
 
 /// Drains requests into the call and events to the application.
-fn flush<Req: WireRequest>(
+fn flush(
     client: &mut Client,
     clock: &StdClock,
-    tx: &mpsc::UnboundedSender<Req>,
+    tx: &mpsc::UnboundedSender<Request>,
     on_event: &mut (dyn FnMut(&Client, ClientEvent) + Send),
-    tap: Option<&dyn Tap>,
+    tap: Option<(&dyn Tap, u64)>,
 ) {
     let now = clock.now();
     while let Some(request) = client.poll_request(now) {
-        if let Some(tap) = tap {
-            tap.request(&request);
+        if let Some((tap, stream)) = tap {
+            tap.request(stream, &request);
         }
-        if let Some(message) = Req::from_request(request) {
-            // The receiver lives as long as the call; a closed call ends the loop anyway.
-            let _ = tx.send(message);
-        }
+        // The receiver lives as long as the call; a closed call ends the loop anyway.
+        let _ = tx.send(request);
     }
     while let Some(event) = client.poll_event() {
         on_event(client, event);
-    }
-}
-
-async fn sleep_until(deadline: Option<std::time::Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
     }
 }

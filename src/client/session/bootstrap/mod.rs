@@ -1,8 +1,9 @@
 //! The bootstrap model: which management servers serve which names, in which order, with
 //! which features (gRPC A27 "xDS-Based Global Load Balancing", A47 "xDS Federation", A71
-//! "xDS Fallback", A53 for `ignore_resource_deletion`). Plain structs: reading the JSON
-//! file is the embedder's (the tokio adapter's `Bootstrap::from_json`), the rules that
-//! follow from the model are here.
+//! "xDS Fallback", A53 for `ignore_resource_deletion`). Plain structs, and the rules that
+//! follow from them. Reading gRPC's bootstrap JSON into them, with its validation rules,
+//! is [`file`](mod@file) (feature `json`); finding and reading the file is the embedder's (the tokio
+//! adapter's `Bootstrap::from_env`).
 //!
 //! # Decisions
 //!
@@ -25,6 +26,9 @@ use core::fmt;
 
 use crate::client::{SharedStr, WILDCARD};
 use crate::name::{canonicalize, XdstpName, XDSTP_SCHEME};
+
+#[cfg(feature = "json")]
+pub mod file;
 
 /// The server feature of gRPC A53: keep held resources the server deletes.
 pub const IGNORE_RESOURCE_DELETION: &str = "ignore_resource_deletion";
@@ -105,14 +109,8 @@ impl Bootstrap {
     /// The servers of `authority` (`""`: the top-level ones), primary first; `None` when
     /// the bootstrap lists no such authority (A47).
     pub fn servers_of(&self, authority: &str) -> Option<&[ServerConfig]> {
-        if authority.is_empty() {
-            return Some(&self.servers);
-        }
-        let servers = self.authorities.get(authority)?;
-        Some(if servers.is_empty() {
-            &self.servers
-        } else {
-            servers
+        servers_of_authority(&self.servers, authority, |a| {
+            self.authorities.get(a).map(Vec::as_slice)
         })
     }
 
@@ -143,6 +141,22 @@ impl Bootstrap {
         }
         Ok((SharedStr::from(canonical), authority))
     }
+}
+
+/// The servers of `authority`, given the top-level ones and the authority's own list
+/// (`listed`: `None` when the bootstrap names no such authority); `""` (old-style names) is
+/// the top level. The one home of A47's rule "If `xds_servers` is not specified, the
+/// top-level `xds_servers` will be used", for every shape of server a bootstrap holds.
+pub fn servers_of_authority<'a, S>(
+    top: &'a [S],
+    authority: &str,
+    listed: impl FnOnce(&str) -> Option<&'a [S]>,
+) -> Option<&'a [S]> {
+    if authority.is_empty() {
+        return Some(top);
+    }
+    let own = listed(authority)?;
+    Some(if own.is_empty() { top } else { own })
 }
 
 /// The authority a (canonical) name belongs to: `""` for old-style names, `None` for a
