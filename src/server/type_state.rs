@@ -172,12 +172,12 @@ impl TypeState {
     /// Whether a hold is to be reported now: the last build found the type unpublished
     /// while the client subscribes to some of it, and it was not reported yet.
     pub(crate) fn newly_held(&mut self) -> bool {
-        let subscribed = self.is_wildcard() || self.names().next().is_some();
-        if self.unpublished && subscribed && !self.hold_reported {
-            self.hold_reported = true;
-            return true;
+        if !self.unpublished || self.hold_reported {
+            return false;
         }
-        false
+        let subscribed = self.is_wildcard() || self.names().next().is_some();
+        self.hold_reported = subscribed;
+        subscribed
     }
 
     /// Whether the store publishes the type; remembers the answer for `has_work`.
