@@ -417,9 +417,12 @@ impl XdsServer {
     /// # use xds_sansio::server::{ResourceEntry, StoreOp};
     /// # use xds_sansio::types::{CLUSTER, ENDPOINT};
     /// # let server = xds_sansio_tonic::XdsServer::builder().build();
+    /// // Encoded resources named "c1" (a Cluster and its ClusterLoadAssignment): bodies
+    /// // are checked against their type and entry (`Builder::body_checks`).
+    /// let c1 = Bytes::from_static(b"\x0a\x02c1");
     /// server.publish("edge", vec![
-    ///     StoreOp::Set { type_url: CLUSTER.type_url.into(), entry: ResourceEntry::new("c1", Bytes::from_static(b"...")) },
-    ///     StoreOp::Set { type_url: ENDPOINT.type_url.into(), entry: ResourceEntry::new("c1", Bytes::from_static(b"...")) },
+    ///     StoreOp::Set { type_url: CLUSTER.type_url.into(), entry: ResourceEntry::new("c1", c1.clone()) },
+    ///     StoreOp::Set { type_url: ENDPOINT.type_url.into(), entry: ResourceEntry::new("c1", c1) },
     /// ])?;
     /// # Ok::<(), xds_sansio::server::StoreError>(())
     /// ```
