@@ -19,7 +19,6 @@
 use alloc::string::{String, ToString};
 
 use super::store::{ResourceEntry, StoreError};
-use crate::name::{XdstpName, XDSTP_SCHEME};
 use crate::types::TypeInfo;
 
 /// Whether a store checks the bodies it is given.
@@ -44,7 +43,7 @@ pub(crate) fn check_body(type_url: &str, entry: &ResourceEntry) -> Result<(), St
         field: String::from("name (field 1)"),
         why: e.to_string(),
     })?;
-    let named = canonical(named);
+    let named = crate::name::comparable(named).into_owned();
     if named != entry.name {
         return Err(StoreError::NameMismatch {
             name: entry.name.clone(),
@@ -61,16 +60,6 @@ pub(crate) fn check_body(type_url: &str, entry: &ResourceEntry) -> Result<(), St
         why: e.to_string(),
     })?;
     Ok(())
-}
-
-/// A name as the store keys it (`xdstp://` names canonical).
-fn canonical(name: &str) -> String {
-    if name.starts_with(XDSTP_SCHEME) {
-        if let Ok(urn) = XdstpName::parse(name) {
-            return urn.canonical();
-        }
-    }
-    name.to_string()
 }
 
 #[cfg(test)]

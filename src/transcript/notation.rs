@@ -41,7 +41,8 @@ pub fn quoted(name: &str) -> String {
     }
 }
 
-fn set<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+/// `{a,b}`, each name quoted where the notation needs it.
+pub fn set<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
     let names: Vec<String> = names.into_iter().map(quoted).collect();
     format!("{{{}}}", names.join(","))
 }

@@ -334,29 +334,42 @@ pub fn run_against(scenario: &Scenario, remote: &mut dyn Remote) -> Report {
     run_with(scenario, Some(remote))
 }
 
-fn run_with(scenario: &Scenario, remote: Option<&mut dyn Remote>) -> Report {
-    if scenario.model == Model::Session {
-        return session::run(scenario);
-    }
-    let mut runner = Runner::new(scenario, remote);
+/// Runs the steps in order through `step` (what passed, whether the line held, why it was
+/// not checked) and reports each line; stops at the first failing one.
+fn play_steps(
+    steps: &[Step],
+    mut step: impl FnMut(&Action) -> (Option<String>, Result<(), String>, Option<String>),
+) -> Vec<LineReport> {
     let mut lines = Vec::new();
-    let mut failed = false;
-    for step in &scenario.steps {
-        runner.note = None;
-        let (actual, result) = runner.step(&step.action);
-        failed = result.is_err();
+    for s in steps {
+        let (actual, result, note) = step(&s.action);
+        let failed = result.is_err();
         lines.push(LineReport {
-            line: step.line,
-            source: step.source.clone(),
-            kind: kind_of(&step.action),
+            line: s.line,
+            source: s.source.clone(),
+            kind: kind_of(&s.action),
             actual,
             result,
-            note: runner.note.take(),
+            note,
         });
         if failed {
             break;
         }
     }
+    lines
+}
+
+fn run_with(scenario: &Scenario, remote: Option<&mut dyn Remote>) -> Report {
+    if scenario.model == Model::Session {
+        return session::run(scenario);
+    }
+    let mut runner = Runner::new(scenario, remote);
+    let lines = play_steps(&scenario.steps, |action| {
+        runner.note = None;
+        let (actual, result) = runner.step(action);
+        (actual, result, runner.note.take())
+    });
+    let failed = lines.iter().any(|l| l.result.is_err());
     let trailing = if failed { None } else { runner.leftovers() };
     let (client_view, server_view) = runner.sim.take_views();
     Report {

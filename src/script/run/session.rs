@@ -23,7 +23,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::symbols::Symbols;
-use super::{kind_of, LineReport, Logged, Report, Runner};
+use super::{Logged, Report, Runner};
 use crate::client::session::{
     Bootstrap, ServerConfig, ServerId, Session, SessionCommand, SessionConfig, SessionEvent,
     StreamKey, WatchError, WatchEvent,
@@ -65,21 +65,10 @@ pub(super) fn run(scenario: &Scenario) -> Report {
     match SessionRunner::new(scenario) {
         Err(e) => trailing = Some(e),
         Ok(mut runner) => {
-            for step in &scenario.steps {
-                let (actual, result) = runner.step(&step.action);
-                let failed = result.is_err();
-                lines.push(LineReport {
-                    line: step.line,
-                    source: step.source.clone(),
-                    kind: kind_of(&step.action),
-                    actual,
-                    result,
-                    note: None,
-                });
-                if failed {
-                    break;
-                }
-            }
+            lines = super::play_steps(&scenario.steps, |action| {
+                let (actual, result) = runner.step(action);
+                (actual, result, None)
+            });
             if lines.iter().all(|l| l.result.is_ok()) {
                 trailing = runner.leftovers();
             }

@@ -208,10 +208,7 @@ impl Transcriber {
             let body = text.strip_suffix(')').unwrap_or(&text);
             return format!("{body}{error})");
         }
-        let names = |names: &[String]| {
-            let quoted: Vec<String> = names.iter().map(|n| notation::quoted(n)).collect();
-            format!("{{{}}}", quoted.join(","))
-        };
+        let names = |names: &[String]| notation::set(names.iter().map(String::as_str));
         match request {
             Request::Sotw(r) => format!(
                 "(R={},T={}{error})",
