@@ -109,6 +109,8 @@ pub mod client;
 pub mod csds;
 #[cfg(feature = "envoy-types")]
 pub mod envoy_types;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 #[cfg(feature = "record")]
 pub mod record;
 pub mod server;
