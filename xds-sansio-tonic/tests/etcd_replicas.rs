@@ -50,7 +50,9 @@ use xds_sansio::types::{CLUSTER, ENDPOINT};
 use xds_sansio::{ClientEvent, Request, Response, Transport, Variant};
 use xds_sansio_tonic::call::{self, Command, ConnectOptions, Io, Tap};
 use xds_sansio_tonic::client::bootstrap::{ChannelCreds, ManagementServer};
-use xds_sansio_tonic::etcd::wire::{CompactionRequest, Member, RangeRequest};
+use xds_sansio_tonic::etcd::wire::{
+    request_op, CompactionRequest, Member, PutRequest, RangeRequest, RequestOp, TxnRequest,
+};
 use xds_sansio_tonic::etcd::{self, EtcdSource, Publication, SourceConfig, HEALTH_SERVICE};
 use xds_sansio_tonic::XdsServer;
 
@@ -179,6 +181,47 @@ async fn publish(endpoints: &[String], gen: u32) -> etcd::Published {
     etcd::publish(endpoints, PREFIX, &publication(gen), Duration::from_secs(3))
         .await
         .unwrap_or_else(|e| panic!("publishing generation {gen}: {e}"))
+}
+
+/// How many keys etcd holds under the prefix.
+async fn etcd_keys(endpoint: &str) -> usize {
+    let mut member = Member::connect(endpoint, Duration::from_secs(2))
+        .await
+        .unwrap();
+    let held = member
+        .range(RangeRequest {
+            key: PREFIX.as_bytes().to_vec(),
+            range_end: etcd::wire::prefix_end(PREFIX.as_bytes()),
+            keys_only: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    held.kvs.len()
+}
+
+/// Writes keys as they are, in one transaction (what `publish` would refuse).
+async fn raw_put(endpoint: &str, kvs: &[(&str, Bytes)]) {
+    let mut member = Member::connect(endpoint, Duration::from_secs(2))
+        .await
+        .unwrap();
+    let success = kvs
+        .iter()
+        .map(|(k, v)| RequestOp {
+            request: Some(request_op::Request::Put(PutRequest {
+                key: k.as_bytes().to_vec(),
+                value: v.clone(),
+            })),
+        })
+        .collect();
+    let done = member
+        .txn(TxnRequest {
+            success,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(done.succeeded);
 }
 
 // ------------------------------------------------------------------ replicas
@@ -702,7 +745,34 @@ async fn replicas_on_etcd_fail_over_and_resend_nothing() {
 async fn scenario() {
     let mut etcd = EtcdCluster::start(3).await;
     let endpoints = etcd.endpoints();
-    publish(&endpoints, 1).await;
+    let first = publish(&endpoints, 1).await;
+    assert_eq!((first.puts, first.deletes), (2 * CLUSTERS, 0));
+    let again = publish(&endpoints, 1).await;
+    assert_eq!(
+        (again.puts, again.deletes),
+        (0, 0),
+        "an unchanged publication writes nothing"
+    );
+
+    // An inconsistent publication is refused before it reaches etcd: a cluster whose
+    // endpoints are missing.
+    let mut broken = publication(50);
+    let mut types = BTreeMap::new();
+    types.insert(
+        CDS.to_string(),
+        vec![ResourceEntry::new("lonely", cluster_body("lonely", 50))],
+    );
+    broken.set_group(GROUP, types).unwrap();
+    let refused = etcd::publish(&endpoints, PREFIX, &broken, Duration::from_secs(3)).await;
+    assert!(
+        matches!(refused, Err(etcd::PublishError::Refused { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        etcd_keys(&endpoints[0]).await,
+        2 * CLUSTERS,
+        "etcd unchanged"
+    );
 
     // Replica 2 reaches etcd only through a proxy to member 2 (to cut it off alone).
     let mut link = CutProxy::start(&etcd.endpoint(2)).await;
@@ -727,6 +797,59 @@ async fn scenario() {
         .map(|r| r.source().status().revision)
         .collect();
     assert!(revisions.windows(2).all(|w| w[0] == w[1]), "{revisions:?}");
+
+    // Peer input: a key that does not parse and a body the checks refuse, written past
+    // `publish`, are reported; replicas keep their state and clients see nothing.
+    let before = clients.resent();
+    raw_put(
+        &endpoints[0],
+        &[
+            ("/xds/default/nonsense", Bytes::from_static(b"x")),
+            (
+                "/xds/default/envoy.config.cluster.v3.Cluster/c00",
+                Bytes::from_static(b"\x0a\x03zzz"),
+            ),
+        ],
+    )
+    .await;
+    eventually("replicas report what they refused", || {
+        for (r, replica) in replicas.iter().enumerate() {
+            let s = replica.source().status();
+            let key = s
+                .rejected
+                .iter()
+                .any(|x| matches!(x, etcd::Rejected::Key { .. }));
+            let body = s
+                .rejected
+                .iter()
+                .any(|x| matches!(x, etcd::Rejected::Publication { .. }));
+            if !(key && body) {
+                return Err(format!("replica {r}: {:?}", s.rejected));
+            }
+        }
+        Ok(())
+    })
+    .await;
+    // Publishing generation 2 again repairs etcd; the replicas reload the group and find
+    // nothing to change.
+    let repair = publish(&endpoints, 2).await;
+    assert_eq!((repair.puts, repair.deletes), (1, 1));
+    eventually("replicas apply the repair", || {
+        for (r, replica) in replicas.iter().enumerate() {
+            if replica.source().status().revision < repair.revision {
+                return Err(format!("replica {r}"));
+            }
+        }
+        Ok(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    clients.wait_all(2).await;
+    assert_eq!(
+        before,
+        clients.resent(),
+        "nothing sent for refused or repaired content"
+    );
 
     // Kill a replica: its clients move to the others and are sent nothing they hold.
     let before = clients.resent();
@@ -889,18 +1012,7 @@ async fn scenario() {
     assert!(failover[&(Kind::SotwNamed, "CDS")].0 > 0);
 
     // What etcd holds is what was published last.
-    let mut member = Member::connect(&endpoints[0], Duration::from_secs(2))
-        .await
-        .unwrap();
-    let held = member
-        .range(RangeRequest {
-            key: PREFIX.as_bytes().to_vec(),
-            range_end: etcd::wire::prefix_end(PREFIX.as_bytes()),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    assert_eq!(held.kvs.len(), 2 * CLUSTERS);
+    assert_eq!(etcd_keys(&endpoints[0]).await, 2 * CLUSTERS);
 
     clients.stop().await;
     for r in replicas.iter_mut() {
