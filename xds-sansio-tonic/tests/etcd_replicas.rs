@@ -368,6 +368,8 @@ struct View {
     streams: u64,
     /// The replica it talks to (or tries).
     replica: usize,
+    /// Generation -> when the client first held it everywhere (for the figures).
+    arrived: BTreeMap<u32, StdInstant>,
 }
 
 impl View {
@@ -467,6 +469,9 @@ impl Observer {
                             }
                         }
                         v.gens.insert(key.clone(), gen);
+                        if !v.arrived.contains_key(&gen) && v.holds(gen).is_ok() {
+                            v.arrived.insert(gen, StdInstant::now());
+                        }
                     }
                     None => v.violations.push(format!("{key:?}: unreadable body")),
                 }
@@ -898,7 +903,7 @@ async fn scenario() {
         assert_eq!(r.health("").await, SERVING, "the replica still serves");
     }
     let gen99 = publication(99);
-    let refused = etcd::publish(&endpoints[2..], PREFIX, &gen99, Duration::from_secs(2)).await;
+    let refused = etcd::publish(&endpoints[2..], PREFIX, &gen99, Duration::from_millis(500)).await;
     assert!(refused.is_err(), "no publication without quorum");
     tokio::time::sleep(Duration::from_millis(500)).await;
     clients.wait_all(4).await;
@@ -1018,4 +1023,276 @@ async fn scenario() {
     for r in replicas.iter_mut() {
         r.kill().await;
     }
+}
+
+// ------------------------------------------------------------------ figures
+
+/// A replica in a process of its own (`examples/etcd_replica.rs`), so that its memory can
+/// be read apart from the clients'.
+struct ReplicaProcess {
+    child: std::process::Child,
+    addr: SocketAddr,
+}
+
+impl ReplicaProcess {
+    fn spawn(endpoints: &[String]) -> ReplicaProcess {
+        // target/<profile>/deps/etcd_replicas-<hash> -> target/<profile>/examples/etcd_replica
+        let exe = std::env::current_exe().unwrap();
+        let binary = exe
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("examples/etcd_replica");
+        assert!(
+            binary.exists(),
+            "build it first: cargo build --release -p xds-sansio-tonic --features etcd --example etcd_replica ({})",
+            binary.display()
+        );
+        let addr: SocketAddr = format!("127.0.0.1:{}", etcd_support::free_port())
+            .parse()
+            .unwrap();
+        let child = std::process::Command::new(binary)
+            .arg(addr.to_string())
+            .arg(endpoints.join(","))
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        ReplicaProcess { child, addr }
+    }
+
+    /// Resident memory, in bytes.
+    fn rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        kb * 1024
+    }
+
+    async fn wait_fed(&self) {
+        let deadline = StdInstant::now() + WAIT;
+        loop {
+            let fed = async {
+                let channel =
+                    tonic::transport::Endpoint::from_shared(format!("http://{}", self.addr))
+                        .ok()?
+                        .connect()
+                        .await
+                        .ok()?;
+                let mut client = tonic_health::pb::health_client::HealthClient::new(channel);
+                let request = tonic_health::pb::HealthCheckRequest {
+                    service: HEALTH_SERVICE.into(),
+                };
+                Some(client.check(request).await.ok()?.into_inner().status == SERVING)
+            };
+            if fed.await == Some(true) {
+                return;
+            }
+            assert!(
+                StdInstant::now() < deadline,
+                "replica {} not fed",
+                self.addr
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for ReplicaProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The figures of `benches/README.md` ("Replicas on etcd"). Run in release:
+///
+/// ```text
+/// cargo build --release -p xds-sansio-tonic --features etcd --example etcd_replica
+/// cargo test --release -p xds-sansio-tonic --features etcd --test etcd_replicas -- --ignored --nocapture
+/// ```
+///
+/// `XDS_ETCD_STREAMS_PER_REPLICA` (default 1 000), `XDS_ETCD_PUBLICATIONS` (default 30),
+/// `XDS_ETCD_BIG_GROUP` (resources of the memory-per-resource group, default 10 000).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measuring program, not a test: run it in release (see its docs)"]
+async fn measure_replicas_on_etcd() {
+    let per_replica = env_usize("XDS_ETCD_STREAMS_PER_REPLICA", 1000);
+    let publications = env_usize("XDS_ETCD_PUBLICATIONS", 30) as u32;
+    let big = env_usize("XDS_ETCD_BIG_GROUP", 10_000);
+    let etcd = EtcdCluster::start(3).await;
+    let endpoints = etcd.endpoints();
+    publish(&endpoints, 1).await;
+    let mut replicas: Vec<ReplicaProcess> = (0..REPLICAS)
+        .map(|_| ReplicaProcess::spawn(&endpoints))
+        .collect();
+    for r in &replicas {
+        r.wait_fed().await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle: Vec<u64> = replicas.iter().map(ReplicaProcess::rss).collect();
+
+    // Streams: the four kinds of client, spread evenly.
+    let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.addr).collect();
+    let clients = Clients::start(per_replica * REPLICAS, addrs);
+    let deadline = StdInstant::now() + Duration::from_secs(300);
+    while clients
+        .views
+        .iter()
+        .any(|(_, v)| v.lock().unwrap().holds(1).is_err())
+    {
+        assert!(StdInstant::now() < deadline, "clients did not converge");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let busy: Vec<u64> = replicas.iter().map(ReplicaProcess::rss).collect();
+    for r in 0..REPLICAS {
+        println!(
+            "replica {r}: {} B idle (40 resources), {} B with {per_replica} streams: {} B per stream",
+            idle[r],
+            busy[r],
+            (busy[r].saturating_sub(idle[r])) / per_replica as u64
+        );
+    }
+
+    // Time from the publish call (a read and one etcd transaction) to every client.
+    let mut to_all = Vec::new();
+    let mut per_client = Vec::new();
+    for gen in 2..=publications + 1 {
+        let t0 = StdInstant::now();
+        publish(&endpoints, gen).await;
+        let committed = t0.elapsed();
+        let deadline = StdInstant::now() + Duration::from_secs(60);
+        loop {
+            let done = clients
+                .views
+                .iter()
+                .all(|(_, v)| v.lock().unwrap().arrived.contains_key(&gen));
+            if done {
+                break;
+            }
+            assert!(
+                StdInstant::now() < deadline,
+                "generation {gen} did not arrive"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let mut last = Duration::ZERO;
+        for (_, v) in &clients.views {
+            let at = v.lock().unwrap().arrived[&gen].duration_since(t0);
+            last = last.max(at);
+            per_client.push(at);
+        }
+        to_all.push(last);
+        if gen == 2 {
+            println!("publish call returned after {committed:?}");
+        }
+    }
+    to_all.sort();
+    per_client.sort();
+    println!(
+        "{} publications, {} streams over {REPLICAS} replicas: to every client p50 {:?} p99 {:?} max {:?}; per client p50 {:?} p99 {:?}",
+        to_all.len(),
+        per_replica * REPLICAS,
+        percentile(&to_all, 0.5),
+        percentile(&to_all, 0.99),
+        to_all.last().unwrap(),
+        percentile(&per_client, 0.5),
+        percentile(&per_client, 0.99),
+    );
+
+    // Failover: kill replica 0's process; its clients move; count what is resent.
+    let before = clients.resent();
+    let moved: Vec<usize> = (0..clients.views.len())
+        .filter(|&i| clients.views[i].1.lock().unwrap().replica == 0)
+        .collect();
+    let streams_before: Vec<u64> = moved
+        .iter()
+        .map(|&i| clients.views[i].1.lock().unwrap().streams)
+        .collect();
+    drop(replicas.remove(0));
+    let deadline = StdInstant::now() + Duration::from_secs(120);
+    while moved.iter().zip(&streams_before).any(|(&i, &n)| {
+        let v = clients.views[i].1.lock().unwrap();
+        v.replica == 0 || v.streams <= n
+    }) {
+        assert!(StdInstant::now() < deadline, "clients did not move");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let gen = publications + 2;
+    publish(&endpoints, gen).await;
+    let deadline = StdInstant::now() + Duration::from_secs(120);
+    while clients
+        .views
+        .iter()
+        .any(|(_, v)| v.lock().unwrap().holds(gen).is_err())
+    {
+        assert!(
+            StdInstant::now() < deadline,
+            "generation {gen} after the failover"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!("failover of {} clients:", moved.len());
+    print_resent("replica process killed", &before, &clients.resent());
+    assert!(
+        clients.violations().is_empty(),
+        "{:#?}",
+        clients.violations()
+    );
+
+    // Memory per resource: a group of `big` resources that no client reads.
+    let before: Vec<u64> = replicas.iter().map(ReplicaProcess::rss).collect();
+    let mut types = BTreeMap::new();
+    let names: Vec<String> = (0..big / 2).map(|i| format!("big{i:06}")).collect();
+    types.insert(
+        CDS.to_string(),
+        names
+            .iter()
+            .map(|n| ResourceEntry::new(n, cluster_body(n, 1)))
+            .collect(),
+    );
+    types.insert(
+        EDS.to_string(),
+        names
+            .iter()
+            .map(|n| ResourceEntry::new(n, endpoints_body(n, 1)))
+            .collect(),
+    );
+    let mut p = Publication::new();
+    p.set_group("big", types).unwrap();
+    let written = etcd::publish(&endpoints, PREFIX, &p, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let bytes: usize = names
+        .iter()
+        .map(|n| cluster_body(n, 1).len() + endpoints_body(n, 1).len())
+        .sum();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after: Vec<u64> = replicas.iter().map(ReplicaProcess::rss).collect();
+    for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+        println!(
+            "replica {}: {} resources ({} B of bodies, etcd revision {}): {} B more, {} B per resource",
+            i + 1,
+            2 * names.len(),
+            bytes,
+            written.revision,
+            a.saturating_sub(*b),
+            a.saturating_sub(*b) / (2 * names.len()) as u64
+        );
+    }
+    clients.stop().await;
 }

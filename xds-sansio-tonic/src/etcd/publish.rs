@@ -12,6 +12,9 @@
 //! - **Only the difference is written**: a key whose value is unchanged is not put again,
 //!   so its `mod_revision` stays and watchers see nothing for it; an unchanged publication
 //!   writes nothing at all ([`Published::revision`] is then etcd's current one).
+//! - **Retried until it is known to be written**: a failed call is tried again on the
+//!   next member (the answer of a committed transaction can be lost; a retry then reads
+//!   the new state and writes nothing).
 //! - **Optimistic concurrency**: the transaction holds only if no key under the groups
 //!   changed since it was read (a `Compare` of `mod_revision` over each group's range,
 //!   etcd 3.3 and later); if another publisher got in between, it reads again and retries
@@ -38,7 +41,9 @@ use xds_sansio::types::{CATALOG, RESOURCE_WRAPPER_TYPE_URL};
 use super::keys::{self, KeyError, ResourceKey};
 use super::wire::{self, Compare, DeleteRangeRequest, Member, PutRequest, RequestOp, TxnRequest};
 
-/// How many times [`publish`] reads and tries again when another writer got in between.
+/// How many times [`publish`] goes through the endpoints when etcd fails (a leader
+/// election, a member down), and reads and tries again when another writer got in
+/// between.
 pub const ATTEMPTS: usize = 5;
 
 /// Why a publication was not written.
@@ -225,7 +230,10 @@ fn whole(types: &BTreeMap<String, Vec<ResourceEntry>>) -> BTreeMap<String, Vec<R
 }
 
 /// Checks `publication`, then writes it under `prefix` in one etcd transaction through the
-/// first of `endpoints` that answers (see the [module docs](self)).
+/// first of `endpoints` that answers (see the [module docs](self)). A failed attempt (a
+/// member down, a leader election) is tried again on every endpoint, [`ATTEMPTS`] rounds
+/// with a doubling pause from 100 ms; `timeout` bounds each call. Retrying is safe: a
+/// transaction that committed although its answer was lost leaves nothing to write.
 pub async fn publish(
     endpoints: &[String],
     prefix: &str,
@@ -236,16 +244,30 @@ pub async fn publish(
     publication.check()?;
     let wanted = publication.keys(prefix)?;
     let mut errors = Vec::new();
-    for endpoint in endpoints {
-        match Member::connect(endpoint, timeout).await {
-            Ok(mut member) => return write(&mut member, prefix, publication, &wanted).await,
-            Err(e) => errors.push(e),
+    let mut pause = Duration::from_millis(100);
+    for attempt in 0..ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(pause).await;
+            pause *= 2;
+        }
+        for endpoint in endpoints {
+            let result = match Member::connect(endpoint, timeout).await {
+                Ok(mut member) => write(&mut member, prefix, publication, &wanted).await,
+                Err(e) => Err(PublishError::Etcd(e)),
+            };
+            match result {
+                Err(PublishError::Etcd(e)) => errors.push(format!("{endpoint}: {e}")),
+                done => return done,
+            }
         }
     }
     if errors.is_empty() {
         errors.push("no endpoint".into());
     }
-    Err(PublishError::Etcd(errors.join("; ")))
+    // The last error of each endpoint says enough.
+    let keep = endpoints.len().max(1);
+    let first = errors.len().saturating_sub(keep);
+    Err(PublishError::Etcd(errors.split_off(first).join("; ")))
 }
 
 async fn write(

@@ -128,7 +128,7 @@ impl EtcdCluster {
             // Short timings: a lost leader is noticed within a second.
             .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
             // Publications of a whole directory are one transaction.
-            .args(["--max-txn-ops", "100000"])
+            .args(["--max-txn-ops", "100000", "--max-request-bytes", "33554432"])
             .args(["--logger", "zap", "--log-level", "warn"])
             // etcd 3.4 refuses to start on arm64 without it (Go's name for the arch).
             .env("ETCD_UNSUPPORTED_ARCH", go_arch())
