@@ -20,8 +20,10 @@
 //! client accepted for the type, which need not describe every name it holds (it may have
 //! ignored resources that crossed its unsubscription, or kept the valid part of a NACKed
 //! response, gRPC A46), so the server answers the first request with names of a stream in
-//! full ("No identical resend" in the core's server docs; the xDS protocol, "When to send
-//! an update": "the management server must resend any newly requested resources").
+//! full ("No identical resend" in the core's server docs; the xDS protocol, "How the client
+//! specifies what resources to return": "the server must resend any newly requested
+//! resources"). Types other than Listener and Cluster are never full state in SotW, so
+//! Envoy-shaped clients (wildcard clusters) get their endpoints by name, resent too.
 //!
 //! The whole test is bounded (`TEST_BOUND`) and every wait has its own bound.
 #![cfg(feature = "etcd")]
