@@ -549,6 +549,7 @@ async fn run_client(
     i: usize,
     kind: Kind,
     addrs: Arc<Vec<SocketAddr>>,
+    shared: Option<Arc<Vec<tonic::transport::Channel>>>,
     view: Arc<Mutex<View>>,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
@@ -569,7 +570,11 @@ async fn run_client(
             channel_creds: ChannelCreds::Insecure,
             server_features: Vec::new(),
         };
-        if let Ok(channel) = call::connect(&server, &options).await {
+        let channel = match &shared {
+            Some(channels) => Ok(channels[replica].clone()),
+            None => call::connect(&server, &options).await,
+        };
+        if let Ok(channel) = channel {
             stream += 1;
             view.lock().unwrap().streams = stream;
             let mut on_event = |_: &Client, e: ClientEvent| observer.event(e);
@@ -607,7 +612,18 @@ struct Clients {
 }
 
 impl Clients {
+    /// `n` clients, each on a connection of its own.
     fn start(n: usize, addrs: Vec<SocketAddr>) -> Clients {
+        Clients::start_on(n, addrs, None)
+    }
+
+    /// `n` clients; with `shared`, the streams to a replica share one connection (HTTP/2
+    /// multiplexing), else each client has its own.
+    fn start_on(
+        n: usize,
+        addrs: Vec<SocketAddr>,
+        shared: Option<Arc<Vec<tonic::transport::Channel>>>,
+    ) -> Clients {
         let addrs = Arc::new(addrs);
         let mut clients = Clients {
             views: Vec::new(),
@@ -618,7 +634,8 @@ impl Clients {
             let kind = KINDS[i % KINDS.len()];
             let view = Arc::new(Mutex::new(View::default()));
             let (tx, rx) = mpsc::unbounded_channel();
-            let task = tokio::spawn(run_client(i, kind, addrs.clone(), view.clone(), rx));
+            let client = run_client(i, kind, addrs.clone(), shared.clone(), view.clone(), rx);
+            let task = tokio::spawn(client);
             clients.views.push((kind, view));
             clients.stops.push(tx);
             clients.tasks.push(task);
@@ -1127,7 +1144,9 @@ fn env_usize(name: &str, default: usize) -> usize {
 /// ```
 ///
 /// `XDS_ETCD_STREAMS_PER_REPLICA` (default 1 000), `XDS_ETCD_PUBLICATIONS` (default 30),
-/// `XDS_ETCD_BIG_GROUP` (resources of the memory-per-resource group, default 10 000).
+/// `XDS_ETCD_BIG_GROUP` (resources of the memory-per-resource group, default 10 000),
+/// `XDS_ETCD_SHARED_CONNECTIONS=1` (the streams to a replica share one HTTP/2 connection,
+/// else each has its own).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measuring program, not a test: run it in release (see its docs)"]
 async fn measure_replicas_on_etcd() {
@@ -1148,7 +1167,25 @@ async fn measure_replicas_on_etcd() {
 
     // Streams: the four kinds of client, spread evenly.
     let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.addr).collect();
-    let clients = Clients::start(per_replica * REPLICAS, addrs);
+    let shared = std::env::var("XDS_ETCD_SHARED_CONNECTIONS").is_ok_and(|v| v == "1");
+    let channels = shared.then(|| {
+        let lazy = |a: &SocketAddr| {
+            tonic::transport::Endpoint::from_shared(format!("http://{a}"))
+                .unwrap()
+                .connect_lazy()
+        };
+        Arc::new(addrs.iter().map(lazy).collect::<Vec<_>>())
+    });
+    println!(
+        "{} streams per replica, {}",
+        per_replica,
+        if shared {
+            "one connection per replica"
+        } else {
+            "one connection per stream"
+        }
+    );
+    let clients = Clients::start_on(per_replica * REPLICAS, addrs, channels);
     let deadline = StdInstant::now() + Duration::from_secs(300);
     while clients
         .views
