@@ -5,7 +5,7 @@
 //! - [`EtcdSource`] feeds an [`XdsServer`](crate::XdsServer) from a key prefix: it loads the
 //!   prefix at a revision, then watches from it and applies each etcd revision as one
 //!   publication per group ([`source`] says what happens on each failure).
-//! - [`publish`] writes whole node groups into etcd in one transaction, after checking them
+//! - [`publish()`] writes whole node groups into etcd in one transaction, after checking them
 //!   as the server would ([`Publication::check`]); `xds-sansio publish --etcd` is its
 //!   command.
 //! - [`keys`]: where a resource lives (`PREFIX GROUP/TYPE/NAME`).

@@ -372,3 +372,91 @@ async fn write(
         "other writers changed the groups {ATTEMPTS} times in a row"
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xds_sansio::pb::google::protobuf::Any;
+    use xds_sansio::types::{CLUSTER, ENDPOINT};
+
+    /// An EDS cluster `c1` (its endpoints are `c1`'s `ClusterLoadAssignment`).
+    const EDS_CLUSTER: &[u8] = b"\x0a\x02c1\x10\x03\x1a\x04\x0a\x02\x1a\x00";
+    const ENDPOINTS: &[u8] = b"\x0a\x02c1";
+
+    fn dir_with(files: &[(&str, Vec<(&str, &[u8])>)]) -> std::path::PathBuf {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("xds-publish-unit-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for (file, resources) in files {
+            let response = DiscoveryResponse {
+                resources: resources
+                    .iter()
+                    .map(|(type_url, body)| Any {
+                        type_url: (*type_url).into(),
+                        value: Bytes::copy_from_slice(body),
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            let format = Format::from_path(file).unwrap();
+            let bytes = FileCodec::new().encode(format, &response).unwrap();
+            std::fs::write(dir.join(file), bytes).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn a_directory_is_one_group_per_file_and_is_checked() {
+        let dir = dir_with(&[
+            (
+                "edge.json",
+                vec![
+                    (CLUSTER.type_url, EDS_CLUSTER),
+                    (ENDPOINT.type_url, ENDPOINTS),
+                ],
+            ),
+            ("core.pb", vec![(ENDPOINT.type_url, ENDPOINTS)]),
+        ]);
+        let p = Publication::from_dir(&dir, &FileCodec::new()).unwrap();
+        assert_eq!(p.groups().collect::<Vec<_>>(), ["core", "edge"]);
+        p.check().unwrap();
+        let keys = p.keys("/xds/").unwrap();
+        assert_eq!(
+            keys.keys().collect::<Vec<_>>(),
+            [
+                "/xds/core/envoy.config.endpoint.v3.ClusterLoadAssignment/c1",
+                "/xds/edge/envoy.config.cluster.v3.Cluster/c1",
+                "/xds/edge/envoy.config.endpoint.v3.ClusterLoadAssignment/c1",
+            ]
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn inconsistent_wrapped_and_unreadable_directories_are_refused() {
+        let dangling = dir_with(&[("edge.json", vec![(CLUSTER.type_url, EDS_CLUSTER)])]);
+        let p = Publication::from_dir(&dangling, &FileCodec::new()).unwrap();
+        assert!(matches!(p.check(), Err(PublishError::Refused { group, .. }) if group == "edge"));
+        let wrapped = dir_with(&[("edge.json", vec![(RESOURCE_WRAPPER_TYPE_URL, ENDPOINTS)])]);
+        assert!(matches!(
+            Publication::from_dir(&wrapped, &FileCodec::new()),
+            Err(PublishError::Wrapped(_))
+        ));
+        let unknown = dir_with(&[]);
+        std::fs::write(unknown.join("edge.conf"), b"x").unwrap();
+        assert!(matches!(
+            Publication::from_dir(&unknown, &FileCodec::new()),
+            Err(PublishError::UnknownFormat(_))
+        ));
+        let mut bad = Publication::new();
+        assert!(matches!(
+            bad.set_group("a/b", BTreeMap::new()),
+            Err(PublishError::Key(_))
+        ));
+        for dir in [dangling, wrapped, unknown] {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+}
