@@ -383,7 +383,10 @@ mod tests {
     const EDS_CLUSTER: &[u8] = b"\x0a\x02c1\x10\x03\x1a\x04\x0a\x02\x1a\x00";
     const ENDPOINTS: &[u8] = b"\x0a\x02c1";
 
-    fn dir_with(files: &[(&str, Vec<(&str, &[u8])>)]) -> std::path::PathBuf {
+    /// A file name and its resources (type URL, body).
+    type GroupFile<'a> = (&'a str, Vec<(&'a str, &'a [u8])>);
+
+    fn dir_with(files: &[GroupFile<'_>]) -> std::path::PathBuf {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("xds-publish-unit-{}-{n}", std::process::id()));
