@@ -30,7 +30,9 @@
 //!   applied: what it missed is replayed, and unchanged content changes nothing.
 //! - **Compaction** (the watch's start revision is gone): the replica reloads the prefix
 //!   at the current revision and publishes each group as a snapshot; the store changes
-//!   only what differs, so clients are sent only what changed while it was away.
+//!   only what differs, so clients are sent only what changed while it was away. Progress
+//!   notifications move the revision a replica would resume from, so a quiet prefix in a
+//!   busy etcd is not reloaded for nothing.
 //! - **A refused publication** (a key that does not parse, a body the checks refuse, an
 //!   inconsistent revision written past `xds-sansio publish`): reported ([`Rejected`],
 //!   `tracing` warning, `xds_etcd_rejected_total`), the group keeps its last good state,
@@ -245,6 +247,14 @@ struct Feed {
 /// Why a feed ended.
 struct Lost(String);
 
+/// How a watch ended.
+enum Watched {
+    /// Its start revision is gone (the oldest kept is this one): reload.
+    Compacted(i64),
+    /// The feed is lost.
+    Lost(Lost),
+}
+
 impl Feed {
     async fn run(mut self) {
         self.server
@@ -271,13 +281,27 @@ impl Feed {
         }
     }
 
-    /// Loads if needed, then applies the watch until it ends.
+    /// Loads if needed, then applies the watch until it ends. A watch refused because its
+    /// start was compacted away reloads through the same member and watches again.
     async fn feed(&mut self, mut member: Member) -> Lost {
-        if self.needs_load {
-            if let Err(e) = self.load(&mut member).await {
-                return e;
+        loop {
+            if self.needs_load {
+                if let Err(e) = self.load(&mut member).await {
+                    return e;
+                }
+            }
+            match self.watch(&mut member).await {
+                Watched::Compacted(oldest) => {
+                    tracing::info!(oldest, "watch start compacted away; reloading");
+                    self.needs_load = true;
+                }
+                Watched::Lost(lost) => return lost,
             }
         }
+    }
+
+    /// Applies one watch until it ends.
+    async fn watch(&mut self, member: &mut Member) -> Watched {
         let prefix = self.config.prefix.as_bytes().to_vec();
         let create = WatchCreateRequest {
             range_end: wire::prefix_end(&prefix),
@@ -287,28 +311,31 @@ impl Feed {
         };
         let (_requests, mut responses) = match member.watch(create).await {
             Ok(watch) => watch,
-            Err(status) => return Lost(format!("watch: {}", status.message())),
+            Err(status) => return Watched::Lost(Lost(format!("watch: {}", status.message()))),
         };
         loop {
             let response = match responses.message().await {
                 Ok(Some(response)) => response,
-                Ok(None) => return Lost("watch closed by etcd".into()),
-                Err(status) => return Lost(format!("watch: {}", status.message())),
+                Ok(None) => return Watched::Lost(Lost("watch closed by etcd".into())),
+                Err(status) => return Watched::Lost(Lost(format!("watch: {}", status.message()))),
             };
             if response.canceled {
                 if response.compact_revision > 0 {
-                    self.needs_load = true;
-                    return Lost(format!(
-                        "watch start compacted (oldest revision {})",
-                        response.compact_revision
-                    ));
+                    return Watched::Compacted(response.compact_revision);
                 }
-                return Lost(format!("watch cancelled: {}", response.cancel_reason));
+                let reason = format!("watch cancelled: {}", response.cancel_reason);
+                return Watched::Lost(Lost(reason));
             }
             if response.created {
                 self.connected().await;
+            } else if response.events.is_empty() {
+                // A progress notification: every event up to its revision has been sent,
+                // so a resume may start after it (and is less likely to find it compacted
+                // while other prefixes of the same etcd change).
+                let at = response.header.as_ref().map_or(0, |h| h.revision);
+                self.status.send_modify(|s| s.revision = s.revision.max(at));
             }
-            self.apply_events(&mut member, response.events).await;
+            self.apply_events(member, response.events).await;
         }
     }
 
