@@ -103,6 +103,14 @@
     doc = "- `envoy-types`: `envoy_types`, conversions between the `envoy-types` crate's"
 )]
 //!   discovery messages and the core's, through bytes.
+#![cfg_attr(
+    feature = "etcd",
+    doc = "- `etcd`: [`etcd`], replicas fed from etcd and publications written into it."
+)]
+#![cfg_attr(
+    not(feature = "etcd"),
+    doc = "- `etcd`: `etcd`, replicas fed from etcd and publications written into it."
+)]
 
 pub mod call;
 pub mod client;
