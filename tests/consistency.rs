@@ -2,8 +2,6 @@
 //! (two phases) seen from a real client: at no point does the client hold a route whose
 //! cluster it lacks.
 
-#![cfg(feature = "testing")]
-
 mod envoy_bodies;
 
 use core::time::Duration;
@@ -13,11 +11,11 @@ use xds_sansio::refs::references;
 use xds_sansio::server::{
     Consistency, ResourceEntry, ResourceStore, ServerConfig, StoreError, StoreOp,
 };
-use xds_sansio::testing::{Pair, PairConfig};
 use xds_sansio::types::{
     CLUSTER, ENDPOINT, EXTENSION_CONFIG, LISTENER, ROUTE, SCOPED_ROUTE, SECRET, VIRTUAL_HOST,
 };
 use xds_sansio::{Transport, Variant};
+use xds_sansio_conformance::testing::{Pair, PairConfig};
 
 fn set(type_url: &str, name: &str, body: bytes::Bytes) -> StoreOp {
     StoreOp::Set {

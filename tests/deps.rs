@@ -1,8 +1,6 @@
 //! The dependency manager on a real client and server (testing::Pair), over SotW and
 //! incremental ADS, with bodies built from envoy-types' full messages.
 
-#![cfg(feature = "testing")]
-
 mod envoy_bodies;
 
 use core::time::Duration;
@@ -10,11 +8,11 @@ use envoy_bodies as envoy;
 use xds_sansio::client::deps::{DependencyManager, DepsConfig, Failure, ResourceKey, Snapshot};
 use xds_sansio::client::ClientConfig;
 use xds_sansio::server::{ResourceEntry, ServerConfig, StoreOp};
-use xds_sansio::testing::{Pair, PairConfig};
 use xds_sansio::types::{
     CLUSTER, ENDPOINT, EXTENSION_CONFIG, LISTENER, ROUTE, SCOPED_ROUTE, SECRET, VIRTUAL_HOST,
 };
 use xds_sansio::{Transport, Variant};
+use xds_sansio_conformance::testing::{Pair, PairConfig};
 
 fn pair(variant: Variant) -> Pair {
     let mut pair = Pair::new(PairConfig {

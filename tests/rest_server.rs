@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use xds_sansio::client::ClientEvent;
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::pb::discovery::{DeltaDiscoveryRequest, DiscoveryRequest, DiscoveryResponse};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::rpc::Status;

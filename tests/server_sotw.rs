@@ -776,7 +776,7 @@ fn not_found_errors_are_off_by_default() {
 #[test]
 fn a_client_learns_does_not_exist_without_its_timer() {
     use xds_sansio::client::{ClientConfig, ClientEvent};
-    use xds_sansio::testing::{Pair, PairConfig};
+    use xds_sansio_conformance::testing::{Pair, PairConfig};
     let mut pair = Pair::new(PairConfig {
         client: ClientConfig::new(Variant::Sotw, Transport::Aggregated, node()),
         server: ServerConfig {

@@ -308,7 +308,6 @@ impl fmt::Debug for Client {
     }
 }
 
-#[cfg(feature = "testing")]
 impl Client {
     /// Every field of the state (validators by type only), for the fingerprints of model
     /// checkers. Map order follows the maps' hashers, so equal states reached in different

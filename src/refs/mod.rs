@@ -85,9 +85,7 @@
 //! - **Not read**: the `matcher` trees of virtual hosts and filter chains, on-demand CDS,
 //!   and `TypedStruct` configurations (JSON, not protobuf).
 
-#[cfg(any(test, feature = "script"))]
-pub(crate) mod build;
-#[cfg(any(test, feature = "script"))]
+pub mod build;
 mod wire;
 
 /// `envoy.config.cluster.v3.Cluster.DiscoveryType.EDS`.

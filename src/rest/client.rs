@@ -7,8 +7,8 @@ use core::time::Duration;
 
 use super::{rest_path, HttpRequest, RestError, CONTENT_TYPE_JSON};
 use crate::client::{ClientConfig, ClientError, ClientEvent, Validator, VerdictTicket};
-use crate::file::FormatError;
-use crate::json::JsonCodec;
+use crate::codec::json::JsonCodec;
+use crate::codec::FormatError;
 use crate::message::{Transport, Variant};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
 use crate::pb::envoy::config::core::v3::Node;

@@ -8,7 +8,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::{type_url_for_path, HttpResponse, CONTENT_TYPE_JSON};
-use crate::json::JsonCodec;
+use crate::codec::json::JsonCodec;
 use crate::message::{Request, Response, Transport, Variant};
 use crate::pb::discovery::DiscoveryRequest;
 use crate::pb::envoy::config::core::v3::Node;

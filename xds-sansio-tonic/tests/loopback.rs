@@ -15,14 +15,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
-use xds_sansio::check::{check, CheckSide};
 use xds_sansio::client::{ClientEvent, RemovalReason};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::server::ResourceStore;
 use xds_sansio::time::StdClock;
-use xds_sansio::transcript::Entry;
 use xds_sansio::types::{CLUSTER, ENDPOINT};
 use xds_sansio::{Client, ClientConfig, Request, Transport, Variant};
+use xds_sansio_conformance::check::{check, CheckSide};
+use xds_sansio_conformance::transcript::Entry;
 use xds_sansio_tonic::call::run_until_stopped;
 use xds_sansio_tonic::client::{Command, ManagementServer};
 use xds_sansio_tonic::record::Recorder;
@@ -298,10 +298,10 @@ async fn story(variant: Variant, per_type: bool) {
         ),
     }
     // Keep the conversation for inspection (target/tmp/interop-<variant>.jsonl).
-    let codec = xds_sansio::json::JsonCodec::new();
+    let codec = xds_sansio::codec::json::JsonCodec::new();
     let text: Vec<String> = entries
         .iter()
-        .map(|e| xds_sansio::check::to_jsonl(e, &codec).unwrap())
+        .map(|e| xds_sansio_conformance::check::to_jsonl(e, &codec).unwrap())
         .collect();
     let name = format!(
         "interop-{variant:?}-{}.jsonl",

@@ -4,7 +4,7 @@
 //! embedder opens the connections the session asks for ([`SessionCommand`]), reports what
 //! the network did, and hands the watchers what the session tells them ([`SessionEvent`]).
 //! The tokio adapter (`xds-sansio-tonic`'s `XdsClient`) is one such embedder; the scenario
-//! runner ([`crate::script`]) another.
+//! runner (`xds_sansio_conformance::script`) another.
 //!
 //! # Method kinds
 //!

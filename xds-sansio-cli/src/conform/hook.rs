@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::{json, Value};
-use xds_sansio::script::{ClientCommand, Scenario, ServerCommand, TransportSpec};
 use xds_sansio::server::StoreOp;
 use xds_sansio::Variant;
+use xds_sansio_conformance::script::{ClientCommand, Scenario, ServerCommand, TransportSpec};
 
 /// Where hook events go.
 pub enum Hook {

@@ -31,7 +31,7 @@ use std::time::Duration;
 use common::{Report, Result, STEP};
 use hook::{Hook, Key};
 use serde_json::json;
-use xds_sansio::check::{check, CheckSide};
+use xds_sansio_conformance::check::{check, CheckSide};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::Variant;
 use xds_sansio_tonic::client::bootstrap::Authority;
@@ -166,8 +166,8 @@ async fn run(
     let streams: std::collections::BTreeSet<u64> = entries
         .iter()
         .filter_map(|e| match e {
-            xds_sansio::transcript::Entry::Request { stream, .. }
-            | xds_sansio::transcript::Entry::Response { stream, .. } => Some(*stream),
+            xds_sansio_conformance::transcript::Entry::Request { stream, .. }
+            | xds_sansio_conformance::transcript::Entry::Response { stream, .. } => Some(*stream),
             _ => None,
         })
         .collect();

@@ -32,11 +32,11 @@ use bytes::Bytes;
 use common::{Report, Result, STEP};
 use hook::{Hook, Key};
 use serde_json::json;
-use xds_sansio::check::{check, to_jsonl, CheckSide};
+use xds_sansio_conformance::check::{check, to_jsonl, CheckSide};
 use xds_sansio::client::ResourceState;
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::pb::envoy::config::core::v3::Node;
-use xds_sansio::transcript::Entry;
+use xds_sansio_conformance::transcript::Entry;
 use xds_sansio::{Request, Response, Variant};
 use xds_sansio_tonic::client::{
     BackoffConfig, Bootstrap, Watch, WatchError, WatchEvent, XdsClient,
