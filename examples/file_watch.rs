@@ -120,6 +120,7 @@ fn main() -> ExitCode {
                 FileEvent::Malformed(e) => {
                     println!("MALFORMED: {e}; still holding {:?}", names(&sub))
                 }
+                other => println!("  {other:?}"),
             }
         }
         if once {

@@ -50,7 +50,7 @@ fn full_check_reports_dangling_references_of_served_types_only() {
     store.apply(base()).unwrap();
     // SDS is not served by this store: the secret "ca" is not checked.
     assert!(store.consistency().is_consistent());
-    store.publish(SECRET.type_url).unwrap();
+    store.serve_type(SECRET.type_url).unwrap();
     let report = store.consistency();
     assert_eq!(report.dangling.len(), 1);
     assert_eq!(
@@ -260,7 +260,7 @@ fn ecds_srds_and_vhds_references_are_checked_and_planned() {
                 "net-rbac",
                 envoy::extension_config("net-rbac"),
             ),
-            StoreOp::Publish {
+            StoreOp::ServeType {
                 type_url: CLUSTER.type_url.into(),
             },
         ])

@@ -30,7 +30,7 @@ fn pair(variant: Variant) -> Pair {
         SCOPED_ROUTE,
         EXTENSION_CONFIG,
     ] {
-        pair.apply(vec![StoreOp::Publish {
+        pair.apply(vec![StoreOp::ServeType {
             type_url: t.type_url.into(),
         }])
         .unwrap();
@@ -477,7 +477,7 @@ fn srds_scope_set_is_every_scope_and_each_names_its_route() {
 fn vhds_route_is_complete_without_virtual_hosts_and_follows_those_received() {
     let mut pair = pair(Variant::Delta);
     pair.apply(vec![
-        StoreOp::Publish {
+        StoreOp::ServeType {
             type_url: VIRTUAL_HOST.type_url.into(),
         },
         set(LISTENER.type_url, "l", envoy::api_listener("l", "r")),

@@ -66,9 +66,10 @@ fn initial(variant: Variant, tp3: bool) -> State {
     client.does_not_exist_timeout = None;
     let mut pair = Pair::new(PairConfig {
         client,
-        server: ServerConfig {
-            sotw_not_found_errors: tp3,
-            ..ServerConfig::new(variant, transport)
+        server: {
+            let mut c = ServerConfig::new(variant, transport);
+            c.sotw_not_found_errors = tp3;
+            c
         },
         latency: Duration::ZERO,
     });

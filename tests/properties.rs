@@ -125,9 +125,10 @@ impl World {
         client.nack_policy = NackPolicy::KeepValid;
         let mut pair = Pair::new(PairConfig {
             client,
-            server: ServerConfig {
-                sotw_not_found_errors: setup.not_found_errors,
-                ..ServerConfig::new(setup.variant, transport)
+            server: {
+                let mut c = ServerConfig::new(setup.variant, transport);
+                c.sotw_not_found_errors = setup.not_found_errors;
+                c
             },
             latency: LATENCY,
         });

@@ -191,6 +191,7 @@ impl Path for File {
                     ))
                 }
                 FileEvent::Malformed(e) => panic!("malformed: {e}"),
+                other => panic!("an event this test does not know: {other:?}"),
             }
         }
         outcome

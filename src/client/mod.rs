@@ -227,12 +227,10 @@ use hashbrown::HashMap;
 
 pub use crate::text::SharedStr;
 pub use cache::CachedResource;
-pub use changes::{Change, ChangeBatch, ChangeView, EventShape};
+pub use changes::{Change, ChangeBatch, ChangeView, EventShape, RemovalReason};
 pub use config::{ClientConfig, DataErrors, Limits, NackPolicy};
 pub use defect::{At, ResponseDefect};
-pub use event::{
-    ClientError, ClientEvent, IgnoreReason, PendingResource, RemovalReason, VerdictTicket,
-};
+pub use event::{ClientError, ClientEvent, IgnoreReason, PendingResource, VerdictTicket};
 pub use status::{Rejection, ResourceState, ResourceStatus, ServerError, StatusEntry};
 pub use subscription::WILDCARD;
 pub use validation::{cap_message, Validator, MAX_ERROR_MESSAGE, NACK_CODE, TRUNCATION_MARKER};

@@ -47,6 +47,7 @@ const ANY: &str = "google.protobuf.Any";
 
 /// Why a JSON conversion failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum JsonError {
     /// The text is not JSON, or does not match the message's schema.
     Json(String),

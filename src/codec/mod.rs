@@ -116,6 +116,7 @@ impl fmt::Display for Position {
 
 /// Why bytes could not be read or a message could not be written in a format.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FormatError {
     /// The input is malformed.
     Malformed {

@@ -102,6 +102,7 @@ use crate::types::TypeInfo;
 
 /// What a file update did, for the application.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum FileEvent {
     /// A cache change or readiness from the SotW rules: `Upserted`, `Removed`,
     /// `DoesNotExist`, `Ready` or `ValidationNeeded` (answer it with
@@ -129,6 +130,7 @@ pub enum FileEvent {
 
 /// Why a [`FileSubscription`] cannot be made.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FileError {
     /// The configuration is refused, as REST-JSON polling refuses it (incremental xDS, an
     /// empty type URL).

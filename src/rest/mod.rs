@@ -154,6 +154,7 @@ pub struct HttpResponse {
 
 /// Why a REST client cannot be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RestError {
     /// REST-JSON has no aggregated stream (xDS protocol: "ADS is not available for REST-JSON
     /// polling").

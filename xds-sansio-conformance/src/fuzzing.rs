@@ -276,10 +276,9 @@ pub fn client_session(data: &[u8]) {
         client_config.nack_policy = NackPolicy::KeepValid;
     }
     // A twin with batched events must send the same requests and stand for the same events.
-    let mut twin = Client::new(ClientConfig {
-        event_shape: EventShape::Batched,
-        ..client_config.clone()
-    });
+    let mut twin_config = client_config.clone();
+    twin_config.event_shape = EventShape::Batched;
+    let mut twin = Client::new(twin_config);
     let mut client = Client::new(client_config);
     let mut now = Instant::ZERO;
     let mut connected = true;

@@ -4,7 +4,7 @@
 //!
 //! On the server, a [`Recorder`] is [`Callbacks`]: every request, every response (decoded
 //! back from the bytes sent) and every store change of every group. On the client, it is
-//! a [`Tap`]: given to [`Builder::tap`](crate::client::Builder::tap) it records every
+//! a [`Tap`]: given to [`XdsClientBuilder::tap`](crate::client::XdsClientBuilder::tap) it records every
 //! stream of an [`XdsClient`](crate::client::XdsClient) under its stream number, and to
 //! [`run_stream`](crate::call::run_stream) one call under the number given with it. The
 //! CLI's `tap` proxy records with it too, a live checker following

@@ -24,7 +24,7 @@ use xds_sansio::{Client, ClientConfig, Request, Transport, Variant};
 use xds_sansio_conformance::check::{check, CheckSide};
 use xds_sansio_conformance::transcript::Entry;
 use xds_sansio_tonic::call::run_until_stopped;
-use xds_sansio_tonic::client::{Command, ManagementServer};
+use xds_sansio_tonic::client::{ManagementServer, StreamCommand};
 use xds_sansio_tonic::record::Recorder;
 use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
 
@@ -64,7 +64,7 @@ struct Harness {
     server: Server,
     recorder: Arc<Recorder>,
     events: mpsc::UnboundedReceiver<ClientEvent>,
-    stops: Vec<mpsc::UnboundedSender<Command>>,
+    stops: Vec<mpsc::UnboundedSender<StreamCommand>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -73,7 +73,7 @@ async fn client_loop(
     mut client: Client,
     uri: String,
     events: mpsc::UnboundedSender<ClientEvent>,
-    mut commands: mpsc::UnboundedReceiver<Command>,
+    mut commands: mpsc::UnboundedReceiver<StreamCommand>,
 ) {
     let mut on_event = move |_: &Client, e: ClientEvent| {
         let _ = events.send(e);
@@ -185,7 +185,7 @@ impl Harness {
 
     async fn stop(self) -> Vec<Entry> {
         for s in &self.stops {
-            let _ = s.send(Command::Stop);
+            let _ = s.send(StreamCommand::Stop);
         }
         for t in self.tasks {
             tokio::time::timeout(STEP, t).await.unwrap().unwrap();

@@ -199,7 +199,7 @@ pub fn publish(ops: &[StoreOp], errors: &[&ServerCommand]) -> Value {
             StoreOp::Remove { type_url, name } => {
                 json!({"op": "remove", "type_url": type_url, "name": name})
             }
-            StoreOp::Publish { type_url } => json!({"op": "publish", "type_url": type_url}),
+            StoreOp::ServeType { type_url } => json!({"op": "publish", "type_url": type_url}),
             StoreOp::SetError {
                 type_url,
                 name,

@@ -252,9 +252,9 @@ impl<C: ClientSlot> Sim<C> {
                 {
                     Some((type_url.clone(), name.clone(), None))
                 }
-                StoreOp::Publish { .. } | StoreOp::SetError { .. } | StoreOp::ClearError { .. } => {
-                    None
-                }
+                StoreOp::ServeType { .. }
+                | StoreOp::SetError { .. }
+                | StoreOp::ClearError { .. } => None,
             })
             .collect();
         let revision = self.store.apply(ops)?;

@@ -496,7 +496,7 @@ impl Runner<'_> {
                         name: name.clone(),
                     }));
                 }
-                ServerCommand::Publish(type_url) => ops.push(StoreOp::Publish {
+                ServerCommand::Publish(type_url) => ops.push(StoreOp::ServeType {
                     type_url: type_url.clone(),
                 }),
                 ServerCommand::Error { .. } | ServerCommand::ClearError(..) => {}

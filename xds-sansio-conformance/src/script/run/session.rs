@@ -28,7 +28,7 @@ use crate::script::ast::*;
 use crate::script::parse::resolve_type;
 use crate::transcript::notation;
 use xds_sansio::client::session::{
-    Bootstrap, ServerConfig, ServerId, Session, SessionCommand, SessionConfig, SessionEvent,
+    BootstrapServers, ServerEntry, ServerId, Session, SessionCommand, SessionConfig, SessionEvent,
     StreamKey, WatchError, WatchEvent,
 };
 use xds_sansio::client::ClientConfig;
@@ -105,9 +105,9 @@ impl SessionRunner {
                 .filter(|(n, _)| n == name)
                 .flat_map(|(_, f)| f.iter().cloned())
                 .collect();
-            ServerConfig::new(name.clone(), "insecure").with_features(features)
+            ServerEntry::new(name.clone(), "insecure").with_features(features)
         };
-        let mut bootstrap = Bootstrap::new(setup.servers.iter().map(server).collect());
+        let mut bootstrap = BootstrapServers::new(setup.servers.iter().map(server).collect());
         for (authority, servers) in &setup.authorities {
             bootstrap =
                 bootstrap.with_authority(authority.clone(), servers.iter().map(server).collect());

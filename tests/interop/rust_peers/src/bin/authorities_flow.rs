@@ -141,10 +141,11 @@ async fn run(
     let recorder = Arc::new(Recorder::new(None));
     let client = XdsClient::builder(bootstrap(&a.target, &b.target))
         .variant(variant)
-        .backoff(BackoffConfig {
-            initial: Duration::from_millis(100),
-            max: Duration::from_millis(500),
-            ..BackoffConfig::default()
+        .backoff({
+            let mut c = BackoffConfig::default();
+            c.initial = Duration::from_millis(100);
+            c.max = Duration::from_millis(500);
+            c
         })
         .tap(recorder.clone())
         .build()

@@ -204,10 +204,11 @@ async fn all(args: &[String], workdir: &Path, report: &mut Report) -> Result<()>
     };
     let client = XdsClient::builder(Bootstrap::single(format!("http://{}", server.addr), node))
         .per_type_streams(true)
-        .backoff(BackoffConfig {
-            initial: Duration::from_millis(100),
-            max: Duration::from_secs(1),
-            ..BackoffConfig::default()
+        .backoff({
+            let mut c = BackoffConfig::default();
+            c.initial = Duration::from_millis(100);
+            c.max = Duration::from_secs(1);
+            c
         })
         .tap(recorder.clone())
         .build()
