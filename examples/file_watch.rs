@@ -23,7 +23,8 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use xds_sansio::client::{ClientConfig, ClientEvent};
-use xds_sansio::file::{FileEvent, FileSubscription, Format};
+use xds_sansio::codec::Format;
+use xds_sansio::file::{FileEvent, FileSubscription};
 use xds_sansio::time::StdClock;
 use xds_sansio::types::ResourceType;
 
@@ -119,6 +120,7 @@ fn main() -> ExitCode {
                 FileEvent::Malformed(e) => {
                     println!("MALFORMED: {e}; still holding {:?}", names(&sub))
                 }
+                other => println!("  {other:?}"),
             }
         }
         if once {

@@ -25,7 +25,7 @@ fn check<M: Message + Name + Default + PartialEq + std::fmt::Debug>(message: &M)
     );
     #[cfg(feature = "json")]
     let json_ok = {
-        let codec = xds_sansio::json::JsonCodec::new();
+        let codec = xds_sansio::codec::json::JsonCodec::new();
         let text = codec.to_string(message).unwrap_or_else(|e| e.to_string());
         let ok = codec.from_str::<M>(&text).as_ref() == Ok(message);
         println!("  json {}\n    {text}", mark(ok));

@@ -60,7 +60,8 @@
 //! - [`time`]: the caller-supplied clock.
 //! - [`text`]: [`SharedStr`](text::SharedStr), the zero-copy string names, versions and
 //!   type URLs travel in.
-//! - `json` (feature `json`): canonical proto3 JSON for every message.
+//! - [`codec`]: the file formats (binary protobuf, JSON, YAML, text format) and, with
+//!   feature `json`, canonical proto3 JSON for every message.
 //! - [`file`](mod@file): filesystem subscriptions (binary protobuf, JSON, YAML, text format).
 //! - `rest` (feature `json`): REST-JSON polling, client and server side.
 //! - [`single_type`]: the SotW client of one type without a stream, which REST-JSON
@@ -77,15 +78,9 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
-#[cfg(feature = "check")]
-pub mod check;
 pub mod client;
+pub mod codec;
 pub mod file;
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub mod fuzzing;
-#[cfg(feature = "json")]
-pub mod json;
 pub mod message;
 pub mod name;
 pub mod pb;
@@ -94,15 +89,10 @@ pub mod refs;
 pub mod resource;
 #[cfg(feature = "json")]
 pub mod rest;
-#[cfg(feature = "script")]
-pub mod script;
 pub mod server;
 pub mod single_type;
-#[cfg(feature = "testing")]
-pub mod testing;
 pub mod text;
 pub mod time;
-pub mod transcript;
 pub mod types;
 
 pub use client::{Client, ClientConfig, ClientError, ClientEvent};

@@ -43,6 +43,7 @@ pub enum ResourceName {
 
 /// Why a name is malformed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum NameParseError {
     /// The name is the empty string.
     Empty,

@@ -14,6 +14,7 @@ use core::fmt;
 
 /// Why a name could not be read from a body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum NameError {
     /// The body ends inside a field.
     Truncated,

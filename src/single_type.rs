@@ -44,6 +44,7 @@ use crate::time::Instant;
 
 /// Why a [`SingleTypeClient`] cannot be built from a configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SingleTypeError {
     /// The configuration is for incremental xDS; files and REST-JSON carry SotW
     /// `DiscoveryResponse`s only.

@@ -1,15 +1,16 @@
 //! The conformance checker against our own conversations: every scenario's transcript has
 //! zero violations on the sides the model plays, and mutated copies of them are caught
 //! with the right rule.
-#![cfg(feature = "check")]
 
 use std::path::Path;
 
 use serde_json::{json, Value};
-use xds_sansio::check::{check, parse_jsonl, parse_jsonl_with, to_jsonl, CheckSide, Entry};
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::message::{Request, Response, Variant};
-use xds_sansio::script::{self, Model};
+use xds_sansio_conformance::check::{
+    check, parse_jsonl, parse_jsonl_with, to_jsonl, CheckSide, Entry,
+};
+use xds_sansio_conformance::script::{self, Model};
 
 /// The server's view of a scenario (client-side mutations work on it too: the client's
 /// requests and the server's responses keep their relative order in these stories).

@@ -7,8 +7,8 @@ use client_support::*;
 use prost::Message;
 use std::time::Duration;
 use xds_sansio::client::{
-    Client, ClientConfig, ClientError, ClientEvent, IgnoreReason, NackPolicy, ResourceState,
-    MAX_ERROR_MESSAGE, NACK_CODE, TRUNCATION_MARKER,
+    Client, ClientError, ClientEvent, IgnoreReason, NackPolicy, ResourceState, MAX_ERROR_MESSAGE,
+    NACK_CODE, TRUNCATION_MARKER,
 };
 use xds_sansio::pb::discovery::DiscoveryResponse;
 use xds_sansio::{Response, Transport, Variant};
@@ -577,10 +577,9 @@ fn expiry_refetches_by_option() {
 }
 
 fn ttl_story(refetch: bool) {
-    let mut c = Client::new(ClientConfig {
-        sotw_refetch_on_ttl_expiry: refetch,
-        ..config(Variant::Sotw, Transport::Aggregated)
-    });
+    let mut cfg = config(Variant::Sotw, Transport::Aggregated);
+    cfg.sotw_refetch_on_ttl_expiry = refetch;
+    let mut c = Client::new(cfg);
     c.subscribe(EDS, &["foo", "bar"]).unwrap();
     c.connected(t(0));
     one(&mut c, t(0));

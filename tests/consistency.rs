@@ -2,8 +2,6 @@
 //! (two phases) seen from a real client: at no point does the client hold a route whose
 //! cluster it lacks.
 
-#![cfg(feature = "testing")]
-
 mod envoy_bodies;
 
 use core::time::Duration;
@@ -13,11 +11,11 @@ use xds_sansio::refs::references;
 use xds_sansio::server::{
     Consistency, ResourceEntry, ResourceStore, ServerConfig, StoreError, StoreOp,
 };
-use xds_sansio::testing::{Pair, PairConfig};
 use xds_sansio::types::{
     CLUSTER, ENDPOINT, EXTENSION_CONFIG, LISTENER, ROUTE, SCOPED_ROUTE, SECRET, VIRTUAL_HOST,
 };
 use xds_sansio::{Transport, Variant};
+use xds_sansio_conformance::testing::{Pair, PairConfig};
 
 fn set(type_url: &str, name: &str, body: bytes::Bytes) -> StoreOp {
     StoreOp::Set {
@@ -52,7 +50,7 @@ fn full_check_reports_dangling_references_of_served_types_only() {
     store.apply(base()).unwrap();
     // SDS is not served by this store: the secret "ca" is not checked.
     assert!(store.consistency().is_consistent());
-    store.publish(SECRET.type_url).unwrap();
+    store.serve_type(SECRET.type_url).unwrap();
     let report = store.consistency();
     assert_eq!(report.dangling.len(), 1);
     assert_eq!(
@@ -262,7 +260,7 @@ fn ecds_srds_and_vhds_references_are_checked_and_planned() {
                 "net-rbac",
                 envoy::extension_config("net-rbac"),
             ),
-            StoreOp::Publish {
+            StoreOp::ServeType {
                 type_url: CLUSTER.type_url.into(),
             },
         ])

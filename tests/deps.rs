@@ -1,8 +1,6 @@
 //! The dependency manager on a real client and server (testing::Pair), over SotW and
 //! incremental ADS, with bodies built from envoy-types' full messages.
 
-#![cfg(feature = "testing")]
-
 mod envoy_bodies;
 
 use core::time::Duration;
@@ -10,11 +8,11 @@ use envoy_bodies as envoy;
 use xds_sansio::client::deps::{DependencyManager, DepsConfig, Failure, ResourceKey, Snapshot};
 use xds_sansio::client::ClientConfig;
 use xds_sansio::server::{ResourceEntry, ServerConfig, StoreOp};
-use xds_sansio::testing::{Pair, PairConfig};
 use xds_sansio::types::{
     CLUSTER, ENDPOINT, EXTENSION_CONFIG, LISTENER, ROUTE, SCOPED_ROUTE, SECRET, VIRTUAL_HOST,
 };
 use xds_sansio::{Transport, Variant};
+use xds_sansio_conformance::testing::{Pair, PairConfig};
 
 fn pair(variant: Variant) -> Pair {
     let mut pair = Pair::new(PairConfig {
@@ -32,7 +30,7 @@ fn pair(variant: Variant) -> Pair {
         SCOPED_ROUTE,
         EXTENSION_CONFIG,
     ] {
-        pair.apply(vec![StoreOp::Publish {
+        pair.apply(vec![StoreOp::ServeType {
             type_url: t.type_url.into(),
         }])
         .unwrap();
@@ -479,7 +477,7 @@ fn srds_scope_set_is_every_scope_and_each_names_its_route() {
 fn vhds_route_is_complete_without_virtual_hosts_and_follows_those_received() {
     let mut pair = pair(Variant::Delta);
     pair.apply(vec![
-        StoreOp::Publish {
+        StoreOp::ServeType {
             type_url: VIRTUAL_HOST.type_url.into(),
         },
         set(LISTENER.type_url, "l", envoy::api_listener("l", "r")),

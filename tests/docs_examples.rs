@@ -14,15 +14,14 @@
 //!
 //! `jsonl` blocks (recordings) must be read by the record reader, and the checker must find
 //! no violation in them on either side.
-#![cfg(feature = "check")]
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use xds_sansio::check::{check, parse_jsonl_with, CheckSide};
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::message::Variant;
-use xds_sansio::script::{
+use xds_sansio_conformance::check::{check, parse_jsonl_with, CheckSide};
+use xds_sansio_conformance::script::{
     self, Action, ClientCommand, DepsCommand, DepsExpectation, Direction, ErrorPattern, EventScope,
     Expectation, Item, MessagePattern, Model, Outcome, Scenario, ServerCommand, SessionExpectation,
     SessionStep, Side, TransportSpec, LATEST_NONCE, NO_NODE,

@@ -11,8 +11,8 @@ use bytes::Bytes;
 use prost::{Message, Name};
 use prost_reflect::DynamicMessage;
 use support::fill::{fill, OUR_PACKAGES, VARIANTS};
-use xds_sansio::file::{FileCodec, Format, FormatError, Position};
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
+use xds_sansio::codec::{FileCodec, Format, FormatError, Position};
 use xds_sansio::pb;
 
 const FORMATS: [Format; 4] = [Format::Binary, Format::Json, Format::Yaml, Format::Text];

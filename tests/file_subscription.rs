@@ -7,7 +7,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use prost::Message;
 use xds_sansio::client::{ClientConfig, ClientEvent, RemovalReason};
-use xds_sansio::file::{FileEvent, FileSubscription, Format, FormatError, Position};
+use xds_sansio::codec::{Format, FormatError, Position};
+use xds_sansio::file::{FileEvent, FileSubscription};
 use xds_sansio::pb::discovery::{DiscoveryResponse, Resource};
 use xds_sansio::pb::google::protobuf::Any;
 use xds_sansio::types::{CLUSTER, RESOURCE_WRAPPER_TYPE_URL};
@@ -196,8 +197,8 @@ fn resource_schemas_make_hand_written_files_readable() {
     use prost_types::{
         DescriptorProto, FieldDescriptorProto, FileDescriptorProto, FileDescriptorSet,
     };
-    use xds_sansio::file::FileCodec;
-    use xds_sansio::json::JsonCodec;
+    use xds_sansio::codec::json::JsonCodec;
+    use xds_sansio::codec::FileCodec;
 
     let field = |name: &str, json: &str, number: i32, ty: Type| FieldDescriptorProto {
         name: Some(name.into()),

@@ -3,16 +3,15 @@
 //!
 //! `XDS_SANSIO_WRITE_CORPUS=1 cargo test --all-features --test fuzz_corpus` rewrites the
 //! seeds made from the scenarios (files named `scenario-*`).
-#![cfg(all(feature = "fuzzing", feature = "script"))]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use prost::Message;
-use xds_sansio::fuzzing::{self, encode, Op, NAMES, TYPES};
 use xds_sansio::message::{Request, Response, Transport, Variant};
-use xds_sansio::script::{self, Model, TransportSpec};
-use xds_sansio::transcript::Entry;
+use xds_sansio_conformance::fuzzing::{self, encode, Op, NAMES, TYPES};
+use xds_sansio_conformance::script::{self, Model, TransportSpec};
+use xds_sansio_conformance::transcript::Entry;
 
 /// A fuzz target body.
 type Body = fn(&[u8]);

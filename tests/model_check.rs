@@ -14,20 +14,19 @@
 //! restricted to the subscription (the client keeps the valid resources of a rejected
 //! response, gRPC A46), and both sides pass the conformance checker on the conversation
 //! that led there. The numbers of states are printed (see the closing note of issue 7).
-#![cfg(all(feature = "testing", feature = "check"))]
 
 use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::time::Duration;
 
-use xds_sansio::check::{check, CheckSide};
 use xds_sansio::client::{ClientConfig, NackPolicy};
 use xds_sansio::pb::envoy::config::core::v3::Node;
-use xds_sansio::script::render::body;
 use xds_sansio::server::{ResourceEntry, ServerConfig};
-use xds_sansio::testing::{Pair, PairConfig};
-use xds_sansio::transcript::Entry;
 use xds_sansio::types::{CLUSTER, ENDPOINT};
 use xds_sansio::{Request, Transport, Variant};
+use xds_sansio_conformance::check::{check, CheckSide};
+use xds_sansio_conformance::script::render::body;
+use xds_sansio_conformance::testing::{Pair, PairConfig};
+use xds_sansio_conformance::transcript::Entry;
 
 const CDS: &str = CLUSTER.type_url;
 const EDS: &str = ENDPOINT.type_url;
@@ -67,9 +66,10 @@ fn initial(variant: Variant, tp3: bool) -> State {
     client.does_not_exist_timeout = None;
     let mut pair = Pair::new(PairConfig {
         client,
-        server: ServerConfig {
-            sotw_not_found_errors: tp3,
-            ..ServerConfig::new(variant, transport)
+        server: {
+            let mut c = ServerConfig::new(variant, transport);
+            c.sotw_not_found_errors = tp3;
+            c
         },
         latency: Duration::ZERO,
     });

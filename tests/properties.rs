@@ -4,20 +4,19 @@
 //! prints the shrunk operation sequence and its transcript in the scenario notation.
 //!
 //! `QUICKCHECK_TESTS` sets the number of cases (scripts/test.sh: 10 000).
-#![cfg(all(feature = "testing", feature = "check"))]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
-use xds_sansio::check::{check, CheckSide};
 use xds_sansio::client::{ClientConfig, ClientEvent, NackPolicy};
 use xds_sansio::pb::envoy::config::core::v3::Node;
-use xds_sansio::script::render::{body, ScenarioBody};
 use xds_sansio::server::{ResourceEntry, ServerConfig};
-use xds_sansio::testing::{Pair, PairConfig};
 use xds_sansio::types::{CLUSTER, ENDPOINT};
 use xds_sansio::{Instant, Transport, Variant};
+use xds_sansio_conformance::check::{check, CheckSide};
+use xds_sansio_conformance::script::render::{body, ScenarioBody};
+use xds_sansio_conformance::testing::{Pair, PairConfig};
 
 const TYPES: [&str; 2] = [CLUSTER.type_url, ENDPOINT.type_url];
 const NAMES: [&str; 3] = ["a", "b", "c"];
@@ -126,9 +125,10 @@ impl World {
         client.nack_policy = NackPolicy::KeepValid;
         let mut pair = Pair::new(PairConfig {
             client,
-            server: ServerConfig {
-                sotw_not_found_errors: setup.not_found_errors,
-                ..ServerConfig::new(setup.variant, transport)
+            server: {
+                let mut c = ServerConfig::new(setup.variant, transport);
+                c.sotw_not_found_errors = setup.not_found_errors;
+                c
             },
             latency: LATENCY,
         });

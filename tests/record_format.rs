@@ -12,7 +12,6 @@
 //! Python (`.venv/bin/python` made by `scripts/test.sh`, or `XDS_SANSIO_PYTHON`) runs the
 //! `jsonschema` validator and re-makes the Python fixtures; without it those parts print a
 //! loud SKIPPED message, and fail under `CI`.
-#![cfg(feature = "check")]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,9 +19,9 @@ use std::process::Command;
 
 use prost_reflect::{Kind, MessageDescriptor};
 use serde_json::{json, Value};
-use xds_sansio::check::{check, parse_jsonl, parse_jsonl_with, CheckSide, Entry};
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::message::Variant;
+use xds_sansio_conformance::check::{check, parse_jsonl, parse_jsonl_with, CheckSide, Entry};
 
 #[path = "support/markdown.rs"]
 mod markdown;
@@ -518,14 +517,16 @@ fn recorded_lines() -> Vec<(String, String)> {
     for file in &files {
         let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
         let scenario =
-            xds_sansio::script::parse(&std::fs::read_to_string(file).unwrap(), &stem).unwrap();
-        let report = xds_sansio::script::run(&scenario);
+            xds_sansio_conformance::script::parse(&std::fs::read_to_string(file).unwrap(), &stem)
+                .unwrap();
+        let report = xds_sansio_conformance::script::run(&scenario);
         assert!(report.passed(), "{}", file.display());
         for (side, view) in [
             (CheckSide::Client, &report.client_view),
             (CheckSide::Server, &report.server_view),
         ] {
-            let text = xds_sansio::check::write_jsonl(view, Some(side), &codec).unwrap();
+            let text =
+                xds_sansio_conformance::check::write_jsonl(view, Some(side), &codec).unwrap();
             for (index, line) in text.lines().enumerate() {
                 lines.push((format!("{stem}.{side:?}:{}", index + 1), line.to_string()));
             }

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use xds_sansio::client::{ClientConfig, ClientEvent, RemovalReason, Validator};
-use xds_sansio::file::{FileCodec, FileError, FileEvent, FileSubscription, Format};
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
+use xds_sansio::codec::{FileCodec, Format};
+use xds_sansio::file::{FileError, FileEvent, FileSubscription};
 use xds_sansio::pb::discovery::DiscoveryResponse;
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::protobuf::Any;
@@ -190,6 +191,7 @@ impl Path for File {
                     ))
                 }
                 FileEvent::Malformed(e) => panic!("malformed: {e}"),
+                other => panic!("an event this test does not know: {other:?}"),
             }
         }
         outcome

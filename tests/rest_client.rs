@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use xds_sansio::client::{ClientConfig, ClientEvent, ResourceState};
-use xds_sansio::file::{FormatError, Position};
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
+use xds_sansio::codec::{FormatError, Position};
 use xds_sansio::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::protobuf::Any;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use xds_sansio::client::ClientEvent;
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::pb::discovery::{DeltaDiscoveryRequest, DiscoveryRequest, DiscoveryResponse};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::rpc::Status;
@@ -74,7 +74,7 @@ fn store() -> ResourceStore {
     s.set(CDS, "a", body("a", "1")).unwrap();
     s.set(EDS, "x", body("x", "1")).unwrap();
     s.set(EDS, "y", body("y", "1")).unwrap();
-    s.publish("type.googleapis.com/envoy.api.v2.Cluster")
+    s.serve_type("type.googleapis.com/envoy.api.v2.Cluster")
         .unwrap();
     s
 }
@@ -580,9 +580,10 @@ fn unknown_request_fields_are_400_unless_ignored() {
         answer.body
     );
     let mut lenient = RestServer::new(
-        RestServerConfig {
-            ignore_unknown_fields: true,
-            ..RestServerConfig::default()
+        {
+            let mut c = RestServerConfig::default();
+            c.ignore_unknown_fields = true;
+            c
         },
         codec(),
     );

@@ -1,5 +1,4 @@
 //! Replays every scenario under `scenarios/` through the model; each must pass.
-#![cfg(feature = "script")]
 
 use std::path::{Path, PathBuf};
 
@@ -28,10 +27,10 @@ fn every_scenario_passes() {
     for path in &paths {
         let text = std::fs::read_to_string(path).unwrap();
         let name = path.strip_prefix(&root).unwrap().display().to_string();
-        match xds_sansio::script::parse(&text, &name) {
+        match xds_sansio_conformance::script::parse(&text, &name) {
             Err(e) => failures.push(format!("{name}: {e}")),
             Ok(scenario) => {
-                let report = xds_sansio::script::run(&scenario);
+                let report = xds_sansio_conformance::script::run(&scenario);
                 if !report.passed() {
                     let detail: Vec<String> = report
                         .lines
@@ -79,8 +78,8 @@ fn a_wrong_expectation_fails_with_the_line_and_the_difference() {
         "C->S (V=Y,R={foo,bar},N=A,T=EDS) [ack]",
     );
     assert_ne!(text, wrong, "the scenario changed under this test");
-    let scenario = xds_sansio::script::parse(&wrong, "wrong").unwrap();
-    let report = xds_sansio::script::run(&scenario);
+    let scenario = xds_sansio_conformance::script::parse(&wrong, "wrong").unwrap();
+    let report = xds_sansio_conformance::script::run(&scenario);
     assert!(!report.passed());
     let failed = report.lines.last().unwrap();
     assert_eq!(failed.line, 11);
@@ -96,8 +95,8 @@ fn a_wrong_expectation_fails_with_the_line_and_the_difference() {
 /// Replays every scenario of the corpus that `runs` picks, changed by `change`; the names
 /// of those that fail, and how many ran.
 fn replay_corpus_with(
-    runs: impl Fn(xds_sansio::script::Model) -> bool,
-    change: impl Fn(&mut xds_sansio::script::Scenario),
+    runs: impl Fn(xds_sansio_conformance::script::Model) -> bool,
+    change: impl Fn(&mut xds_sansio_conformance::script::Scenario),
 ) -> (usize, Vec<String>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
     let mut paths = Vec::new();
@@ -106,13 +105,13 @@ fn replay_corpus_with(
     for path in &paths {
         let text = std::fs::read_to_string(path).unwrap();
         let name = path.strip_prefix(&root).unwrap().display().to_string();
-        let mut scenario = xds_sansio::script::parse(&text, &name).unwrap();
+        let mut scenario = xds_sansio_conformance::script::parse(&text, &name).unwrap();
         if !runs(scenario.model) {
             continue;
         }
         change(&mut scenario);
         ran += 1;
-        if !xds_sansio::script::run(&scenario).passed() {
+        if !xds_sansio_conformance::script::run(&scenario).passed() {
             failures.push(name);
         }
     }
@@ -124,7 +123,7 @@ fn replay_corpus_with(
 /// conversation.
 #[test]
 fn every_server_scenario_passes_through_the_encoded_path() {
-    use xds_sansio::script::Model;
+    use xds_sansio_conformance::script::Model;
     let (ran, failures) = replay_corpus_with(
         |model| matches!(model, Model::Server | Model::Both),
         |scenario| scenario.options.server_encoded = true,
@@ -140,7 +139,7 @@ fn every_server_scenario_passes_through_the_encoded_path() {
 #[test]
 fn every_client_scenario_passes_with_batched_events() {
     use xds_sansio::client::EventShape;
-    use xds_sansio::script::Model;
+    use xds_sansio_conformance::script::Model;
     let (ran, failures) = replay_corpus_with(
         |model| matches!(model, Model::Client | Model::Both),
         |scenario| scenario.options.client_event_shape = Some(EventShape::Batched),

@@ -10,9 +10,10 @@ use xds_sansio::server::{ResourceStore, ServerConfig, ServerStream};
 use xds_sansio::{Transport, Variant};
 
 fn held(variant: Variant) -> ServerStream {
-    ServerStream::new(ServerConfig {
-        await_ack: true,
-        ..ServerConfig::new(variant, Transport::Aggregated)
+    ServerStream::new({
+        let mut c = ServerConfig::new(variant, Transport::Aggregated);
+        c.await_ack = true;
+        c
     })
 }
 

@@ -93,7 +93,7 @@ fn a_store_change_is_pushed_while_a_stale_request_waits() {
 #[test]
 fn a_new_delta_wildcard_is_always_answered() {
     let mut store = ResourceStore::new();
-    store.publish(CDS).unwrap();
+    store.serve_type(CDS).unwrap();
     let mut s = delta_ads();
     s.handle_request(T0, dreq(delta(CDS, &[], &[], "")));
     let r = one_delta(drain(&mut s, T0, &store));
@@ -140,9 +140,9 @@ fn a_type_never_published_gets_no_answer() {
         }
         assert!(drain(&mut s, T0, &store).is_empty(), "{variant:?}");
         assert_eq!(s.poll_timeout(), None, "{variant:?}: no busy loop");
-        assert!(!store.is_published(CDS));
-        store.publish(CDS).unwrap();
-        assert!(store.is_published(CDS));
+        assert!(!store.is_served(CDS));
+        store.serve_type(CDS).unwrap();
+        assert!(store.is_served(CDS));
         let out = drain(&mut s, T0, &store);
         assert_eq!(
             out.len(),
@@ -172,7 +172,7 @@ fn publication_wakes_waiting_streams_in_a_set() {
         assert!(set.poll_response(id, T0, &store).is_none());
     }
     assert_eq!(set.poll_timeout(), None);
-    store.publish(CDS).unwrap();
+    store.serve_type(CDS).unwrap();
     assert_eq!(set.sync(&store), 2);
     let mut answered = Vec::new();
     while let Some(id) = set.poll_ready() {
@@ -199,7 +199,7 @@ fn a_batch_is_one_revision_and_atomic() {
                 type_url: EDS.into(),
                 name: "old".into(),
             },
-            StoreOp::Publish {
+            StoreOp::ServeType {
                 type_url: LDS.into(),
             },
         ])
@@ -214,7 +214,7 @@ fn a_batch_is_one_revision_and_atomic() {
         revisions, [r.0; 4],
         "CDS published, c set, old removed, LDS published"
     );
-    assert!(store.is_published(LDS) && store.get(EDS, "old").is_none());
+    assert!(store.is_served(LDS) && store.get(EDS, "old").is_none());
 
     let bad = store.apply(vec![
         StoreOp::Set {
@@ -312,7 +312,7 @@ fn member(id: &str) -> String {
 #[test]
 fn delta_glob_collections() {
     let mut store = ResourceStore::new();
-    store.publish(CDS).unwrap();
+    store.serve_type(CDS).unwrap();
     let mut s = delta_ads();
     s.handle_request(T0, dreq(delta(CDS, &[GLOB], &[], "")));
     let r = one_delta(drain(&mut s, T0, &store));
@@ -369,7 +369,7 @@ fn sotw_glob_next_to_a_name_and_canonical_names() {
 #[test]
 fn set_index_wakes_glob_subscribers() {
     let mut store = ResourceStore::new();
-    store.publish(CDS).unwrap();
+    store.serve_type(CDS).unwrap();
     let mut set = StreamSet::new();
     let id = set.insert(ServerConfig::new(Variant::Delta, Transport::Aggregated));
     set.handle_request(id, T0, dreq(delta(CDS, &[GLOB], &[], "")))
@@ -391,5 +391,8 @@ fn set_index_wakes_glob_subscribers() {
 fn malformed_xdstp_names_are_refused_by_the_store() {
     let mut store = ResourceStore::new();
     let e = store.set(CDS, "xdstp://auth", body("x", "1"));
-    assert!(matches!(e, Err(StoreError::BadXdstpName { .. })), "{e:?}");
+    assert!(
+        matches!(e, Err(StoreError::MalformedXdstpName { .. })),
+        "{e:?}"
+    );
 }

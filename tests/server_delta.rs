@@ -175,7 +175,7 @@ fn removal_then_comeback() {
 #[test]
 fn not_found_is_reported_in_removed_resources_by_default() {
     let mut store = ResourceStore::new();
-    store.publish(EDS).unwrap();
+    store.serve_type(EDS).unwrap();
     let mut s = ads();
     s.handle_request(T0, dreq(delta(EDS, &["missing"], &[], "")));
     let r = one_delta(drain(&mut s, T0, &store));
@@ -194,7 +194,7 @@ fn not_found_as_bodyless_resource_by_option() {
     let mut c = ServerConfig::new(Variant::Delta, Transport::Aggregated);
     c.not_found = NotFoundReporting::BodylessResource;
     let mut store = ResourceStore::new();
-    store.publish(EDS).unwrap();
+    store.serve_type(EDS).unwrap();
     let mut s = ServerStream::new(c);
     s.handle_request(T0, dreq(delta(EDS, &["missing"], &[], "")));
     let r = one_delta(drain(&mut s, T0, &store));
@@ -319,7 +319,7 @@ fn ads_make_before_break_with_removals_last() {
     let mut store = ResourceStore::new();
     store.set(CDS, "old", body("old", "1")).unwrap();
     store.set(RDS, "r", body("r", "1")).unwrap();
-    store.publish(EDS).unwrap();
+    store.serve_type(EDS).unwrap();
     let mut s = ads();
     s.handle_request(T0, dreq(delta(RDS, &["r"], &[], "")));
     s.handle_request(T0, dreq(delta(CDS, &[], &[], "")));

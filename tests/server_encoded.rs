@@ -61,10 +61,11 @@ fn assert_same(message: &Response, encoded: &EncodedResponse) {
 /// One SotW or delta ADS conversation driven by `ops`; panics on a difference.
 fn conversation(variant: Variant, ops: &[(u8, u8, u8)]) -> bool {
     let mut store = ResourceStore::new();
-    let config = ServerConfig {
+    let config = {
+        let mut c = ServerConfig::new(variant, Transport::Aggregated);
         // Half the conversations report absent names in resource_errors (field 7).
-        sotw_not_found_errors: ops.len() % 2 == 0,
-        ..ServerConfig::new(variant, Transport::Aggregated)
+        c.sotw_not_found_errors = ops.len() % 2 == 0;
+        c
     };
     let (mut msg, mut enc) = (ServerStream::new(config.clone()), ServerStream::new(config));
     let mut now = T0;

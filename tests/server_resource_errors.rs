@@ -82,8 +82,8 @@ fn the_store_keeps_errors_apart_from_bodies() {
     assert!(s.error(EDS, "zz").is_none());
     assert!(s.set_error("", "a", status(5, "")).is_err());
     assert!(s.set_error(EDS, "", status(5, "")).is_err());
-    assert!(s.is_published(CDS) || s.set_error(CDS, "c", status(5, "")).is_ok());
-    assert!(s.is_published(CDS), "an error publishes its type");
+    assert!(s.is_served(CDS) || s.set_error(CDS, "c", status(5, "")).is_ok());
+    assert!(s.is_served(CDS), "an error publishes its type");
 }
 
 #[test]
@@ -202,7 +202,7 @@ fn delta_error_replaces_a_held_body_without_a_removal() {
 #[test]
 fn stream_set_routes_errors_by_name_and_type() {
     let mut store = ResourceStore::new();
-    store.publish(EDS).unwrap();
+    store.serve_type(EDS).unwrap();
     let mut set = StreamSet::new();
     let a = set.insert(ServerConfig::new(Variant::Sotw, Transport::Aggregated));
     let b = set.insert(ServerConfig::new(Variant::Sotw, Transport::Aggregated));

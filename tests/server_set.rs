@@ -28,7 +28,7 @@ fn a_store_update_touches_only_affected_streams() {
     let mut store = ResourceStore::new();
     store.set(EDS, "a", body("a", "1")).unwrap();
     store.set(EDS, "b", body("b", "1")).unwrap();
-    store.publish(CDS).unwrap();
+    store.serve_type(CDS).unwrap();
     let mut set = StreamSet::new();
     let sa = set.insert(cfg(Variant::Sotw));
     let sb = set.insert(cfg(Variant::Delta));

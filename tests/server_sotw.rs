@@ -281,7 +281,7 @@ fn narrowed_wildcard_resends_nothing_and_ignores_what_it_dropped() {
 #[test]
 fn wildcard_cds() {
     let mut store = ResourceStore::new();
-    store.publish(CDS).unwrap();
+    store.serve_type(CDS).unwrap();
     let mut config = ServerConfig::new(Variant::Sotw, Transport::Aggregated);
     config.sticky_legacy_wildcard = true;
     let mut s = ServerStream::new(config);
@@ -675,7 +675,7 @@ fn poll_timeout_is_now_while_a_request_waits() {
 fn new_full_state_names_missing_send_nothing_new() {
     let mut store = ResourceStore::new();
     store.set(CDS, "a", body("a", "1")).unwrap();
-    store.publish(EDS).unwrap();
+    store.serve_type(EDS).unwrap();
     let mut s = ads();
     s.handle_request(T0, req(sotw(CDS, "", &["a"], "")));
     let r = one_sotw(drain(&mut s, T0, &store));
@@ -694,9 +694,10 @@ fn new_full_state_names_missing_send_nothing_new() {
 // ---------------------------------------------------------------- resource_errors (xRFC TP3)
 
 fn ads_reporting_not_found() -> ServerStream {
-    ServerStream::new(ServerConfig {
-        sotw_not_found_errors: true,
-        ..ServerConfig::new(Variant::Sotw, Transport::Aggregated)
+    ServerStream::new({
+        let mut c = ServerConfig::new(Variant::Sotw, Transport::Aggregated);
+        c.sotw_not_found_errors = true;
+        c
     })
 }
 
@@ -776,16 +777,17 @@ fn not_found_errors_are_off_by_default() {
 #[test]
 fn a_client_learns_does_not_exist_without_its_timer() {
     use xds_sansio::client::{ClientConfig, ClientEvent};
-    use xds_sansio::testing::{Pair, PairConfig};
+    use xds_sansio_conformance::testing::{Pair, PairConfig};
     let mut pair = Pair::new(PairConfig {
         client: ClientConfig::new(Variant::Sotw, Transport::Aggregated, node()),
-        server: ServerConfig {
-            sotw_not_found_errors: true,
-            ..ServerConfig::new(Variant::Sotw, Transport::Aggregated)
+        server: {
+            let mut c = ServerConfig::new(Variant::Sotw, Transport::Aggregated);
+            c.sotw_not_found_errors = true;
+            c
         },
         latency: Duration::from_millis(10),
     });
-    pair.store.publish(EDS).unwrap();
+    pair.store.serve_type(EDS).unwrap();
     pair.client.subscribe(EDS, &["ghost"]).unwrap();
     pair.drive().unwrap();
     let events = pair.take_client_events();

@@ -23,7 +23,7 @@ use prost::{Message, Name};
 use prost_reflect::DynamicMessage;
 use serde_json::json;
 use support::fill::{fill, OUR_PACKAGES, VARIANTS};
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::pb;
 
 fn b64(bytes: &[u8]) -> String {

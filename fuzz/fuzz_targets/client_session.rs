@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| xds_sansio::fuzzing::client_session(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| xds_sansio_conformance::fuzzing::client_session(data));

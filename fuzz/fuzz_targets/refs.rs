@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| xds_sansio::fuzzing::refs(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| xds_sansio_conformance::fuzzing::refs(data));

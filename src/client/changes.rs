@@ -1,29 +1,41 @@
-//! Batched change events: one [`ClientEvent::Changed`] per run of cache changes, whose
+//! Batched change events: one [`ClientEvent::Changed`](super::ClientEvent::Changed) per run of cache changes, whose
 //! entries name what changed and borrow the rest from the client's cache.
 //!
-//! Why: an owned [`ClientEvent::Upserted`] carries four reference-counted handles (type
+//! Why: an owned [`ClientEvent::Upserted`](super::ClientEvent::Upserted) carries four reference-counted handles (type
 //! URL, name, version, body), each an atomic increment when made and a decrement when
 //! dropped. On a 10k-resource response that is as much work as decoding the response
 //! (`benches/README.md`, "the floor"). A batch carries one handle per change (the name)
 //! and one type URL per batch; the application reads the body, version and aliases from
 //! the cache with [`Client::changes`](super::Client::changes), without copying anything.
 
-use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use super::cache::CachedResource;
-use super::event::{ClientEvent, RemovalReason};
 use crate::text::SharedStr;
+
+/// Why a resource left the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RemovalReason {
+    /// Incremental: named in `removed_resources` / `removed_resource_names`, or announced
+    /// as not existing by a body-less `Resource`.
+    ServerRemoved,
+    /// SotW LDS/CDS: absent from a full-state response (an empty one removes all).
+    AbsentFromResponse,
+    /// The application unsubscribed from it.
+    Unsubscribed,
+    /// Its TTL ran out without a refresh.
+    Expired,
+}
 
 /// How the client reports changes to its cache (resources upserted, removed, known not to
 /// exist).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum EventShape {
-    /// One owned event per change: [`ClientEvent::Upserted`], [`ClientEvent::Removed`],
-    /// [`ClientEvent::DoesNotExist`]. Simple to consume; each event owns its handles.
+    /// One owned event per change: [`ClientEvent::Upserted`](super::ClientEvent::Upserted), [`ClientEvent::Removed`](super::ClientEvent::Removed),
+    /// [`ClientEvent::DoesNotExist`](super::ClientEvent::DoesNotExist). Simple to consume; each event owns its handles.
     #[default]
     PerResource,
-    /// One [`ClientEvent::Changed`] per run of changes of one type (one response's changes,
+    /// One [`ClientEvent::Changed`](super::ClientEvent::Changed) per run of changes of one type (one response's changes,
     /// unless another event falls between them), whose entries borrow from the cache: the
     /// path for large configurations. No `Upserted`, `Removed` or `DoesNotExist` is
     /// emitted; every other event is unchanged.
@@ -33,15 +45,15 @@ pub enum EventShape {
 /// What happened to one name, in a [`ChangeBatch`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Change {
-    /// Added or its body changed (as [`ClientEvent::Upserted`]).
+    /// Added or its body changed (as [`ClientEvent::Upserted`](super::ClientEvent::Upserted)).
     Upserted,
-    /// Left the cache (as [`ClientEvent::Removed`]).
+    /// Left the cache (as [`ClientEvent::Removed`](super::ClientEvent::Removed)).
     Removed(RemovalReason),
-    /// A subscribed name is known not to exist (as [`ClientEvent::DoesNotExist`]).
+    /// A subscribed name is known not to exist (as [`ClientEvent::DoesNotExist`](super::ClientEvent::DoesNotExist)).
     DoesNotExist,
 }
 
-/// The changes of one [`ClientEvent::Changed`], in the order they happened: a name per
+/// The changes of one [`ClientEvent::Changed`](super::ClientEvent::Changed), in the order they happened: a name per
 /// change, nothing copied from the response.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ChangeBatch {
@@ -49,6 +61,18 @@ pub struct ChangeBatch {
 }
 
 impl ChangeBatch {
+    /// An empty batch with room for `hint` changes (one allocation for a large response).
+    pub(crate) fn with_capacity(hint: usize) -> ChangeBatch {
+        ChangeBatch {
+            entries: Vec::with_capacity(hint),
+        }
+    }
+
+    /// Adds a change at the end.
+    pub(crate) fn push(&mut self, name: SharedStr, change: Change) {
+        self.entries.push((name, change));
+    }
+
     /// The number of changes.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -76,39 +100,4 @@ pub struct ChangeView<'a> {
     /// the next input, the resource it put there. `None` when it is not held (removed,
     /// does not exist, or changed again by a later input).
     pub resource: Option<&'a CachedResource>,
-}
-
-/// Queues one change: an owned event (made by `owned` from the type URL and the name) or an entry of the batch at the back
-/// of the queue, opening a new batch (room for `hint` changes: one allocation for a large
-/// response) when the back is anything else.
-pub(crate) fn emit(
-    events: &mut VecDeque<ClientEvent>,
-    shape: EventShape,
-    hint: usize,
-    type_url: &SharedStr,
-    name: SharedStr,
-    change: Change,
-    owned: impl FnOnce(SharedStr, SharedStr) -> ClientEvent,
-) {
-    match shape {
-        EventShape::PerResource => events.push_back(owned(type_url.clone(), name)),
-        EventShape::Batched => {
-            if let Some(ClientEvent::Changed {
-                type_url: open,
-                changes,
-            }) = events.back_mut()
-            {
-                if open == type_url {
-                    changes.entries.push((name, change));
-                    return;
-                }
-            }
-            let mut entries = Vec::with_capacity(hint.max(1));
-            entries.push((name, change));
-            events.push_back(ClientEvent::Changed {
-                type_url: type_url.clone(),
-                changes: ChangeBatch { entries },
-            });
-        }
-    }
 }

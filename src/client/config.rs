@@ -47,6 +47,7 @@ pub enum DataErrors {
 /// NACKed with a message naming the limit and changes no state; a subscription that would
 /// exceed one is refused with [`ClientError::LimitExceeded`](super::ClientError).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Limits {
     /// Names subscribed plus resources held, per type URL.
     pub max_names_per_type: usize,
@@ -72,6 +73,7 @@ impl Default for Limits {
 
 /// The configuration of one [`Client`](super::Client).
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ClientConfig {
     /// SotW or incremental.
     pub variant: Variant,

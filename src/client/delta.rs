@@ -7,8 +7,8 @@ use alloc::vec::Vec;
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
-use super::type_state::TypeState;
-use super::update::{self, Due, DueKind, Incoming, Reject, Update};
+use super::type_state::{Due, DueKind, TypeState};
+use super::update::{self, Incoming, Reject, Update};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse};
 use crate::pb::envoy::config::core::v3::Node;
 use crate::text::SharedStr;
@@ -93,7 +93,7 @@ fn check(
     if !ts.sub.is_wildcard() {
         out.retain(|inc| ts.wants(&inc.name, &inc.aliases));
     }
-    update::check_capacity(ts, &out, false, limits)?;
+    update::check_capacity(&ts.records, &out, false, limits)?;
     Ok(out)
 }
 

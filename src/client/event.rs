@@ -1,32 +1,20 @@
 //! What the client tells the application: cache mutations, verdicts on responses,
 //! readiness, validation requests, and the errors of misused methods.
 
+use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
 
-use super::changes::ChangeBatch;
+use super::changes::{Change, ChangeBatch, EventShape, RemovalReason};
 use super::defect::ResponseDefect;
 use crate::name::NameParseError;
 use crate::text::SharedStr;
 
-/// Why a resource left the cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RemovalReason {
-    /// Incremental: named in `removed_resources` / `removed_resource_names`, or announced
-    /// as not existing by a body-less `Resource`.
-    ServerRemoved,
-    /// SotW LDS/CDS: absent from a full-state response (an empty one removes all).
-    AbsentFromResponse,
-    /// The application unsubscribed from it.
-    Unsubscribed,
-    /// Its TTL ran out without a refresh.
-    Expired,
-}
-
 /// Why a response was dropped without an answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum IgnoreReason {
     /// The type URL was never subscribed on this client (the protocol says: ignore, no ACK).
     NeverSubscribed,
@@ -57,6 +45,7 @@ pub struct PendingResource {
 /// Something the application should know; drain with
 /// [`Client::poll_event`](super::Client::poll_event) after every input.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum ClientEvent {
     /// A resource was added or its body changed (not emitted when only the version or TTL
     /// changed).
@@ -141,8 +130,10 @@ pub enum ClientEvent {
         /// The response nonce.
         nonce: SharedStr,
         /// The message sent in `error_detail` (capped): the validator's text, as the client
-        /// produced it. The server sees it as a `google.rpc.Status` (code
-        /// `INVALID_ARGUMENT`, this message), hence `ServerEvent::Nacked::error` is a
+        /// produced it. The server sees it as a `google.rpc.Status` with this message and
+        /// code `INTERNAL` ([`NACK_CODE`](crate::client::NACK_CODE), 13), as Envoy sends
+        /// (gRPC's clients send `INVALID_ARGUMENT`; the protocol text names no code and
+        /// servers act on the message only), hence `ServerEvent::Nacked::error` is a
         /// `Status` there.
         error: String,
         /// The names whose content was rejected; empty when the response as a whole broke a
@@ -185,6 +176,7 @@ pub enum ClientEvent {
 
 /// The application misused a method; the client's state is unchanged.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ClientError {
     /// A per-type stream cannot carry this type URL.
     TypeNotCarried,
@@ -218,3 +210,38 @@ impl fmt::Display for ClientError {
 
 #[cfg(feature = "std")]
 impl std::error::Error for ClientError {}
+
+/// Queues one change: an owned event (made by `owned` from the type URL and the name) or an entry of the batch at the back
+/// of the queue, opening a new batch (room for `hint` changes: one allocation for a large
+/// response) when the back is anything else.
+pub(crate) fn queue_change(
+    events: &mut VecDeque<ClientEvent>,
+    shape: EventShape,
+    hint: usize,
+    type_url: &SharedStr,
+    name: SharedStr,
+    change: Change,
+    owned: impl FnOnce(SharedStr, SharedStr) -> ClientEvent,
+) {
+    match shape {
+        EventShape::PerResource => events.push_back(owned(type_url.clone(), name)),
+        EventShape::Batched => {
+            if let Some(ClientEvent::Changed {
+                type_url: open,
+                changes,
+            }) = events.back_mut()
+            {
+                if open == type_url {
+                    changes.push(name, change);
+                    return;
+                }
+            }
+            let mut changes = ChangeBatch::with_capacity(hint.max(1));
+            changes.push(name, change);
+            events.push_back(ClientEvent::Changed {
+                type_url: type_url.clone(),
+                changes,
+            });
+        }
+    }
+}

@@ -4,7 +4,7 @@
 use alloc::vec::Vec;
 
 use super::cache::Record;
-use super::event::RemovalReason;
+use super::changes::RemovalReason;
 use super::subscription::WILDCARD;
 use super::timers::TimerKind;
 use super::type_state::{Ctx, TypeState};

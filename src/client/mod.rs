@@ -227,12 +227,10 @@ use hashbrown::HashMap;
 
 pub use crate::text::SharedStr;
 pub use cache::CachedResource;
-pub use changes::{Change, ChangeBatch, ChangeView, EventShape};
+pub use changes::{Change, ChangeBatch, ChangeView, EventShape, RemovalReason};
 pub use config::{ClientConfig, DataErrors, Limits, NackPolicy};
 pub use defect::{At, ResponseDefect};
-pub use event::{
-    ClientError, ClientEvent, IgnoreReason, PendingResource, RemovalReason, VerdictTicket,
-};
+pub use event::{ClientError, ClientEvent, IgnoreReason, PendingResource, VerdictTicket};
 pub use status::{Rejection, ResourceState, ResourceStatus, ServerError, StatusEntry};
 pub use subscription::WILDCARD;
 pub use validation::{cap_message, Validator, MAX_ERROR_MESSAGE, NACK_CODE, TRUNCATION_MARKER};
@@ -308,7 +306,6 @@ impl fmt::Debug for Client {
     }
 }
 
-#[cfg(feature = "testing")]
 impl Client {
     /// Every field of the state (validators by type only), for the fingerprints of model
     /// checkers. Map order follows the maps' hashers, so equal states reached in different

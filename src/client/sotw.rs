@@ -8,8 +8,8 @@ use prost::Message;
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
-use super::type_state::TypeState;
-use super::update::{self, Due, DueKind, Incoming, Reject, Update};
+use super::type_state::{Due, DueKind, TypeState};
+use super::update::{self, Incoming, Reject, Update};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use crate::pb::envoy::config::core::v3::Node;
 use crate::resource::{shared_name_field_1, NameExtractor};
@@ -132,7 +132,7 @@ fn check(
             });
         }
     }
-    update::check_capacity(ts, &out, ts.info.full_state_in_sotw(), limits)?;
+    update::check_capacity(&ts.records, &out, ts.info.full_state_in_sotw(), limits)?;
     Ok(out)
 }
 

@@ -12,10 +12,10 @@ use hashbrown::hash_map::EntryRef;
 use hashbrown::{HashMap, HashSet};
 
 use super::cache::{CachedResource, Record};
-use super::changes::{self, Change, EventShape};
+use super::changes::{Change, EventShape, RemovalReason};
 use super::config::{ClientConfig, DataErrors, NackPolicy};
 use super::defect::ResponseDefect;
-use super::event::{ClientEvent, RemovalReason, VerdictTicket};
+use super::event::{queue_change, ClientEvent, VerdictTicket};
 use super::status::{Rejection, ResourceState, ServerError};
 use super::subscription::Subscription;
 use super::timers::{TimerKind, Timers};
@@ -34,6 +34,27 @@ pub(crate) struct Reply {
     /// SotW: the version to report (applied for an ACK, previous good for a NACK).
     pub(crate) version: SharedStr,
     pub(crate) error: Option<Status>,
+}
+
+/// The kind of request a type owes, in the order its variant decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DueKind {
+    /// The first request of the type on this stream.
+    Initial,
+    /// The answer to a response (incremental: it may carry unsent interest changes).
+    Reply,
+    /// Interest changed (SotW: or the version was reset) with no response to answer.
+    Change,
+}
+
+/// A request a type owes, ready to build.
+pub(crate) enum Due {
+    /// The first request of the type on this stream.
+    Initial,
+    /// The answer to one response.
+    Reply(Reply),
+    /// An interest change.
+    Change,
 }
 
 /// A response held back while a verdict is pending.
@@ -88,7 +109,7 @@ impl Ctx<'_> {
         owned: impl FnOnce(SharedStr, SharedStr) -> ClientEvent,
     ) {
         let shape = self.config.event_shape;
-        changes::emit(
+        queue_change(
             self.events,
             shape,
             self.batch_hint,
@@ -215,6 +236,15 @@ impl TypeState {
             self.replies.clear();
         }
         self.replies.push_back(reply);
+    }
+
+    /// Takes what `kind` says is due: the oldest answer owed, for a reply.
+    pub(crate) fn take_due(&mut self, kind: DueKind) -> Option<Due> {
+        match kind {
+            DueKind::Initial => Some(Due::Initial),
+            DueKind::Reply => self.replies.pop_front().map(Due::Reply),
+            DueKind::Change => Some(Due::Change),
+        }
     }
 
     // ---------------------------------------------------------------- readiness

@@ -7,11 +7,11 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
-use hashbrown::HashSet;
+use hashbrown::{HashMap, HashSet};
 
+use super::cache::Record;
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
-use super::type_state::{Reply, TypeState};
 use crate::name::{XdstpName, XDSTP_SCHEME};
 use crate::pb::discovery::{ResourceError, ResourceName};
 use crate::pb::google::protobuf::Any;
@@ -220,7 +220,7 @@ pub(crate) fn check_duplicates(
 /// [`Limits::max_names_per_type`]: a full-state response replaces what is held, any other
 /// adds its new names.
 pub(crate) fn check_capacity(
-    ts: &TypeState,
+    records: &HashMap<SharedStr, Record>,
     resources: &[Incoming],
     full_state: bool,
     limits: &Limits,
@@ -230,9 +230,9 @@ pub(crate) fn check_capacity(
     } else {
         let new_names = resources
             .iter()
-            .filter(|inc| inc.body.is_some() && !ts.records.contains_key(inc.name.as_str()))
+            .filter(|inc| inc.body.is_some() && !records.contains_key(inc.name.as_str()))
             .count();
-        ts.records.len().saturating_add(new_names)
+        records.len().saturating_add(new_names)
     };
     if count > limits.max_names_per_type {
         return Err(ResponseDefect::TooManyHeld {
@@ -276,36 +276,4 @@ pub(crate) fn check_name_len(
         });
     }
     Ok(())
-}
-
-/// The kind of request a type owes, in the order its variant decides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DueKind {
-    /// The first request of the type on this stream.
-    Initial,
-    /// The answer to a response (incremental: it may carry unsent interest changes).
-    Reply,
-    /// Interest changed (SotW: or the version was reset) with no response to answer.
-    Change,
-}
-
-/// A request a type owes, ready to build.
-pub(crate) enum Due {
-    /// The first request of the type on this stream.
-    Initial,
-    /// The answer to one response.
-    Reply(Reply),
-    /// An interest change.
-    Change,
-}
-
-impl TypeState {
-    /// Takes what `kind` says is due: the oldest answer owed, for a reply.
-    pub(crate) fn take_due(&mut self, kind: DueKind) -> Option<Due> {
-        match kind {
-            DueKind::Initial => Some(Due::Initial),
-            DueKind::Reply => self.replies.pop_front().map(Due::Reply),
-            DueKind::Change => Some(Due::Change),
-        }
-    }
 }

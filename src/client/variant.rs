@@ -4,8 +4,8 @@
 
 use alloc::vec::Vec;
 
-use super::type_state::{Ctx, TypeState};
-use super::update::{DueKind, Reject, Update};
+use super::type_state::{Ctx, DueKind, TypeState};
+use super::update::{Reject, Update};
 use super::{delta, sotw};
 use crate::message::{Request, Response, Variant};
 use crate::pb::envoy::config::core::v3::Node;

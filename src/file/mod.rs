@@ -51,11 +51,11 @@
 //!   `.textproto`, `.txtpb`, `.pbtxt`, `.pb.txt`, `.prototxt`). JSON is the canonical
 #![cfg_attr(
     feature = "json",
-    doc = "  proto3 mapping of [`crate::json`]; YAML is read into the JSON value it denotes and then"
+    doc = "  proto3 mapping of [`crate::codec::json`]; YAML is read into the JSON value it denotes and then"
 )]
 #![cfg_attr(
     not(feature = "json"),
-    doc = "  proto3 mapping of `crate::json`; YAML is read into the JSON value it denotes and then"
+    doc = "  proto3 mapping of `codec::json`; YAML is read into the JSON value it denotes and then"
 )]
 //!   goes the same way (as Envoy converts YAML to JSON); the text format is prost-reflect's.
 //!   Binary needs nothing beyond the `no_std` core; the others need features `json`,
@@ -65,7 +65,7 @@
 //!   `type_url`/`value` (text). Add the resource schemas to a
 #![cfg_attr(
     feature = "json",
-    doc = "  [`JsonCodec`](crate::json::JsonCodec) and build the subscription with"
+    doc = "  [`JsonCodec`](crate::codec::json::JsonCodec) and build the subscription with"
 )]
 #![cfg_attr(
     not(feature = "json"),
@@ -74,15 +74,11 @@
 //!   [`FileSubscription::with_codec`]: then resources are written by their fields
 //!   (`"@type": ...Cluster`, `name: foo`, ...; text: `[type.googleapis.com/...] { ... }`),
 //!   as in Envoy's own files.
-//! * **Positions** ([`Position`]): binary errors name the byte offset of the top-level
+//! * **Positions** ([`Position`](crate::codec::Position)): binary errors name the byte offset of the top-level
 //!   field record where decoding breaks; text formats name a 1-based line and column
 //!   (syntax errors always; schema errors in JSON/YAML when the schema parser agrees, see
 //!   [`FormatError::Malformed`]); invalid UTF-8 names its byte offset.
 //! * **Zero-copy** holds for binary files: cached bodies are slices of the bytes handed in.
-
-mod format;
-
-pub use format::{FileCodec, Format, FormatError, Position};
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
@@ -98,6 +94,7 @@ use crate::client::{
     ClientConfig, ClientError, ClientEvent, IgnoreReason, SharedStr, Validator, VerdictTicket,
     WILDCARD,
 };
+use crate::codec::{FileCodec, Format, FormatError};
 use crate::pb::discovery::DiscoveryResponse;
 use crate::single_type::{SingleTypeClient, SingleTypeError};
 use crate::time::Instant;
@@ -105,6 +102,7 @@ use crate::types::TypeInfo;
 
 /// What a file update did, for the application.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum FileEvent {
     /// A cache change or readiness from the SotW rules: `Upserted`, `Removed`,
     /// `DoesNotExist`, `Ready` or `ValidationNeeded` (answer it with
@@ -132,6 +130,7 @@ pub enum FileEvent {
 
 /// Why a [`FileSubscription`] cannot be made.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FileError {
     /// The configuration is refused, as REST-JSON polling refuses it (incremental xDS, an
     /// empty type URL).

@@ -1,5 +1,5 @@
 //! Bodies that carry given references, built from the minimal messages: what scenarios
-//! (`[ref=TYPE:name]`) and tests write. Field 1 (the name) is written first, then the
+//! (`[ref=TYPE:name]`), the conformance toolkit and tests of servers and clients write. Field 1 (the name) is written first, then the
 //! message, so a SotW client reads the name as from any resource.
 
 use alloc::string::String;
@@ -35,12 +35,7 @@ fn any(full_name: &str, message: &impl Message) -> Any {
 /// Cluster: EDS with the service name of its EDS reference, aggregate over its CDS
 /// references, an upstream TLS secret per SDS reference. TypedExtensionConfig: the router
 /// filter's configuration. Other types: the name and the tag only.
-pub(crate) fn body_with_refs(
-    type_url: &str,
-    name: &str,
-    refs: &[(&str, &str)],
-    tag: &str,
-) -> Bytes {
+pub fn body_with_refs(type_url: &str, name: &str, refs: &[(&str, &str)], tag: &str) -> Bytes {
     let of = |t: &str| -> Vec<String> {
         refs.iter()
             .filter(|(rt, _)| *rt == t)

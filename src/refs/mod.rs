@@ -59,7 +59,7 @@
 //! - **Names are compared canonically**: an `xdstp://` reference is put in canonical form
 //!   (xDS TP1: context parameters sorted), so it matches what a client subscribes to and
 //!   what a store holds however either was written; a malformed one is
-//!   [`RefError::BadName`]. Other names are taken as written; an empty name is no
+//!   [`RefError::MalformedXdstpName`]. Other names are taken as written; an empty name is no
 //!   reference.
 //! - **A reference is never relative to the resource that holds it.** No published xDS
 //!   text resolves a name against the referrer's: xRFC TP1 writes every name whole,
@@ -85,9 +85,7 @@
 //! - **Not read**: the `matcher` trees of virtual hosts and filter chains, on-demand CDS,
 //!   and `TypedStruct` configurations (JSON, not protobuf).
 
-#[cfg(any(test, feature = "script"))]
-pub(crate) mod build;
-#[cfg(any(test, feature = "script"))]
+pub mod build;
 mod wire;
 
 /// `envoy.config.cluster.v3.Cluster.DiscoveryType.EDS`.
@@ -195,6 +193,7 @@ impl References {
 
 /// Why the references of a body could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RefError {
     /// The body (or a configuration inside it) is not valid protobuf where a reference
     /// lives.
@@ -210,7 +209,7 @@ pub enum RefError {
         detail: String,
     },
     /// A reference is a malformed `xdstp://` name.
-    BadName {
+    MalformedXdstpName {
         /// The resource's type URL.
         type_url: String,
         /// The resource's name.
@@ -239,7 +238,7 @@ impl fmt::Display for RefError {
                 }
                 f.write_str(detail)
             }
-            RefError::BadName {
+            RefError::MalformedXdstpName {
                 type_url,
                 resource,
                 field,
@@ -480,7 +479,7 @@ impl Reader<'_> {
         };
         let name = if text.starts_with(XDSTP_SCHEME) {
             let canonical = XdstpName::parse(text)
-                .map_err(|error| RefError::BadName {
+                .map_err(|error| RefError::MalformedXdstpName {
                     type_url: self.type_url.into(),
                     resource: self.resource(),
                     field,

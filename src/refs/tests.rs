@@ -139,7 +139,7 @@ fn xdstp_references_are_canonical_and_checked() {
     let error = references(ROUTE.type_url, &Bytes::from(body)).unwrap_err();
     assert!(matches!(
         error,
-        RefError::BadName {
+        RefError::MalformedXdstpName {
             field: "RouteAction.cluster",
             ..
         }

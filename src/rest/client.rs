@@ -7,8 +7,8 @@ use core::time::Duration;
 
 use super::{rest_path, HttpRequest, RestError, CONTENT_TYPE_JSON};
 use crate::client::{ClientConfig, ClientError, ClientEvent, Validator, VerdictTicket};
-use crate::file::FormatError;
-use crate::json::JsonCodec;
+use crate::codec::json::JsonCodec;
+use crate::codec::FormatError;
 use crate::message::{Transport, Variant};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
 use crate::pb::envoy::config::core::v3::Node;
@@ -17,6 +17,7 @@ use crate::time::Instant;
 
 /// How a [`RestClient`] polls.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct RestConfig {
     /// The SotW client's configuration. Its transport must be
     /// [`Transport::PerType`] (the type polled) and its variant [`Variant::Sotw`];
@@ -55,6 +56,7 @@ impl RestConfig {
 /// Why an exchange brought nothing; the state is unchanged and the next poll repeats the
 /// same version.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RestFailure {
     /// An HTTP status other than `200` and `304`.
     Status(u16),
@@ -74,6 +76,7 @@ pub enum RestFailure {
 
 /// What the application should know.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum RestEvent {
     /// An event of the SotW rules: upserts, removals, ACK/NACK verdicts, readiness,
     /// validation requests, ignored responses.

@@ -17,7 +17,7 @@
 //! Requests and answers are HTTP-shaped values ([`HttpRequest`], [`HttpResponse`]): the
 //! method, the path of the type catalog ([`crate::types::ResourceType::rest_path`], e.g.
 //! `POST /v3/discovery:clusters`), a content type and the canonical proto3 JSON body of
-//! [`crate::json`]. The embedding program moves them over whatever HTTP stack it has.
+//! [`crate::codec::json`]. The embedding program moves them over whatever HTTP stack it has.
 //!
 //! # Client decisions ([`RestClient`])
 //!
@@ -60,7 +60,7 @@
 //!   the SotW rules. `304 Not Modified` (what Envoy's REST fetcher treats as "no change"):
 //!   nothing changes. Any other status, a `200` with an empty body, a body that is not a
 //!   JSON `DiscoveryResponse` (read by
-//!   [`JsonCodec::parse_text`](crate::json::JsonCodec::parse_text), as JSON files are, so
+//!   [`JsonCodec::parse_text`](crate::codec::json::JsonCodec::parse_text), as JSON files are, so
 //!   the failure names the line and column; unknown fields are refused unless
 //!   [`RestConfig::ignore_unknown_fields`]), or a transport failure:
 //!   reported as [`RestEvent::Failed`], nothing changes, and the next poll repeats the same
@@ -154,6 +154,7 @@ pub struct HttpResponse {
 
 /// Why a REST client cannot be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RestError {
     /// REST-JSON has no aggregated stream (xDS protocol: "ADS is not available for REST-JSON
     /// polling").

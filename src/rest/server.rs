@@ -8,7 +8,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::{type_url_for_path, HttpResponse, CONTENT_TYPE_JSON};
-use crate::json::JsonCodec;
+use crate::codec::json::JsonCodec;
 use crate::message::{Request, Response, Transport, Variant};
 use crate::pb::discovery::DiscoveryRequest;
 use crate::pb::envoy::config::core::v3::Node;
@@ -22,6 +22,7 @@ pub struct RestRequestId(pub u64);
 
 /// How a [`RestServer`] treats requests.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RestServerConfig {
     /// Whether every request must carry a node (each REST request stands alone, so this is
     /// checked per request). Default `true`.
@@ -46,6 +47,7 @@ impl Default for RestServerConfig {
 
 /// What the application should know about the requests.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum RestServerEvent {
     /// A request was read and now waits for its answer.
     Received {

@@ -18,7 +18,7 @@
 
 use alloc::string::{String, ToString};
 
-use super::store::{ResourceEntry, StoreError};
+use super::publication::{ResourceEntry, StoreError};
 use crate::types::TypeInfo;
 
 /// Whether a store checks the bodies it is given.
@@ -54,7 +54,7 @@ pub(crate) fn check_body(type_url: &str, entry: &ResourceEntry) -> Result<(), St
         name: entry.name.clone(),
         field: match &e {
             crate::refs::RefError::Malformed { field, .. } if !field.is_empty() => field.clone(),
-            crate::refs::RefError::BadName { field, .. } => field.to_string(),
+            crate::refs::RefError::MalformedXdstpName { field, .. } => field.to_string(),
             _ => String::from("body"),
         },
         why: e.to_string(),
@@ -105,7 +105,7 @@ mod tests {
             ))
         );
         assert_eq!(
-            store.publish("type.googleapis.com/acme.Thing"),
+            store.serve_type("type.googleapis.com/acme.Thing"),
             Err(StoreError::UnknownType(
                 "type.googleapis.com/acme.Thing".into()
             ))
@@ -144,7 +144,7 @@ mod tests {
         ];
         assert!(store.apply(ops).is_err());
         assert!(store.get(ENDPOINT.type_url, "e1").is_none());
-        assert!(!store.is_published(CLUSTER.type_url));
+        assert!(!store.is_served(CLUSTER.type_url));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::text::SharedStr;
 
 /// Something the application may want to know about a stream.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum ServerEvent {
     /// The first request carried this node; the application may pick the store for it.
     /// Boxed: a `Node` is 320 bytes, and every event of a stream's queue would be that
@@ -96,6 +97,7 @@ pub enum ServerEvent {
 
 /// Parts of a request that are ignored rather than fatal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Ignored {
     /// `initial_resource_versions` on a request that is not the first of its type.
     LateInitialResourceVersions,
@@ -105,6 +107,7 @@ pub enum Ignored {
 
 /// Why a stream was closed.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ProtocolError {
     /// The first request of the stream carries no node.
     NodeMissing,
@@ -130,6 +133,7 @@ pub enum ProtocolError {
 
 /// Which of the stream's [`ServerLimits`](super::ServerLimits) a request went beyond.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Limit {
     /// [`ServerLimits::max_names_per_request`](super::ServerLimits::max_names_per_request).
     NamesPerRequest,

@@ -6,10 +6,12 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use hashbrown::HashMap;
 
+use super::config::ServerConfig;
 use super::event::ServerEvent;
+use super::publication::{Revision, StoreChange};
 use super::resource_errors::TYPE_WIDE;
-use super::store::{Change, ResourceStore, Revision};
-use super::stream::{IndexOp, ServerConfig, ServerStream};
+use super::store::ResourceStore;
+use super::stream::{IndexOp, ServerStream};
 use super::wire::EncodedResponse;
 use crate::message::{Request, Response};
 use crate::time::Instant;
@@ -240,7 +242,7 @@ impl StreamSet {
                 // Grouped by type, so that a wildcard stream is looked up (and made ready)
                 // once per type, not once per change: a full replacement of 10k clusters
                 // to 100k wildcard streams is otherwise 10^9 lookups.
-                let mut by_type: BTreeMap<&str, Vec<&Change>> = BTreeMap::new();
+                let mut by_type: BTreeMap<&str, Vec<&StoreChange>> = BTreeMap::new();
                 for change in changes {
                     by_type
                         .entry(change.type_url.as_str())

@@ -174,7 +174,7 @@
 //!   NACKed, gRPC A46).
 //! - **`xdstp://` names** (xDS TP1; newest text, "xdstp:// resource names"): names are
 //!   compared in canonical form (context parameters sorted), in requests and in the store,
-//!   which refuses a malformed `xdstp://` name ([`StoreError::BadXdstpName`]). A
+//!   which refuses a malformed `xdstp://` name ([`StoreError::MalformedXdstpName`]). A
 //!   subscription to a glob collection (`xdstp://authority/TYPE/path/*`) receives every
 //!   published resource under that path with the same context parameters, SotW and delta,
 //!   later members too; a member removed is removed (delta `removed_resources`; LDS/CDS
@@ -270,12 +270,15 @@
 //!   further behind rescans its subscriptions (correct, slower).
 
 mod body_checks;
+mod config;
 mod consistency;
+mod dangling;
 mod delta;
 mod event;
 mod flow;
 mod index;
 mod names;
+mod publication;
 mod resource_errors;
 mod shared;
 mod sotw;
@@ -286,14 +289,14 @@ mod version;
 mod wire;
 
 pub use body_checks::BodyChecks;
-pub use consistency::{Consistency, ConsistencyReport, Dangling, TwoPhase};
+pub use config::{NotFoundReporting, ServerConfig, ServerLimits};
+pub use consistency::{Consistency, ConsistencyReport, Dangling};
+pub use dangling::TwoPhase;
 pub use event::{Ignored, Limit, ProtocolError, ServerEvent};
 pub use index::{StreamId, StreamSet, UnknownStream};
+pub use publication::{LogTruncated, ResourceEntry, Revision, StoreChange, StoreError, StoreOp};
 pub use resource_errors::TYPE_WIDE;
-pub use store::{
-    Change, LogTruncated, ResourceEntry, ResourceStore, Revision, StoreError, StoreOp,
-    StoredResource, DEFAULT_LOG_CAPACITY,
-};
-pub use stream::{NotFoundReporting, ServerConfig, ServerLimits, ServerStream};
+pub use store::{ResourceStore, StoredResource, DEFAULT_LOG_CAPACITY};
+pub use stream::ServerStream;
 pub use version::{body_version, entry_hash, fnv1a64, pair_hash, VersionSum};
 pub use wire::{EncodedBytes, EncodedResponse};

@@ -7,74 +7,23 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
-use core::fmt;
 use core::ops::Bound;
 use core::time::Duration;
 use prost::Message;
 
 use super::body_checks::BodyChecks;
 use super::consistency::{Consistency, ConsistencyReport};
+use super::dangling::{self, TwoPhase};
+use super::publication::{LogTruncated, ResourceEntry, Revision, StoreChange, StoreError, StoreOp};
 use super::resource_errors::{StoredError, TYPE_WIDE};
 use super::shared::SharedFrames;
 use super::version::{body_version, entry_hash, VersionSum};
-use crate::name::{collection_of, comparable, NameParseError, XdstpName, XDSTP_SCHEME};
+use crate::name::{collection_of, comparable, XdstpName, XDSTP_SCHEME};
 use crate::pb::discovery::Resource;
 use crate::pb::google::protobuf::{Any, TypeUrl};
 use crate::pb::google::rpc::Status;
 use crate::resource::{name_field_1, NameError};
 use crate::types::RESOURCE_WRAPPER_TYPE_URL;
-
-/// A point in the store's history: every change gets the next revision, so "changed since
-/// revision r" is a cheap question.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Revision(pub u64);
-
-/// One resource as the application hands it to the store.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResourceEntry {
-    /// The resource name (what clients subscribe to).
-    pub name: String,
-    /// The encoded resource message (not wrapped in `Any`).
-    pub body: Bytes,
-    /// The version; `None` means the stable hash of the body ([`super::body_version`]).
-    pub version: Option<String>,
-    /// Time to live: clients drop the resource when it expires unless a heartbeat or an
-    /// update refreshes it.
-    pub ttl: Option<Duration>,
-    /// Other names the resource can be subscribed by (incremental xDS).
-    pub aliases: Vec<String>,
-}
-
-impl ResourceEntry {
-    /// An entry with a default version, no TTL and no aliases.
-    pub fn new(name: impl Into<String>, body: Bytes) -> ResourceEntry {
-        ResourceEntry {
-            name: name.into(),
-            body,
-            version: None,
-            ttl: None,
-            aliases: Vec::new(),
-        }
-    }
-
-    /// Sets an application-chosen version.
-    pub fn with_version(mut self, version: impl Into<String>) -> ResourceEntry {
-        self.version = Some(version.into());
-        self
-    }
-
-    /// Sets a TTL.
-    pub fn with_ttl(mut self, ttl: Duration) -> ResourceEntry {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// Sets the aliases.
-    pub fn with_aliases(mut self, aliases: Vec<String>) -> ResourceEntry {
-        self.aliases = aliases;
-        self
-    }
-}
 
 /// A resource as the store holds it; responses carry clones of its `Bytes` (a reference
 /// count, never a copy of the body).
@@ -206,173 +155,6 @@ pub(crate) fn to_proto_duration(d: Duration) -> prost_types::Duration {
     }
 }
 
-/// One change in the log: the resource `name` of `type_url` was set or removed (or its
-/// error set or cleared, [`ResourceStore::set_error`]) at `revision`; when `name` is empty,
-/// the type was published for the first time ([`ResourceStore::publish`]); when it is
-/// [`TYPE_WIDE`] (`*`), the type's own error changed (every subscriber is concerned). One revision may hold several changes
-/// ([`ResourceStore::apply`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Change {
-    /// When.
-    pub revision: Revision,
-    /// Which type.
-    pub type_url: String,
-    /// Which resource; empty when the type itself was published.
-    pub name: String,
-    /// Aliases the resource had before or has after the change (subscribers by alias are
-    /// affected too).
-    pub aliases: Vec<String>,
-}
-
-impl Change {
-    /// The subscription names this change concerns besides a wildcard: its name, its
-    /// aliases, and the `xdstp://` glob collection its name belongs to; nothing when the
-    /// type itself was published (then every subscriber of the type is concerned). What
-    /// [`super::StreamSet::sync`] looks up in its index; an embedding that keeps its own
-    /// index of which stream subscribes to what (to wake only those streams) looks up the
-    /// same keys.
-    pub fn subscription_keys(&self) -> impl Iterator<Item = alloc::borrow::Cow<'_, str>> {
-        use alloc::borrow::Cow;
-        let named = !self.name.is_empty();
-        let glob = named.then(|| collection_of(&self.name)).flatten();
-        named
-            .then_some(Cow::Borrowed(self.name.as_str()))
-            .into_iter()
-            .chain(
-                self.aliases
-                    .iter()
-                    .filter(move |_| named)
-                    .map(|a| Cow::Borrowed(a.as_str())),
-            )
-            .chain(glob.map(Cow::Owned))
-    }
-}
-
-/// The log no longer reaches back to the revision asked about: rescan everything.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LogTruncated;
-
-/// Caller misuse of the store.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StoreError {
-    /// The type URL is empty.
-    EmptyTypeUrl,
-    /// The resource name is empty.
-    EmptyName,
-    /// `*` is the wildcard subscription, never a resource name or alias.
-    WildcardName,
-    /// The alias is already the name or an alias of another resource of the type.
-    AliasTaken {
-        /// The alias.
-        alias: String,
-        /// The resource that has it.
-        owner: String,
-    },
-    /// The name could not be read from the body.
-    Name(NameError),
-    /// `replace_type` was given the same name twice.
-    DuplicateName(String),
-    /// The name starts with `xdstp://` but is not a well-formed xdstp name.
-    BadXdstpName {
-        /// The name.
-        name: String,
-        /// What is wrong with it.
-        error: NameParseError,
-    },
-    /// Under [`Consistency::Enforce`]: the publication would leave a reference dangling (or
-    /// a body whose references cannot be read).
-    Inconsistent(ConsistencyReport),
-    /// Under [`BodyChecks::Enforce`]: a type URL no client can ask for.
-    UnknownType(String),
-    /// Under [`BodyChecks::Enforce`]: the body names another resource than its entry (a
-    /// client would file it under `body_name`).
-    NameMismatch {
-        /// The entry's name.
-        name: String,
-        /// The name the body carries (field 1).
-        body_name: String,
-    },
-    /// Under [`BodyChecks::Enforce`]: the body cannot be read where a client reads names.
-    BadBody {
-        /// The entry's name.
-        name: String,
-        /// Which field.
-        field: String,
-        /// What is wrong with it.
-        why: String,
-    },
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StoreError::EmptyTypeUrl => f.write_str("type URL is empty"),
-            StoreError::EmptyName => f.write_str("resource name is empty"),
-            StoreError::WildcardName => f.write_str("\"*\" is reserved for wildcard"),
-            StoreError::AliasTaken { alias, owner } => {
-                write!(f, "alias {alias:?} already belongs to {owner:?}")
-            }
-            StoreError::Name(e) => write!(f, "cannot read the resource name: {e}"),
-            StoreError::DuplicateName(n) => write!(f, "resource {n:?} given twice"),
-            StoreError::BadXdstpName { name, error } => write!(f, "{name:?}: {error}"),
-            StoreError::Inconsistent(report) => write!(f, "inconsistent publication: {report}"),
-            StoreError::UnknownType(t) => write!(f, "{t:?} is not a type of the xDS catalog"),
-            StoreError::NameMismatch { name, body_name } => {
-                write!(f, "resource {name:?}: its body is named {body_name:?}")
-            }
-            StoreError::BadBody { name, field, why } => {
-                write!(f, "resource {name:?}: {field}: {why}")
-            }
-        }
-    }
-}
-
-#[cfg(feature = "std")]
-impl std::error::Error for StoreError {}
-
-/// One operation of an update applied as a single revision ([`ResourceStore::apply`]).
-#[derive(Clone, Debug, PartialEq)]
-pub enum StoreOp {
-    /// Set (add or replace) a resource; publishes its type.
-    Set {
-        /// The type URL.
-        type_url: String,
-        /// The resource.
-        entry: ResourceEntry,
-    },
-    /// Remove a resource (a no-op when it is not there).
-    Remove {
-        /// The type URL.
-        type_url: String,
-        /// The resource name.
-        name: String,
-    },
-    /// Publish a type, with whatever resources it holds (possibly none).
-    Publish {
-        /// The type URL.
-        type_url: String,
-    },
-    /// An error for a resource instead of its body ([`TYPE_WIDE`]: for every name of the
-    /// type that holds neither body nor error of its own), sent in `resource_errors` (gRPC
-    /// A88): what [`ResourceStore::set_error`] does, inside one publication.
-    SetError {
-        /// The type URL.
-        type_url: String,
-        /// The resource name, or [`TYPE_WIDE`].
-        name: String,
-        /// The error (`google.rpc.Status`: a code and a message).
-        status: Status,
-    },
-    /// Clears the error of a resource ([`TYPE_WIDE`]: the type's), as
-    /// [`ResourceStore::clear_error`] does; a no-op when it has none.
-    ClearError {
-        /// The type URL.
-        type_url: String,
-        /// The resource name, or [`TYPE_WIDE`].
-        name: String,
-    },
-}
-
 #[derive(Clone, Debug, Default)]
 struct TypeTable {
     resources: BTreeMap<String, StoredResource>,
@@ -458,7 +240,7 @@ pub const DEFAULT_LOG_CAPACITY: usize = 65_536;
 pub struct ResourceStore {
     types: BTreeMap<String, TypeTable>,
     revision: Revision,
-    log: VecDeque<Change>,
+    log: VecDeque<StoreChange>,
     log_capacity: usize,
     /// The newest revision with a change the log dropped: it answers for later ones only.
     log_floor: Revision,
@@ -567,19 +349,21 @@ impl ResourceStore {
         Some(next)
     }
 
-    /// Publishes `type_url`: from now on the type exists for clients, with the resources it
-    /// holds, possibly none. Until a type is published (by this, or by setting one of its
+    /// Serves `type_url`: from now on the type exists for clients, with the resources it
+    /// holds, possibly none. Until a type is served (by this, or by setting one of its
     /// resources), streams hold every request for it without an answer, so a management
     /// server that has not loaded its configuration yet never tells a reconnecting client
-    /// that its listeners or clusters are gone. Publishing a published type is a no-op.
-    pub fn publish(&mut self, type_url: &str) -> Result<Revision, StoreError> {
-        self.apply(alloc::vec![StoreOp::Publish {
+    /// that its listeners or clusters are gone. Serving a served type is a no-op.
+    /// (Not named `publish`: a publication is a set of changes applied at once,
+    /// [`ResourceStore::apply`], as the adapter's `XdsServer::publish`.)
+    pub fn serve_type(&mut self, type_url: &str) -> Result<Revision, StoreError> {
+        self.apply(alloc::vec![StoreOp::ServeType {
             type_url: String::from(type_url),
         }])
     }
 
-    /// Whether `type_url` was published (a type with zero resources may be).
-    pub fn is_published(&self, type_url: &str) -> bool {
+    /// Whether `type_url` is served (a type with zero resources may be).
+    pub fn is_served(&self, type_url: &str) -> bool {
         self.types.contains_key(type_url)
     }
 
@@ -603,7 +387,7 @@ impl ResourceStore {
             match op {
                 StoreOp::Set { type_url, entry } => self.set_at(&type_url, entry, next),
                 StoreOp::Remove { type_url, name } => self.remove_at(&type_url, &name, next),
-                StoreOp::Publish { type_url } => {
+                StoreOp::ServeType { type_url } => {
                     if !self.types.contains_key(type_url.as_str()) {
                         self.publish_at(&type_url, next);
                     }
@@ -649,7 +433,7 @@ impl ResourceStore {
     /// snapshot.insert(CLUSTER.type_url.to_string(), vec![ResourceEntry::new("c1", Bytes::from_static(b"..."))]);
     /// snapshot.insert(LISTENER.type_url.to_string(), vec![]);
     /// let revision = store.replace_types(snapshot).unwrap();
-    /// assert!(store.is_published(LISTENER.type_url));
+    /// assert!(store.is_served(LISTENER.type_url));
     /// assert_eq!(store.get(CLUSTER.type_url, "c1").unwrap().revision(), revision);
     /// ```
     pub fn replace_types(
@@ -685,7 +469,7 @@ impl ResourceStore {
                 }),
         );
         drop(names);
-        ops.push(StoreOp::Publish {
+        ops.push(StoreOp::ServeType {
             type_url: String::from(type_url),
         });
         ops.extend(entries.into_iter().map(|entry| StoreOp::Set {
@@ -718,7 +502,7 @@ impl ResourceStore {
                         overlay.remove(self, type_url, name);
                     }
                 }
-                StoreOp::Publish { type_url } => {
+                StoreOp::ServeType { type_url } => {
                     if type_url.is_empty() {
                         return Err(StoreError::EmptyTypeUrl);
                     }
@@ -1081,6 +865,28 @@ impl ResourceStore {
             .flat_map(|t| t.resources.values())
     }
 
+    /// Checks the whole store: every name a published resource of a referring type refers
+    /// to is published (in the types the store serves).
+    pub fn consistency(&self) -> ConsistencyReport {
+        dangling::check_all(self)
+    }
+
+    /// Checks the store as `ops` would leave it, without changing anything: the
+    /// references of what `ops` set, and, when `ops` remove something, whether anything
+    /// left still names it. (Assumes the store itself is consistent, as it is under
+    /// [`Consistency::Enforce`]; [`ResourceStore::consistency`] checks everything.)
+    pub fn consistency_of(&self, ops: &[StoreOp]) -> ConsistencyReport {
+        dangling::check_ops(self, ops)
+    }
+
+    /// Splits `ops` for make-before-break: a removal of a resource that something
+    /// published now names goes to [`TwoPhase::later`] (clients may hold that referrer
+    /// until they have the new version); everything else, in order, to [`TwoPhase::now`].
+    /// If `ops` leave the store consistent, so does each phase.
+    pub fn plan_make_before_break(&self, ops: Vec<StoreOp>) -> TwoPhase {
+        dangling::plan(self, ops)
+    }
+
     /// The total size of the SotW frames of a type (capacity of an encoded response).
     pub(crate) fn frame_bytes(&self, type_url: &str) -> usize {
         self.types.get(type_url).map_or(0, |t| t.frame_bytes)
@@ -1116,7 +922,7 @@ impl ResourceStore {
     pub fn changes_since(
         &self,
         since: Revision,
-    ) -> Result<impl Iterator<Item = &Change>, LogTruncated> {
+    ) -> Result<impl Iterator<Item = &StoreChange>, LogTruncated> {
         if since >= self.revision {
             return Ok(self.log.range(self.log.len()..));
         }
@@ -1144,12 +950,29 @@ impl ResourceStore {
                 self.log_floor = dropped.revision;
             }
         }
-        self.log.push_back(Change {
+        self.log.push_back(StoreChange {
             revision,
             type_url: String::from(type_url),
             name,
             aliases,
         });
+    }
+}
+
+impl dangling::Published for ResourceStore {
+    fn is_served(&self, type_url: &str) -> bool {
+        ResourceStore::is_served(self, type_url)
+    }
+
+    fn has(&self, type_url: &str, name: &str) -> bool {
+        self.get(type_url, name).is_some()
+    }
+
+    fn resources<'s>(
+        &'s self,
+        type_url: &'static str,
+    ) -> impl Iterator<Item = (&'s str, &'s Bytes)> + 's {
+        self.iter(type_url).map(|r| (r.name(), r.body()))
     }
 }
 
@@ -1160,7 +983,7 @@ fn canonicalize_op(op: &mut StoreOp) -> Result<(), StoreError> {
     match op {
         StoreOp::Set { entry, .. } => canonicalize_name(&mut entry.name),
         StoreOp::Remove { name, .. } => canonicalize_name(name),
-        StoreOp::Publish { .. } => Ok(()),
+        StoreOp::ServeType { .. } => Ok(()),
         StoreOp::SetError { name, .. } | StoreOp::ClearError { name, .. } => {
             if name == TYPE_WIDE {
                 Ok(())
@@ -1174,7 +997,7 @@ fn canonicalize_op(op: &mut StoreOp) -> Result<(), StoreError> {
 /// [`canonicalize_op`] for one name.
 fn canonicalize_name(name: &mut String) -> Result<(), StoreError> {
     if name.starts_with(XDSTP_SCHEME) {
-        let urn = XdstpName::parse(name).map_err(|error| StoreError::BadXdstpName {
+        let urn = XdstpName::parse(name).map_err(|error| StoreError::MalformedXdstpName {
             name: name.clone(),
             error,
         })?;

@@ -8,10 +8,12 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::config::ServerConfig;
 use super::event::{Ignored, Limit, ProtocolError, ServerEvent};
 use super::flow::{Kind, SendCtx};
+use super::publication::{Revision, StoreChange};
 use super::sotw::Diff;
-use super::store::{Change, ResourceStore, Revision};
+use super::store::ResourceStore;
 use super::type_state::TypeState;
 use super::wire::{EncodedResponse, ResourceSink, WireSink};
 use crate::message::{Request, Response, Transport, Variant};
@@ -20,121 +22,6 @@ use crate::pb::envoy::config::core::v3::Node;
 use crate::text::SharedStr;
 use crate::time::Instant;
 use crate::types::ads_order;
-
-/// How a delta stream tells a client that a subscribed name does not exist.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum NotFoundReporting {
-    /// In `removed_resources`: what deployed clients (Envoy, gRPC) expect.
-    #[default]
-    RemovedResources,
-    /// As a `Resource` with the name and no body, as the protocol text describes.
-    BodylessResource,
-}
-
-/// How one stream behaves.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerConfig {
-    /// SotW or delta: which request type the gRPC method carries.
-    pub variant: Variant,
-    /// ADS or one type.
-    pub transport: Transport,
-    /// How delta reports subscribed names that do not exist.
-    pub not_found: NotFoundReporting,
-    /// Whether the first request must carry a node (the protocol says it does).
-    pub require_node: bool,
-    /// A TTL resource's heartbeat is sent `ttl / heartbeat_divisor` after it was last sent
-    /// (values below 2 count as 2, so a heartbeat always comes before expiry).
-    pub heartbeat_divisor: u32,
-    /// Bounds on what one client may make the stream hold; a request beyond them closes
-    /// the stream with [`ProtocolError::LimitExceeded`] before anything of it is applied.
-    pub limits: ServerLimits,
-    /// SotW legacy wildcard (a first LDS/CDS request with no names) lasts for the whole
-    /// stream and later names are ignored, as the older protocol text says. Off by default: the newest
-    /// protocol text and Envoy since 1.21 end it when a request names resources without
-    /// `*` (go-control-plane#558).
-    pub sticky_legacy_wildcard: bool,
-    /// SotW: tell the client at once that a subscribed name does not exist, with a
-    /// `resource_errors` entry of code NOT_FOUND (newest text, xRFC TP3), when the name is
-    /// newly subscribed (or re-requested on a new stream) and absent, or when a resource
-    /// the stream sent or names is removed from a non-full-state type. Off by default:
-    /// clients that predate the field ignore it and fall back on their does-not-exist
-    /// timer, so turning it on is safe but changes the bytes sent.
-    pub sotw_not_found_errors: bool,
-    /// Flow control: at most one response per type in flight. After a response of a type,
-    /// the next one for that type waits until the client answers it (a request carrying
-    /// its nonce: ACK or NACK); what changes meanwhile stays state, so the next response
-    /// carries the newest. A type never waits for another type's answer (Envoy holds its
-    /// CDS ACK until the EDS of warming clusters arrives), and delta removals still wait
-    /// for every type's upserts, held ones included. A client that never answers gets
-    /// nothing more for that type. Off by default (the protocol allows sending before the
-    /// ACK); a server whose transport buffers responses (HTTP/2 does) turns it on so a slow
-    /// reader is never sent a queue of stale states. go-control-plane's watches behave so.
-    pub await_ack: bool,
-}
-
-impl ServerConfig {
-    /// The defaults: node required, not-found in `removed_resources`, heartbeat at half the
-    /// TTL.
-    pub fn new(variant: Variant, transport: Transport) -> ServerConfig {
-        ServerConfig {
-            variant,
-            transport,
-            not_found: NotFoundReporting::RemovedResources,
-            require_node: true,
-            heartbeat_divisor: 2,
-            sticky_legacy_wildcard: false,
-            sotw_not_found_errors: false,
-            await_ack: false,
-            limits: ServerLimits::default(),
-        }
-    }
-}
-
-/// Bounds on what a client may make one stream hold, so memory stays within what the
-/// application configured whatever the peer sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ServerLimits {
-    /// Names in one request (SotW `resource_names`; delta subscribe, unsubscribe and
-    /// `initial_resource_versions` together). Default 1 000 000.
-    pub max_names_per_request: usize,
-    /// Bytes in one resource name. Default 64 KiB.
-    pub max_name_len: usize,
-    /// Distinct type URLs on one stream. Default 256.
-    pub max_types: usize,
-}
-
-impl Default for ServerLimits {
-    fn default() -> ServerLimits {
-        ServerLimits {
-            max_names_per_request: 1_000_000,
-            max_name_len: 64 * 1024,
-            max_types: 256,
-        }
-    }
-}
-
-impl ServerLimits {
-    /// What of `request` goes beyond the limits, if anything.
-    fn exceeded(&self, request: &Request) -> Option<Limit> {
-        let names: alloc::vec::Vec<&str> = match request {
-            Request::Sotw(r) => r.resource_names.iter().map(String::as_str).collect(),
-            Request::Delta(r) => r
-                .resource_names_subscribe
-                .iter()
-                .chain(&r.resource_names_unsubscribe)
-                .chain(r.initial_resource_versions.keys())
-                .map(String::as_str)
-                .collect(),
-        };
-        if names.len() > self.max_names_per_request {
-            Some(Limit::NamesPerRequest)
-        } else if names.iter().any(|n| n.len() > self.max_name_len) {
-            Some(Limit::NameLength)
-        } else {
-            None
-        }
-    }
-}
 
 /// A change of the stream's subscriptions, for the [`super::StreamSet`] index.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -442,7 +329,7 @@ impl ServerStream {
 
     /// [`ServerStream::mark_dirty`] for several changes of one type, stopping once the type
     /// notes no more (a full-state type that knows a build is due).
-    pub(crate) fn mark_dirty_all(&mut self, type_url: &str, changes: &[&Change]) {
+    pub(crate) fn mark_dirty_all(&mut self, type_url: &str, changes: &[&StoreChange]) {
         if let Some(entry) = self.types.iter_mut().find(|t| t.type_url == type_url) {
             for change in changes {
                 // A publication (no name) is always noted: it ends an unpublished wait.

@@ -5,12 +5,12 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::config::ServerConfig;
 use super::delta::DeltaState;
 use super::flow::{Flow, Kind, SendCtx, Timers};
 use super::resource_errors::TYPE_WIDE;
 use super::sotw::{Diff, SotwState};
 use super::store::ResourceStore;
-use super::stream::ServerConfig;
 use super::wire::ResourceSink;
 use crate::message::{Request, Variant};
 use crate::pb::discovery::{DeltaDiscoveryResponse, DiscoveryResponse};
@@ -182,7 +182,7 @@ impl TypeState {
 
     /// Whether the store publishes the type; remembers the answer for `has_work`.
     fn published(&mut self, store: &ResourceStore) -> bool {
-        self.unpublished = !store.is_published(&self.type_url);
+        self.unpublished = !store.is_served(&self.type_url);
         !self.unpublished
     }
 

@@ -231,6 +231,7 @@ pub fn names_of(evs: &[ClientEvent]) -> Vec<String> {
             ClientEvent::Ready { .. } => "ready".into(),
             ClientEvent::ValidationNeeded { .. } => "validate".into(),
             ClientEvent::Ignored { reason, .. } => format!("ignored:{reason:?}"),
+            other => format!("{other:?}"),
         })
         .collect()
 }

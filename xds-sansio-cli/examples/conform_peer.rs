@@ -33,7 +33,7 @@ use xds_sansio::server::{ResourceEntry, StoreOp};
 use xds_sansio::time::StdClock;
 use xds_sansio::{Client, ClientConfig, ClientEvent, Transport, Variant};
 use xds_sansio_tonic::call::run_until_stopped;
-use xds_sansio_tonic::client::{Command, ManagementServer};
+use xds_sansio_tonic::client::{ManagementServer, StreamCommand};
 use xds_sansio_tonic::XdsServer;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -62,7 +62,7 @@ fn names(event: &Value) -> Vec<String> {
 /// The client under test: one `xds_sansio::Client` per scenario, reconnecting until stopped.
 #[derive(Default)]
 struct ClientPeer {
-    commands: Option<mpsc::UnboundedSender<Command>>,
+    commands: Option<mpsc::UnboundedSender<StreamCommand>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -94,7 +94,7 @@ impl ClientPeer {
                 let type_url = text(event, "type_url").to_string();
                 let names = names(event);
                 let subscribe = hook == "subscribe";
-                let apply = Command::Apply(Box::new(move |client: &mut Client| {
+                let apply = StreamCommand::Apply(Box::new(move |client: &mut Client| {
                     let names: Vec<&str> = names.iter().map(String::as_str).collect();
                     let result = if subscribe {
                         client.subscribe(&type_url, &names)
@@ -121,7 +121,7 @@ impl ClientPeer {
 
     async fn stop(&mut self) {
         if let Some(commands) = self.commands.take() {
-            let _ = commands.send(Command::Stop);
+            let _ = commands.send(StreamCommand::Stop);
         }
         if let Some(task) = self.task.take() {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
@@ -130,7 +130,11 @@ impl ClientPeer {
 }
 
 /// The application's loop: one call after another (50 ms apart) until `Stop`.
-async fn drive(mut client: Client, uri: String, mut commands: mpsc::UnboundedReceiver<Command>) {
+async fn drive(
+    mut client: Client,
+    uri: String,
+    mut commands: mpsc::UnboundedReceiver<StreamCommand>,
+) {
     let server = ManagementServer::insecure(uri);
     let mut on_event = |_: &Client, _: ClientEvent| {};
     let clock = StdClock::new();
@@ -184,7 +188,7 @@ impl ServerPeer {
                             StoreOp::Set { type_url, entry }
                         }
                         "remove" => StoreOp::Remove { type_url, name },
-                        "publish" => StoreOp::Publish { type_url },
+                        "publish" => StoreOp::ServeType { type_url },
                         "error" => StoreOp::SetError {
                             type_url,
                             name,

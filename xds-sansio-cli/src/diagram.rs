@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use xds_sansio::script::{LineKind, LineReport, Report};
+use xds_sansio_conformance::script::{LineKind, LineReport, Report};
 
 use crate::output::say;
 

@@ -13,10 +13,10 @@ mod replay;
 mod tap;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use xds_sansio::check::{self, CheckSide, Entry, ALL_RULES};
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::message::Variant;
-use xds_sansio::script;
+use xds_sansio_conformance::check::{self, CheckSide, Entry, ALL_RULES};
+use xds_sansio_conformance::script;
 
 use output::{complain, say};
 

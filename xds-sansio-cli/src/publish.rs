@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use xds_sansio::file::FileCodec;
+use xds_sansio::codec::FileCodec;
 use xds_sansio_tonic::etcd::{self, Publication, DEFAULT_PREFIX};
 
 use crate::output::{complain, say};

@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use xds_sansio::check::{self, CheckSide};
-use xds_sansio::script::{self, Report};
+use xds_sansio_conformance::check::{self, CheckSide};
+use xds_sansio_conformance::script::{self, Report};
 
 use crate::diagram::{collect, print_diagram};
 use crate::output::{complain, say};
@@ -31,7 +31,7 @@ fn json_report(name: &str, report: Option<&Report>, error: Option<String>) -> se
 /// `check` format (docs/record-format.md) behind its header line.
 fn record(dir: &Path, file: &Path, report: &Report) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let codec = xds_sansio::json::JsonCodec::new();
+    let codec = xds_sansio::codec::json::JsonCodec::new();
     let stem = file
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

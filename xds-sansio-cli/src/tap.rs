@@ -39,13 +39,13 @@ use tonic::codegen::{http, Service};
 use tonic::service::Routes;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
-use xds_sansio::check::{CheckSide, LiveCheck};
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
-use xds_sansio::transcript::Entry;
 use xds_sansio::{Request, Response, Transport, Variant};
+use xds_sansio_conformance::check::{CheckSide, LiveCheck};
+use xds_sansio_conformance::transcript::Entry;
 use xds_sansio_tonic::call::Tap;
 use xds_sansio_tonic::client::ManagementServer;
 use xds_sansio_tonic::record::Recorder;

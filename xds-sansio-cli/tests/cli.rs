@@ -227,7 +227,10 @@ fn rules_lists_every_rule_with_its_passage() {
             .unwrap_or_else(|| panic!("{id} missing:\n{text}"));
         assert!(line.contains(passage), "{line}");
     }
-    assert_eq!(text.lines().count(), xds_sansio::check::ALL_RULES.len());
+    assert_eq!(
+        text.lines().count(),
+        xds_sansio_conformance::check::ALL_RULES.len()
+    );
 }
 
 /// The same conversation as other tools write it (`tests/fixtures/records/` of the core):

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use xds_sansio::file::{FileCodec, Format};
+use xds_sansio::codec::{FileCodec, Format};
 use xds_sansio::pb::discovery::DiscoveryResponse;
 use xds_sansio::pb::google::protobuf::Any;
 use xds_sansio::types::{CLUSTER, ENDPOINT};

@@ -18,7 +18,7 @@ use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::time::StdClock;
 use xds_sansio::types::{ADS_SOTW_METHOD, CLUSTER, ENDPOINT};
 use xds_sansio::{Client, ClientConfig, Transport, Variant};
-use xds_sansio_tonic::client::{run_stream, Command as StreamCommand, Io};
+use xds_sansio_tonic::client::{run_stream, Io, StreamCommand};
 use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
 
 const CDS: &str = CLUSTER.type_url;

@@ -166,9 +166,10 @@ impl CoreOnly {
         store
             .apply((0..CLUSTERS).map(|i| set(i, "v0")).collect())
             .unwrap();
-        let config = ServerConfig {
-            await_ack: true,
-            ..ServerConfig::new(Variant::Sotw, Transport::Aggregated)
+        let config = {
+            let mut c = ServerConfig::new(Variant::Sotw, Transport::Aggregated);
+            c.await_ack = true;
+            c
         };
         let mut me = CoreOnly {
             store,

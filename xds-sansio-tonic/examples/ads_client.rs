@@ -31,7 +31,7 @@ use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::time::StdClock;
 use xds_sansio::types::ResourceType;
 use xds_sansio::{Client, ClientConfig, Transport, Variant};
-use xds_sansio_tonic::client::{os_seed, run_stream, Backoff, BackoffConfig, Command, Io};
+use xds_sansio_tonic::client::{os_seed, run_stream, Backoff, BackoffConfig, Io, StreamCommand};
 
 fn type_url(short: &str) -> String {
     ResourceType::by_short_name(short)
@@ -163,7 +163,7 @@ async fn main() {
             deps.handle_timeout(now);
             deps.handle_event(now, &event);
             while let Some(command) = deps.poll_command() {
-                let _ = deps_tx.send(Command::Apply(Box::new(move |client| {
+                let _ = deps_tx.send(StreamCommand::Apply(Box::new(move |client| {
                     if let Err(e) = command.apply_to(client) {
                         eprintln!("subscription refused: {e}");
                     }
@@ -178,7 +178,7 @@ async fn main() {
         if matches!(event, ClientEvent::Acked { .. }) {
             acks += 1;
             if exit_after_acks.is_some_and(|n| acks >= n) {
-                let _ = commands_tx.send(Command::Stop);
+                let _ = commands_tx.send(StreamCommand::Stop);
             }
         }
     };

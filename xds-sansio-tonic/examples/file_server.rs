@@ -10,8 +10,8 @@
 //! Run: `cargo run -p xds-sansio-tonic --example file_server -- DIR [DESCRIPTORS]`
 use std::collections::{BTreeMap, HashMap};
 use std::{error::Error, path::Path, time::Duration};
-use xds_sansio::file::{FileCodec, Format};
-use xds_sansio::{json::JsonCodec, pb::discovery::DiscoveryResponse, server::ResourceEntry};
+use xds_sansio::codec::{FileCodec, Format};
+use xds_sansio::{codec::json::JsonCodec, pb::discovery::DiscoveryResponse, server::ResourceEntry};
 use xds_sansio_tonic::XdsServer;
 
 type Snapshot = BTreeMap<String, Vec<ResourceEntry>>;

@@ -48,6 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Some(key) => println!("{key}: {error}"),
                 None => println!("every resource: {error}"),
             },
+            other => println!("{other:?}"),
         }
     }
     Ok(())

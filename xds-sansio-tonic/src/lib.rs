@@ -125,5 +125,5 @@ pub mod server;
 pub mod wire;
 
 pub use server::{
-    Authorize, Builder, Callbacks, Peer, ServeError, StreamInfo, XdsServer, DEFAULT_GROUP,
+    Authorize, Callbacks, Peer, ServeError, StreamInfo, XdsServer, XdsServerBuilder, DEFAULT_GROUP,
 };

@@ -1,10 +1,10 @@
 //! Records conversations as JSON lines, the format `xds-sansio check` and
-//! `xds_sansio::check::parse_jsonl` read (feature `record`): the one recorder of the
+//! `xds_sansio_conformance::check::parse_jsonl` read (feature `record`): the one recorder of the
 //! adapter and the CLI.
 //!
 //! On the server, a [`Recorder`] is [`Callbacks`]: every request, every response (decoded
 //! back from the bytes sent) and every store change of every group. On the client, it is
-//! a [`Tap`]: given to [`Builder::tap`](crate::client::Builder::tap) it records every
+//! a [`Tap`]: given to [`XdsClientBuilder::tap`](crate::client::XdsClientBuilder::tap) it records every
 //! stream of an [`XdsClient`](crate::client::XdsClient) under its stream number, and to
 //! [`run_stream`](crate::call::run_stream) one call under the number given with it. The
 //! CLI's `tap` proxy records with it too, a live checker following
@@ -13,10 +13,10 @@
 use std::io::Write;
 use std::sync::{Mutex, PoisonError};
 
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::server::{EncodedResponse, ResourceStore, Revision};
-use xds_sansio::transcript::Entry;
 use xds_sansio::{Request, Response};
+use xds_sansio_conformance::transcript::Entry;
 
 use crate::call::Tap;
 use crate::server::{Callbacks, StreamInfo};
@@ -54,11 +54,15 @@ impl Recorder {
 
     /// The same, writing resources with `codec`'s schemas (canonical JSON of known types).
     /// The file begins with the record format's header line
-    /// ([`xds_sansio::check::header_jsonl`]), so entries are numbered from line 2, in the
+    /// ([`xds_sansio_conformance::check::header_jsonl`]), so entries are numbered from line 2, in the
     /// file and in memory alike.
     pub fn with_codec(mut file: Option<std::fs::File>, codec: JsonCodec) -> Recorder {
         if let Some(file) = file.as_mut() {
-            let _ = writeln!(file, "{}", xds_sansio::check::header_jsonl(None));
+            let _ = writeln!(
+                file,
+                "{}",
+                xds_sansio_conformance::check::header_jsonl(None)
+            );
         }
         Recorder {
             inner: Mutex::new(Inner {
@@ -105,7 +109,7 @@ impl Recorder {
         inner.next_line += 1;
         let mut unwritten = None;
         if let Some(file) = inner.file.as_mut() {
-            match xds_sansio::check::to_jsonl(&entry, &self.codec) {
+            match xds_sansio_conformance::check::to_jsonl(&entry, &self.codec) {
                 Ok(line) => {
                     let _ = writeln!(file, "{line}");
                     let _ = file.flush();

@@ -30,8 +30,8 @@ use xds_sansio::server::ResourceStore;
 use xds_sansio::types::{CLUSTER, ENDPOINT, LISTENER, ROUTE};
 use xds_sansio::Variant;
 use xds_sansio_tonic::client::{
-    BackoffConfig, Bootstrap, Builder, ConfigEvent, ConfigWatch, DepsConfig, Failure,
-    ListenerConfig, ManagementServer, ResourceKey, WatchError, XdsClient,
+    BackoffConfig, Bootstrap, ConfigEvent, ConfigWatch, DepsConfig, Failure, ListenerConfig,
+    ManagementServer, ResourceKey, WatchError, XdsClient, XdsClientBuilder,
 };
 
 const LDS: &str = LISTENER.type_url;
@@ -202,24 +202,23 @@ fn client(uris: &[String], variant: Variant, grace: Duration) -> XdsClient {
 }
 
 /// Short backoff, does-not-exist after 800 ms, the manager's grace `grace`.
-fn builder(uris: &[String], variant: Variant, grace: Duration) -> Builder {
+fn builder(uris: &[String], variant: Variant, grace: Duration) -> XdsClientBuilder {
     let mut bootstrap = Bootstrap::single(uris[0].clone(), node());
     bootstrap.servers = uris
         .iter()
         .map(|u| ManagementServer::insecure(u.clone()))
         .collect();
+    let mut backoff = BackoffConfig::default();
+    backoff.initial = Duration::from_millis(100);
+    backoff.max = Duration::from_secs(1);
+    backoff.min_connect_timeout = Duration::from_secs(1);
+    let mut deps = DepsConfig::default();
+    deps.unsubscribe_grace = grace;
     XdsClient::builder(bootstrap)
         .variant(variant)
-        .backoff(BackoffConfig {
-            initial: Duration::from_millis(100),
-            max: Duration::from_secs(1),
-            min_connect_timeout: Duration::from_secs(1),
-            ..BackoffConfig::default()
-        })
+        .backoff(backoff)
         .client_config(|c| c.does_not_exist_timeout = Some(Duration::from_millis(800)))
-        .dependency_config(DepsConfig {
-            unsubscribe_grace: grace,
-        })
+        .dependency_config(deps)
 }
 
 /// Waits (bounded) for an event matching `want`; the events before it are returned too.
@@ -263,7 +262,7 @@ fn configs(events: &[ConfigEvent]) -> Vec<&ListenerConfig> {
         .iter()
         .filter_map(|e| match e {
             ConfigEvent::Changed(c) => Some(c),
-            ConfigEvent::Error { .. } => None,
+            _ => None,
         })
         .collect()
 }

@@ -106,7 +106,7 @@ async fn story(variant: Variant, per_type: bool) {
     assert_eq!(tokio::time::timeout(STEP, e1.next()).await.unwrap(), None);
     #[cfg(feature = "record")]
     {
-        use xds_sansio::check::{check, CheckSide};
+        use xds_sansio_conformance::check::{check, CheckSide};
         let entries = recorder.entries();
         assert!(entries.len() > 10, "{label}: {} entries", entries.len());
         let violations = check(&entries, CheckSide::Client);

@@ -24,11 +24,12 @@ use xds_sansio_tonic::{Callbacks, StreamInfo};
 const CDS: &str = CLUSTER.type_url;
 
 fn fast() -> BackoffConfig {
-    BackoffConfig {
-        initial: Duration::from_millis(100),
-        max: Duration::from_secs(1),
-        min_connect_timeout: Duration::from_secs(1),
-        ..BackoffConfig::default()
+    {
+        let mut c = BackoffConfig::default();
+        c.initial = Duration::from_millis(100);
+        c.max = Duration::from_secs(1);
+        c.min_connect_timeout = Duration::from_secs(1);
+        c
     }
 }
 

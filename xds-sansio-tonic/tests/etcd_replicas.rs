@@ -50,7 +50,7 @@ use xds_sansio::server::{Consistency, ResourceEntry};
 use xds_sansio::time::StdClock;
 use xds_sansio::types::{CLUSTER, ENDPOINT};
 use xds_sansio::{ClientEvent, Request, Response, Transport, Variant};
-use xds_sansio_tonic::call::{self, Command, ConnectOptions, Io, Tap};
+use xds_sansio_tonic::call::{self, ConnectOptions, Io, StreamCommand, Tap};
 use xds_sansio_tonic::client::bootstrap::{ChannelCreds, ManagementServer};
 use xds_sansio_tonic::etcd::wire::{
     request_op, CompactionRequest, Member, PutRequest, RangeRequest, RequestOp, TxnRequest,
@@ -551,7 +551,7 @@ async fn run_client(
     addrs: Arc<Vec<SocketAddr>>,
     shared: Option<Arc<Vec<tonic::transport::Channel>>>,
     view: Arc<Mutex<View>>,
-    mut commands: mpsc::UnboundedReceiver<Command>,
+    mut commands: mpsc::UnboundedReceiver<StreamCommand>,
 ) {
     let clock = StdClock::new();
     let (mut client, fresh) = new_client(kind, i);
@@ -559,10 +559,7 @@ async fn run_client(
     let observer = Observer { view: view.clone() };
     let mut replica = i % addrs.len();
     let mut stream = 0;
-    let options = ConnectOptions {
-        timeout: Duration::from_secs(2),
-        keepalive: None,
-    };
+    let options = ConnectOptions::new(Duration::from_secs(2));
     loop {
         view.lock().unwrap().replica = replica;
         let server = ManagementServer {
@@ -607,7 +604,7 @@ fn short(type_url: &str) -> &'static str {
 
 struct Clients {
     views: Vec<(Kind, Arc<Mutex<View>>)>,
-    stops: Vec<mpsc::UnboundedSender<Command>>,
+    stops: Vec<mpsc::UnboundedSender<StreamCommand>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -705,7 +702,7 @@ impl Clients {
 
     async fn stop(self) {
         for tx in &self.stops {
-            let _ = tx.send(Command::Stop);
+            let _ = tx.send(StreamCommand::Stop);
         }
         for task in self.tasks {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;

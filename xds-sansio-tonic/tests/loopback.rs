@@ -15,16 +15,16 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
-use xds_sansio::check::{check, CheckSide};
 use xds_sansio::client::{ClientEvent, RemovalReason};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::server::ResourceStore;
 use xds_sansio::time::StdClock;
-use xds_sansio::transcript::Entry;
 use xds_sansio::types::{CLUSTER, ENDPOINT};
 use xds_sansio::{Client, ClientConfig, Request, Transport, Variant};
+use xds_sansio_conformance::check::{check, CheckSide};
+use xds_sansio_conformance::transcript::Entry;
 use xds_sansio_tonic::call::run_until_stopped;
-use xds_sansio_tonic::client::{Command, ManagementServer};
+use xds_sansio_tonic::client::{ManagementServer, StreamCommand};
 use xds_sansio_tonic::record::Recorder;
 use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
 
@@ -64,7 +64,7 @@ struct Harness {
     server: Server,
     recorder: Arc<Recorder>,
     events: mpsc::UnboundedReceiver<ClientEvent>,
-    stops: Vec<mpsc::UnboundedSender<Command>>,
+    stops: Vec<mpsc::UnboundedSender<StreamCommand>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -73,7 +73,7 @@ async fn client_loop(
     mut client: Client,
     uri: String,
     events: mpsc::UnboundedSender<ClientEvent>,
-    mut commands: mpsc::UnboundedReceiver<Command>,
+    mut commands: mpsc::UnboundedReceiver<StreamCommand>,
 ) {
     let mut on_event = move |_: &Client, e: ClientEvent| {
         let _ = events.send(e);
@@ -185,7 +185,7 @@ impl Harness {
 
     async fn stop(self) -> Vec<Entry> {
         for s in &self.stops {
-            let _ = s.send(Command::Stop);
+            let _ = s.send(StreamCommand::Stop);
         }
         for t in self.tasks {
             tokio::time::timeout(STEP, t).await.unwrap().unwrap();
@@ -298,10 +298,10 @@ async fn story(variant: Variant, per_type: bool) {
         ),
     }
     // Keep the conversation for inspection (target/tmp/interop-<variant>.jsonl).
-    let codec = xds_sansio::json::JsonCodec::new();
+    let codec = xds_sansio::codec::json::JsonCodec::new();
     let text: Vec<String> = entries
         .iter()
-        .map(|e| xds_sansio::check::to_jsonl(e, &codec).unwrap())
+        .map(|e| xds_sansio_conformance::check::to_jsonl(e, &codec).unwrap())
         .collect();
     let name = format!(
         "interop-{variant:?}-{}.jsonl",

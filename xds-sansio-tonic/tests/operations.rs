@@ -376,7 +376,7 @@ fn publications_are_checked_by_default() {
         ),
         Err(xds_sansio::server::StoreError::UnknownType(_))
     ));
-    assert!(!server.read(DEFAULT_GROUP, |s| s.is_published(EDS)));
+    assert!(!server.read(DEFAULT_GROUP, |s| s.is_served(EDS)));
     // A real ClusterLoadAssignment (its name only) goes out.
     server
         .publish(

@@ -27,7 +27,6 @@ use tokio::sync::mpsc;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::Channel;
 use tonic_prost::ProstCodec;
-use xds_sansio::check::{check, CheckSide};
 use xds_sansio::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
@@ -36,6 +35,7 @@ use xds_sansio::server::{EncodedResponse, ResourceEntry, ResourceStore, StoreOp}
 use xds_sansio::time::StdClock;
 use xds_sansio::types::{CLUSTER, ENDPOINT};
 use xds_sansio::{Client, ClientConfig, Transport, Variant};
+use xds_sansio_conformance::check::{check, CheckSide};
 use xds_sansio_tonic::client::Tap;
 use xds_sansio_tonic::record::Recorder;
 use xds_sansio_tonic::wire::{method_path, WireRequest, WireResponse};
@@ -596,9 +596,9 @@ async fn soak(size: Size) {
         let mut streams: BTreeMap<u64, Vec<_>> = BTreeMap::new();
         for entry in entries {
             let stream = match &entry {
-                xds_sansio::transcript::Entry::Request { stream, .. }
-                | xds_sansio::transcript::Entry::Response { stream, .. } => *stream,
-                xds_sansio::transcript::Entry::Store { .. } => continue,
+                xds_sansio_conformance::transcript::Entry::Request { stream, .. }
+                | xds_sansio_conformance::transcript::Entry::Response { stream, .. } => *stream,
+                xds_sansio_conformance::transcript::Entry::Store { .. } => continue,
             };
             streams.entry(stream).or_default().push(entry);
         }

@@ -72,6 +72,7 @@ impl fmt::Display for ResourceKey {
 /// cluster concerned when it is a cluster, its endpoints or a secret (A74: per-cluster
 /// errors).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Failure {
     /// The resource does not exist (the client's does-not-exist, a server removal, or
     /// absence from a wildcard type's full state).

@@ -13,10 +13,9 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use super::{Failure, ResourceKey};
-use crate::refs::References;
 use crate::text::SharedStr;
 use crate::time::Instant;
-use crate::types::{CLUSTER, SCOPED_ROUTE};
+use crate::types::CLUSTER;
 
 /// What is known of a resource (a node without a state is waited for).
 #[derive(Clone, Debug, PartialEq)]
@@ -300,23 +299,4 @@ impl Graph {
             }
         }
     }
-}
-
-/// The references of a held resource, as graph keys (types the manager follows only; a
-/// scope set over SRDS is every scope, `members.rs`).
-pub(crate) fn keys_of(refs: &References) -> Vec<ResourceKey> {
-    let mut keys: Vec<ResourceKey> = refs
-        .iter()
-        .filter(|r| super::followed(r.type_url))
-        .map(|r| {
-            if r.type_url == SCOPED_ROUTE.type_url {
-                super::members::all_scopes()
-            } else {
-                ResourceKey::new(r.type_url, r.name.as_str())
-            }
-        })
-        .collect();
-    keys.sort();
-    keys.dedup();
-    keys
 }

@@ -29,6 +29,7 @@ use bytes::Bytes;
 use super::graph::{Held, State};
 use super::{DependencyManager, ResourceKey};
 use crate::client::WILDCARD;
+use crate::refs::References;
 use crate::types::{ROUTE, SCOPED_ROUTE, VIRTUAL_HOST};
 
 /// The name of the node that stands for every scope of SRDS.
@@ -135,4 +136,23 @@ impl DependencyManager {
         };
         self.graph.set_state(&key, State::Present(held));
     }
+}
+
+/// The references of a held resource, as graph keys (types the manager follows only; a
+/// scope set over SRDS is every scope).
+pub(crate) fn keys_of(refs: &References) -> Vec<ResourceKey> {
+    let mut keys: Vec<ResourceKey> = refs
+        .iter()
+        .filter(|r| super::followed(r.type_url))
+        .map(|r| {
+            if r.type_url == SCOPED_ROUTE.type_url {
+                all_scopes()
+            } else {
+                ResourceKey::new(r.type_url, r.name.as_str())
+            }
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
 }

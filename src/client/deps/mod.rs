@@ -84,7 +84,8 @@ use config::followed;
 pub use config::{
     ClusterConfig, Failure, ListenerConfig, Resolved, ResourceKey, Snapshot, MAX_AGGREGATE_DEPTH,
 };
-use graph::{keys_of, Graph, Held, State};
+use graph::{Graph, Held, State};
+use members::keys_of;
 
 use super::{Change, ChangeBatch, Client, ClientError, ClientEvent, RemovalReason};
 use crate::name::{XdstpName, XDSTP_SCHEME};
@@ -95,6 +96,7 @@ use bytes::Bytes;
 
 /// How a [`DependencyManager`] behaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DepsConfig {
     /// How long a name no root reaches stays subscribed (a route that flips back within it
     /// does not churn). Default 30 s; zero unsubscribes at once.

@@ -23,6 +23,7 @@ use core::time::Duration;
 
 /// The parameters of [`Backoff`]; the default is gRPC's.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct BackoffConfig {
     /// The delay after the first failure (`INITIAL_BACKOFF`, 1 s).
     pub initial: Duration,

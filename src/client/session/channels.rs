@@ -28,7 +28,7 @@ use crate::types::TypeInfo;
 use crate::{Client, ClientConfig, Response, Transport};
 
 use super::{
-    Backoff, ServerConfig, ServerId, Session, SessionCommand, SessionEvent, StreamKey,
+    Backoff, ServerEntry, ServerId, Session, SessionCommand, SessionEvent, StreamKey,
     FAIL_ON_DATA_ERRORS, IGNORE_RESOURCE_DELETION, RESOURCE_TIMER_IS_TRANSIENT_ERROR,
 };
 
@@ -77,7 +77,7 @@ impl Slot {
 
 /// One distinct server and its streams.
 pub(super) struct Channel {
-    pub(super) server: ServerConfig,
+    pub(super) server: ServerEntry,
     pub(super) slots: Vec<Slot>,
 }
 
@@ -184,7 +184,7 @@ impl Session {
         self.flush();
     }
 
-    pub(super) fn channel_of(&mut self, server: ServerConfig) -> usize {
+    pub(super) fn channel_of(&mut self, server: ServerEntry) -> usize {
         if let Some(i) = self.channels.iter().position(|c| c.server == server) {
             return i;
         }
@@ -222,7 +222,7 @@ impl Session {
         });
     }
 
-    fn new_client(&self, server: &ServerConfig, transport: Transport) -> Client {
+    fn new_client(&self, server: &ServerEntry, transport: Transport) -> Client {
         let mut config =
             ClientConfig::new(self.config.variant, transport, self.config.node.clone());
         // gRPC's NACK semantics (gRPC A46): keep the valid resources of a response.

@@ -4,7 +4,7 @@
 //! embedder opens the connections the session asks for ([`SessionCommand`]), reports what
 //! the network did, and hands the watchers what the session tells them ([`SessionEvent`]).
 //! The tokio adapter (`xds-sansio-tonic`'s `XdsClient`) is one such embedder; the scenario
-//! runner ([`crate::script`]) another.
+//! runner (`xds_sansio_conformance::script`) another.
 //!
 //! # Method kinds
 //!
@@ -85,8 +85,8 @@ use crate::{ClientConfig, Request, Transport, Variant};
 
 pub use backoff::{Backoff, BackoffConfig};
 pub use bootstrap::{
-    authority_of, default_listener_template, listener_name, servers_of_authority, Bootstrap,
-    ServerConfig, WatchRefused, FAIL_ON_DATA_ERRORS, IGNORE_RESOURCE_DELETION,
+    authority_of, default_listener_template, listener_name, servers_of_authority, BootstrapServers,
+    ServerEntry, WatchRefused, FAIL_ON_DATA_ERRORS, IGNORE_RESOURCE_DELETION,
     RESOURCE_TIMER_IS_TRANSIENT_ERROR,
 };
 pub use watch::{ConfigEvent, DumpEntry, ServerUse, WatchError, WatchEvent};
@@ -261,7 +261,7 @@ impl fmt::Debug for SessionConfig {
 /// The multi-server session. See the [module docs](self).
 pub struct Session {
     config: SessionConfig,
-    bootstrap: Bootstrap,
+    bootstrap: BootstrapServers,
     channels: Vec<Channel>,
     authorities: Vec<Authority>,
     authority_index: BTreeMap<String, usize>,
@@ -291,10 +291,10 @@ impl fmt::Debug for Session {
 impl Session {
     /// A session over `bootstrap`'s servers; nothing is connected until something is
     /// watched.
-    pub fn new(bootstrap: Bootstrap, config: SessionConfig) -> Session {
+    pub fn new(bootstrap: BootstrapServers, config: SessionConfig) -> Session {
         let mut session = Session {
             config,
-            bootstrap: Bootstrap::default(),
+            bootstrap: BootstrapServers::default(),
             channels: Vec::new(),
             authorities: Vec::new(),
             authority_index: BTreeMap::new(),
@@ -307,7 +307,7 @@ impl Session {
             managers: BTreeMap::new(),
             config_watches: BTreeMap::new(),
         };
-        let mut named: Vec<(String, Vec<ServerConfig>)> =
+        let mut named: Vec<(String, Vec<ServerEntry>)> =
             alloc::vec![(String::new(), bootstrap.servers.clone())];
         for name in bootstrap.authorities.keys() {
             let servers = bootstrap.servers_of(name).unwrap_or_default().to_vec();
@@ -325,7 +325,7 @@ impl Session {
     }
 
     /// The bootstrap the session was made with.
-    pub fn bootstrap(&self) -> &Bootstrap {
+    pub fn bootstrap(&self) -> &BootstrapServers {
         &self.bootstrap
     }
 
@@ -335,7 +335,7 @@ impl Session {
     }
 
     /// Server `id`'s configuration.
-    pub fn server(&self, id: ServerId) -> Option<&ServerConfig> {
+    pub fn server(&self, id: ServerId) -> Option<&ServerEntry> {
         self.channels.get(id.0).map(|c| &c.server)
     }
 

@@ -12,11 +12,11 @@ use crate::pb::discovery::DiscoveryResponse;
 use crate::types::CLUSTER;
 use crate::Response;
 
-fn server(uri: &str) -> ServerConfig {
-    ServerConfig::new(uri, "insecure")
+fn server(uri: &str) -> ServerEntry {
+    ServerEntry::new(uri, "insecure")
 }
 
-fn session(bootstrap: Bootstrap) -> Session {
+fn session(bootstrap: BootstrapServers) -> Session {
     Session::new(
         bootstrap,
         SessionConfig::new(Variant::Sotw, Node::default(), 7),
@@ -72,7 +72,7 @@ fn key(server: usize) -> StreamKey {
 
 #[test]
 fn falls_back_when_missing_then_reverts_on_the_primary_s_first_response() {
-    let mut s = session(Bootstrap::new(vec![server("a"), server("b")]));
+    let mut s = session(BootstrapServers::new(vec![server("a"), server("b")]));
     let t = Instant::from_secs;
     s.watch(t(0), 1, CLUSTER.type_url, Some("c1")).unwrap();
     assert_eq!(drain(&mut s).0, vec![(0, 1)]);
@@ -130,7 +130,7 @@ fn falls_back_when_missing_then_reverts_on_the_primary_s_first_response() {
 
 #[test]
 fn no_fallback_when_nothing_is_missing_the_outage_is_told_once() {
-    let mut s = session(Bootstrap::new(vec![server("a"), server("b")]));
+    let mut s = session(BootstrapServers::new(vec![server("a"), server("b")]));
     let t = Instant::from_secs;
     s.watch(t(0), 1, CLUSTER.type_url, Some("c1")).unwrap();
     drain(&mut s);
@@ -171,7 +171,7 @@ fn no_fallback_when_nothing_is_missing_the_outage_is_told_once() {
 #[test]
 fn federation_routes_xdstp_names_to_their_authority_and_refuses_unknown_ones() {
     let bootstrap =
-        Bootstrap::new(vec![server("a")]).with_authority("fed.example", vec![server("f")]);
+        BootstrapServers::new(vec![server("a")]).with_authority("fed.example", vec![server("f")]);
     let mut s = session(bootstrap);
     let t = Instant::ZERO;
     let fed = "xdstp://fed.example/envoy.config.cluster.v3.Cluster/c2";

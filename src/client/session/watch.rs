@@ -20,6 +20,7 @@ use crate::client::{SharedStr, StatusEntry};
 
 /// What a watcher is told.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum WatchEvent {
     /// The resource arrived or changed (gRPC A88 `OnResourceChanged` with a value).
     Changed {
@@ -59,6 +60,7 @@ impl WatchEvent {
 
 /// Why a watcher is told of an error.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WatchError {
     /// An update was rejected by the validator (or broke a protocol rule) and NACKed; the
     /// value held before, if any, is still the one in use.
@@ -101,6 +103,7 @@ impl fmt::Display for WatchError {
 
 /// What a configuration watcher is told.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum ConfigEvent {
     /// A listener resolved to a complete configuration, or a new one (each resource held,
     /// in [`ListenerConfig::resources`]; the clusters with their leaves; what cannot be

@@ -1,5 +1,5 @@
 //! `conform client|server --fuzz N`: N cases generated from the model's state space
-//! (`xds_sansio::script::generate`), each played to the real implementation like a
+//! (`xds_sansio_conformance::script::generate`), each played to the real implementation like a
 //! scenario; every divergence is sorted by kind, and the first case of each kind is
 //! shrunk to a minimal scenario and written out.
 //!
@@ -23,8 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use xds_sansio::script::generate::{self, ClientOp, Profile, ServerOp, Shape};
-use xds_sansio::script::{self, LineKind, Report, Side};
+use xds_sansio_conformance::script::generate::{self, ClientOp, Profile, ServerOp, Shape};
+use xds_sansio_conformance::script::{self, LineKind, Report, Side};
 
 use super::Session;
 use crate::diagram::print_diagram;

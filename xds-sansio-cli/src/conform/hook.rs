@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::{json, Value};
-use xds_sansio::script::{ClientCommand, Scenario, ServerCommand, TransportSpec};
 use xds_sansio::server::StoreOp;
 use xds_sansio::Variant;
+use xds_sansio_conformance::script::{ClientCommand, Scenario, ServerCommand, TransportSpec};
 
 /// Where hook events go.
 pub enum Hook {
@@ -199,7 +199,7 @@ pub fn publish(ops: &[StoreOp], errors: &[&ServerCommand]) -> Value {
             StoreOp::Remove { type_url, name } => {
                 json!({"op": "remove", "type_url": type_url, "name": name})
             }
-            StoreOp::Publish { type_url } => json!({"op": "publish", "type_url": type_url}),
+            StoreOp::ServeType { type_url } => json!({"op": "publish", "type_url": type_url}),
             StoreOp::SetError {
                 type_url,
                 name,

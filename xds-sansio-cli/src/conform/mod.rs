@@ -25,10 +25,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::pb::google::protobuf::Any;
-use xds_sansio::script::{self, Model, Report, Scenario, Side, TransportSpec};
 use xds_sansio::{Transport, Variant};
+use xds_sansio_conformance::script::{self, Model, Report, Scenario, Side, TransportSpec};
 
 use crate::diagram::{collect, print_diagram};
 use crate::output::{complain, say};

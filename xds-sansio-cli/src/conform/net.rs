@@ -178,10 +178,7 @@ pub fn dial(
 ) -> Result<Outgoing, String> {
     method_path(variant, transport)
         .ok_or_else(|| format!("no gRPC method for {variant:?} {transport:?}"))?;
-    let options = ConnectOptions {
-        timeout: patience,
-        keepalive: None,
-    };
+    let options = ConnectOptions::new(patience);
     let channel = rt
         .block_on(call::connect(&ManagementServer::insecure(target), &options))
         .map_err(|e| format!("--target {target}: {e}"))?;

@@ -9,9 +9,9 @@ use bytes::Bytes;
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
 use tonic::Status;
-use xds_sansio::script::{ClientCommand, Remote, ServerCommand, Side, Wire};
 use xds_sansio::server::StoreOp;
 use xds_sansio::{Transport, Variant};
+use xds_sansio_conformance::script::{ClientCommand, Remote, ServerCommand, Side, Wire};
 
 use super::hook::{self, Hook};
 use super::net::{self, Incoming, Outgoing};

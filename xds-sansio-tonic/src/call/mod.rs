@@ -38,7 +38,7 @@ use xds_sansio::{Request, Response, Transport, Variant};
 use crate::client::bootstrap::{ChannelCreds, ManagementServer, TlsFiles};
 use crate::wire::{method_path, WireRequest, WireResponse};
 
-pub use stream::{run_stream, run_until_stopped, Command, Io, StreamEnd, RETRY_PAUSE};
+pub use stream::{run_stream, run_until_stopped, Io, StreamCommand, StreamEnd, RETRY_PAUSE};
 
 /// Sees every message of every call it is given (to record conversations for the checker,
 /// or log them); `stream` numbers the calls.
@@ -51,12 +51,23 @@ pub trait Tap: Send + Sync {
 
 /// How connections are made.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct ConnectOptions {
     /// The longest a whole connection attempt may take.
     pub timeout: Duration,
     /// HTTP/2 keepalive: a PING every `.0`, the connection dropped when one is not
     /// answered within `.1`; `None`: off.
     pub keepalive: Option<(Duration, Duration)>,
+}
+
+impl ConnectOptions {
+    /// A connection attempt bounded by `timeout`, without keepalive.
+    pub fn new(timeout: Duration) -> ConnectOptions {
+        ConnectOptions {
+            timeout,
+            keepalive: None,
+        }
+    }
 }
 
 /// Connects to `server` with its credentials (TLS needs the crate's `tls` feature); the

@@ -19,7 +19,7 @@ use super::{connect, sleep_until, ConnectOptions, Ready, Tap};
 use crate::client::bootstrap::ManagementServer;
 
 /// What the application can ask of a running stream.
-pub enum Command {
+pub enum StreamCommand {
     /// Run this on the client (subscribe, unsubscribe, verdict, ...).
     Apply(Box<dyn FnOnce(&mut Client) + Send>),
     /// End the call (the client is left disconnected).
@@ -33,7 +33,7 @@ pub struct StreamEnd {
     pub got_response: bool,
     /// The status the call ended with (`None`: the server closed it cleanly, or `Stop`).
     pub status: Option<Status>,
-    /// Whether a `Command::Stop` (or a dropped command sender) ended it.
+    /// Whether a `StreamCommand::Stop` (or a dropped command sender) ended it.
     pub stopped: bool,
 }
 
@@ -44,7 +44,7 @@ pub struct Io<'a> {
     /// The clock that maps tokio's time onto the crate's `Instant`.
     pub clock: &'a StdClock,
     /// Commands from the application.
-    pub commands: &'a mut mpsc::UnboundedReceiver<Command>,
+    pub commands: &'a mut mpsc::UnboundedReceiver<StreamCommand>,
     /// Gets every event, with the client to look things up in.
     pub on_event: &'a mut (dyn FnMut(&Client, ClientEvent) + Send),
     /// Sees every message, and the number it sees this call under.
@@ -56,7 +56,7 @@ impl<'a> Io<'a> {
     pub fn new(
         channel: Channel,
         clock: &'a StdClock,
-        commands: &'a mut mpsc::UnboundedReceiver<Command>,
+        commands: &'a mut mpsc::UnboundedReceiver<StreamCommand>,
         on_event: &'a mut (dyn FnMut(&Client, ClientEvent) + Send),
     ) -> Io<'a> {
         Io {
@@ -73,14 +73,14 @@ impl<'a> Io<'a> {
 pub const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
 /// Runs `client` over one call after another to `server` until the application stops it
-/// (a [`Command::Stop`] or a dropped command sender), [`RETRY_PAUSE`] after each call or
+/// (a [`StreamCommand::Stop`] or a dropped command sender), [`RETRY_PAUSE`] after each call or
 /// failed connection, with no backoff: the plain loop of tests, examples and test peers
 /// (the [`XdsClient`](crate::client::XdsClient) has gRPC's backoff).
 pub async fn run_until_stopped(
     client: &mut Client,
     server: &ManagementServer,
     clock: &StdClock,
-    commands: &mut mpsc::UnboundedReceiver<Command>,
+    commands: &mut mpsc::UnboundedReceiver<StreamCommand>,
     on_event: &mut (dyn FnMut(&Client, ClientEvent) + Send),
 ) {
     let options = ConnectOptions {
@@ -153,8 +153,8 @@ pub async fn run_stream(client: &mut Client, io: Io<'_>) -> StreamEnd {
                 }
             },
             command = commands.recv() => match command {
-                Some(Command::Apply(f)) => f(client),
-                Some(Command::Stop) | None => {
+                Some(StreamCommand::Apply(f)) => f(client),
+                Some(StreamCommand::Stop) | None => {
                     end.stopped = true;
                     break;
                 }

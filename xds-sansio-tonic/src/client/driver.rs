@@ -19,7 +19,7 @@ use xds_sansio::time::StdClock;
 use xds_sansio::{Request, Response, Transport, Variant};
 
 use super::bootstrap::ManagementServer;
-use super::watch::{ConfigEvent, Sink, WatchEvent};
+use super::watch::{ConfigEvent, Sink, Unwatch, WatchEvent};
 use super::DumpEntry;
 use crate::call::{self, sleep_until, ConnectOptions, Tap};
 
@@ -46,6 +46,12 @@ pub(crate) enum Op {
     Dependencies(oneshot::Sender<Vec<DepsStatus>>),
     Servers(oneshot::Sender<Vec<ServerUse>>),
     Shutdown,
+}
+
+impl Unwatch for mpsc::UnboundedSender<Op> {
+    fn unwatch(&self, id: u64) {
+        let _ = self.send(Op::Unwatch { id });
+    }
 }
 
 /// What the network did.

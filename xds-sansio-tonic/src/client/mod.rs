@@ -26,9 +26,9 @@
 //!   code; what it says and its rules are the core's
 //!   ([`xds_sansio::client::session::bootstrap::file`]).
 //! - **Connections** (`driver.rs`, one tokio task, on [`crate::call`]): the streams the
-//!   core's [`Session`] asks for, ADS or per type ([`Builder::per_type_streams`]), SotW or
-//!   incremental ([`Builder::variant`]), TLS through tonic (feature `tls`), HTTP/2
-//!   keepalive on demand ([`Builder::keepalive`]); the session hears a stream is up once
+//!   core's [`Session`] asks for, ADS or per type ([`XdsClientBuilder::per_type_streams`]), SotW or
+//!   incremental ([`XdsClientBuilder::variant`]), TLS through tonic (feature `tls`), HTTP/2
+//!   keepalive on demand ([`XdsClientBuilder::keepalive`]); the session hears a stream is up once
 //!   its connection is (gRPC A57: no does-not-exist timer runs while connecting).
 //! - **Which server, when, and what a watcher is told**: the [`Session`]'s, with
 //!   federation by authority (gRPC A47), fallback and revert (A71), the per-stream
@@ -37,7 +37,7 @@
 //!   (A74: a listener and everything it reaches, one manager per listener watched and
 //!   one for [`XdsClient::watch_all_config`]; [`XdsClient::dependencies`] says what they
 //!   wait for). ACK and NACK are the core's verdicts, with the application's validator
-//!   per type ([`Builder::validator`]) and gRPC's NACK semantics (A46).
+//!   per type ([`XdsClientBuilder::validator`]) and gRPC's NACK semantics (A46).
 //! - **Watches** ([`Watch`]): the driver hands each the session's events for it; the
 //!   newest state wins, values and errors apart (gRPC A88).
 //! - **Status** ([`XdsClient::dump`]): the session's per-resource status and body of what
@@ -66,7 +66,7 @@ use xds_sansio::{ClientConfig, Variant};
 /// The name [`Tap`] had here before the adapter had one name for it.
 #[doc(hidden)]
 pub use crate::call::Tap as StreamTap;
-pub use crate::call::{run_stream, Command, Io, StreamEnd, Tap};
+pub use crate::call::{run_stream, Io, StreamCommand, StreamEnd, Tap};
 pub use backoff::{os_seed, Backoff, BackoffConfig};
 pub use bootstrap::{Authority, Bootstrap, BootstrapError, ManagementServer};
 pub use watch::{ConfigEvent, ConfigWatch, Watch, WatchError, WatchEvent};
@@ -82,8 +82,9 @@ use crate::call::ConnectOptions;
 use driver::Op;
 use watch::Sink;
 
-/// Why [`Builder::build`] failed.
+/// Why [`XdsClientBuilder::build`] failed.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum BuildError {
     /// `build` must run inside a tokio runtime (the driver is a task of it).
     NoRuntime,
@@ -100,7 +101,7 @@ impl std::error::Error for BuildError {}
 type Tweak = Arc<dyn Fn(&mut ClientConfig) + Send + Sync>;
 
 /// Configures an [`XdsClient`].
-pub struct Builder {
+pub struct XdsClientBuilder {
     bootstrap: Bootstrap,
     variant: Variant,
     per_type: bool,
@@ -113,7 +114,7 @@ pub struct Builder {
     deps: DepsConfig,
 }
 
-impl Builder {
+impl XdsClientBuilder {
     /// SotW (the default, as gRPC) or incremental.
     pub fn variant(mut self, variant: Variant) -> Self {
         self.variant = variant;
@@ -215,7 +216,7 @@ pub struct XdsClient {
     ops: mpsc::UnboundedSender<Op>,
     bootstrap: Arc<Bootstrap>,
     /// The core's model of it, to check watches before they reach the driver.
-    model: Arc<session::Bootstrap>,
+    model: Arc<session::BootstrapServers>,
 }
 
 impl std::fmt::Debug for XdsClient {
@@ -228,8 +229,8 @@ impl std::fmt::Debug for XdsClient {
 
 impl XdsClient {
     /// A builder: SotW over ADS, gRPC's backoff, no validators.
-    pub fn builder(bootstrap: Bootstrap) -> Builder {
-        Builder {
+    pub fn builder(bootstrap: Bootstrap) -> XdsClientBuilder {
+        XdsClientBuilder {
             bootstrap,
             variant: Variant::Sotw,
             per_type: false,
@@ -275,7 +276,7 @@ impl XdsClient {
         Ok(Watch {
             id,
             sink,
-            unwatch: self.ops.clone(),
+            unwatch: Box::new(self.ops.clone()),
         })
     }
 

@@ -22,12 +22,16 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
-use tokio::sync::mpsc;
 use xds_sansio::client::SharedStr;
 
 pub use xds_sansio::client::session::{ConfigEvent, WatchError, WatchEvent};
 
-use super::driver::Op;
+/// Where a dropped watch says that it ended: the driver's command queue, which this file
+/// does not know.
+pub(crate) trait Unwatch: Send + Sync {
+    /// Ends watch `id` (nothing when the driver has stopped).
+    fn unwatch(&self, id: u64);
+}
 
 /// The slot of an event in a watch's queue: the newest event replaces an unread one of
 /// the same slot.
@@ -42,6 +46,8 @@ impl Coalesce for WatchEvent {
         let class = match self {
             WatchEvent::Changed { .. } | WatchEvent::DoesNotExist { .. } => 0,
             WatchEvent::Error { .. } => 1,
+            // An event of a newer core: its own slot, so it never hides another.
+            _ => 2,
         };
         (self.name().cloned().unwrap_or_default(), class)
     }
@@ -58,6 +64,7 @@ impl Coalesce for ConfigEvent {
                     .unwrap_or_default();
                 (SharedStr::from(key), 1)
             }
+            _ => (SharedStr::default(), 2),
         }
     }
 }
@@ -152,7 +159,7 @@ impl<E> Sink<E> {
 pub struct Watch<E = WatchEvent> {
     pub(crate) id: u64,
     pub(crate) sink: Arc<Sink<E>>,
-    pub(crate) unwatch: mpsc::UnboundedSender<Op>,
+    pub(crate) unwatch: Box<dyn Unwatch>,
 }
 
 /// A stream of [`ConfigEvent`]s for one listener (from
@@ -225,7 +232,7 @@ impl<E> tokio_stream::Stream for Watch<E> {
 
 impl<E> Drop for Watch<E> {
     fn drop(&mut self) {
-        let _ = self.unwatch.send(Op::Unwatch { id: self.id });
+        self.unwatch.unwatch(self.id);
     }
 }
 

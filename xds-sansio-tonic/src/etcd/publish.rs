@@ -33,7 +33,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use xds_sansio::file::{FileCodec, Format, FormatError};
+use xds_sansio::codec::{FileCodec, Format, FormatError};
 use xds_sansio::pb::discovery::DiscoveryResponse;
 use xds_sansio::server::{BodyChecks, Consistency, ResourceEntry, ResourceStore, StoreError};
 use xds_sansio::types::{CATALOG, RESOURCE_WRAPPER_TYPE_URL};

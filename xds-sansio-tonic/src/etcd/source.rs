@@ -102,12 +102,14 @@ impl SourceConfig {
             call_timeout: Duration::from_secs(5),
             keepalive: Some((Duration::from_secs(5), Duration::from_secs(5))),
             page_size: 1000,
-            backoff: BackoffConfig {
-                initial: Duration::from_millis(100),
-                multiplier: 1.6,
-                jitter: 0.2,
-                max: Duration::from_secs(5),
-                min_connect_timeout: Duration::from_secs(5),
+            backoff: {
+                let mut b = BackoffConfig::default();
+                b.initial = Duration::from_millis(100);
+                b.multiplier = 1.6;
+                b.jitter = 0.2;
+                b.max = Duration::from_secs(5);
+                b.min_connect_timeout = Duration::from_secs(5);
+                b
             },
         }
     }
@@ -573,7 +575,7 @@ impl Feed {
             }
             if self.groups.insert(group.clone()) {
                 // A new group: every type of the catalog exists from its first revision.
-                let publish = CATALOG.iter().map(|t| StoreOp::Publish {
+                let publish = CATALOG.iter().map(|t| StoreOp::ServeType {
                     type_url: t.type_url.to_string(),
                 });
                 ops.splice(0..0, publish);

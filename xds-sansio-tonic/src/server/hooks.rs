@@ -11,7 +11,7 @@ use xds_sansio::pb::google::rpc::Status as RpcStatus;
 use xds_sansio::server::{EncodedResponse, ResourceStore, Revision, ServerEvent};
 use xds_sansio::{Request, Transport, Variant};
 
-/// The group every node reads when no [`Builder::node_group`](super::Builder::node_group)
+/// The group every node reads when no [`XdsServerBuilder::node_group`](super::XdsServerBuilder::node_group)
 /// function is set.
 pub const DEFAULT_GROUP: &str = "default";
 

@@ -1,9 +1,9 @@
-//! The management server: [`XdsServer`], built by [`Builder`].
+//! The management server: [`XdsServer`], built by [`XdsServerBuilder`].
 //!
 //! # Shape
 //!
 //! - **Node groups** (go-control-plane's `NodeHash` + `SnapshotCache`): a function maps a
-//!   stream's node to a group key ([`Builder::node_group`]; by default every node reads
+//!   stream's node to a group key ([`XdsServerBuilder::node_group`]; by default every node reads
 //!   [`DEFAULT_GROUP`]). Each group has its own [`ResourceStore`]; the application
 //!   publishes into a group by key ([`XdsServer::publish`], [`XdsServer::update`]), and a
 //!   publish wakes only the streams of that group whose subscriptions it touches (by name,
@@ -16,7 +16,7 @@
 //!   one before it has left for the transport; the core keeps what changed meanwhile as
 //!   state, so a slow or stalled peer never holds a queue of stale responses and never
 //!   blocks the publisher or another stream.
-//! - **Authorization** ([`Builder::authorize`]): sees the peer ([`Peer`]: address,
+//! - **Authorization** ([`XdsServerBuilder::authorize`]): sees the peer ([`Peer`]: address,
 //!   metadata, with feature `tls` the client certificate) and the node the stream claims,
 //!   and decides whether it may read the node's group; a refusal ends the stream with
 //!   `PERMISSION_DENIED` before it reads anything.
@@ -75,7 +75,7 @@ use group::Group;
 pub use hooks::{Authorize, Callbacks, Peer, StreamInfo, DEFAULT_GROUP};
 pub use xds_sansio::server::ServerLimits;
 
-/// How the server behaves; set through [`Builder`].
+/// How the server behaves; set through [`XdsServerBuilder`].
 #[derive(Clone, Debug)]
 struct Options {
     /// The core's per-stream configuration (variant and transport are the method's).
@@ -88,7 +88,7 @@ struct Options {
     send_compressed: Vec<CompressionEncoding>,
     shutdown_grace: Duration,
     health: bool,
-    /// Every group's store checks bodies (on by default: see `Builder::body_checks`).
+    /// Every group's store checks bodies (on by default: see `XdsServerBuilder::body_checks`).
     body_checks: BodyChecks,
     /// Every group's store checks references.
     consistency: Consistency,
@@ -171,7 +171,7 @@ impl Shared {
 }
 
 /// Configures an [`XdsServer`].
-pub struct Builder {
+pub struct XdsServerBuilder {
     options: Options,
     node_group: Box<NodeGroupFn>,
     authorize: Box<dyn Authorize>,
@@ -181,16 +181,17 @@ pub struct Builder {
     tls: Option<tonic::transport::ServerTlsConfig>,
 }
 
-impl Default for Builder {
+impl Default for XdsServerBuilder {
     fn default() -> Self {
-        Builder {
+        XdsServerBuilder {
             options: Options {
                 // One response per type in flight: HTTP/2 buffers what is written (up to
                 // hundreds of KiB per stream), so without it a slow reader would be sent a
                 // queue of stale states.
-                stream: ServerConfig {
-                    await_ack: true,
-                    ..ServerConfig::new(Variant::Sotw, Transport::Aggregated)
+                stream: {
+                    let mut stream = ServerConfig::new(Variant::Sotw, Transport::Aggregated);
+                    stream.await_ack = true;
+                    stream
                 },
                 max_streams: Some(100_000),
                 first_request_timeout: Some(Duration::from_secs(60)),
@@ -213,7 +214,7 @@ impl Default for Builder {
     }
 }
 
-impl Builder {
+impl XdsServerBuilder {
     /// Maps a node to the key of the group it reads (go-control-plane's `NodeHash`). By
     /// default every node reads [`DEFAULT_GROUP`].
     pub fn node_group(mut self, f: impl Fn(&Node) -> String + Send + Sync + 'static) -> Self {
@@ -406,8 +407,8 @@ impl Default for XdsServer {
 impl XdsServer {
     /// A builder with the defaults: every node in [`DEFAULT_GROUP`], every stream allowed,
     /// health on, at most 100 000 streams.
-    pub fn builder() -> Builder {
-        Builder::default()
+    pub fn builder() -> XdsServerBuilder {
+        XdsServerBuilder::default()
     }
 
     /// Applies `ops` to `group`'s store as one revision (creating the group if new): every
@@ -420,7 +421,7 @@ impl XdsServer {
     /// # use xds_sansio::types::{CLUSTER, ENDPOINT};
     /// # let server = xds_sansio_tonic::XdsServer::builder().build();
     /// // Encoded resources named "c1" (a Cluster and its ClusterLoadAssignment): bodies
-    /// // are checked against their type and entry (`Builder::body_checks`).
+    /// // are checked against their type and entry (`XdsServerBuilder::body_checks`).
     /// let c1 = Bytes::from_static(b"\x0a\x02c1");
     /// server.publish("edge", vec![
     ///     StoreOp::Set { type_url: CLUSTER.type_url.into(), entry: ResourceEntry::new("c1", c1.clone()) },
@@ -588,6 +589,7 @@ impl XdsServer {
 
 /// Why serving failed.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ServeError {
     /// The address could not be bound.
     Bind(SocketAddr, std::io::Error),

@@ -324,6 +324,8 @@ impl Driver {
                     tracing::debug!(%type_url, ?what, "part of a request ignored");
                 }
                 ServerEvent::ProtocolError(e) => *protocol_error = Some(e),
+                // An event of a newer core: the callbacks saw it above.
+                _ => {}
             }
         }
         // A first request without a node, on a server that does not require one.

@@ -53,7 +53,7 @@ use serde_json::{Map, Value};
 
 use super::super::Session;
 use super::{
-    default_listener_template, listener_name, servers_of_authority, Bootstrap, ServerConfig,
+    default_listener_template, listener_name, servers_of_authority, BootstrapServers, ServerEntry,
 };
 use crate::pb::envoy::config::core::v3::{node::UserAgentVersionType, Locality, Node};
 
@@ -192,8 +192,8 @@ impl ManagementServer {
     }
 
     /// This server in the session's model (see [`BootstrapFile::model`]).
-    pub fn model(&self) -> ServerConfig {
-        ServerConfig::new(self.server_uri.clone(), format!("{:?}", self.channel_creds))
+    pub fn model(&self) -> ServerEntry {
+        ServerEntry::new(self.server_uri.clone(), format!("{:?}", self.channel_creds))
             .with_features(self.server_features.clone())
     }
 
@@ -275,9 +275,9 @@ impl BootstrapFile {
 
     /// The model the session runs on: the servers in priority order, per authority, with
     /// their features; the credentials as an opaque key (the session only compares them).
-    pub fn model(&self) -> Bootstrap {
+    pub fn model(&self) -> BootstrapServers {
         let servers = |list: &[ManagementServer]| list.iter().map(|s| s.model()).collect();
-        let mut model = Bootstrap::new(servers(&self.servers));
+        let mut model = BootstrapServers::new(servers(&self.servers));
         for (name, authority) in &self.authorities {
             model = model.with_authority(name.clone(), servers(&authority.servers));
         }

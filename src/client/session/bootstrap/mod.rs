@@ -44,7 +44,7 @@ pub const RESOURCE_TIMER_IS_TRANSIENT_ERROR: &str = "resource_timer_is_transient
 /// One entry of `xds_servers`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
-pub struct ServerConfig {
+pub struct ServerEntry {
     /// `server_uri` as written.
     pub server_uri: String,
     /// `server_features` (`ignore_resource_deletion`, `xds_v3`, ...).
@@ -54,10 +54,10 @@ pub struct ServerConfig {
     pub channel_creds: String,
 }
 
-impl ServerConfig {
+impl ServerEntry {
     /// A server with these credentials and no features.
-    pub fn new(server_uri: impl Into<String>, channel_creds: impl Into<String>) -> ServerConfig {
-        ServerConfig {
+    pub fn new(server_uri: impl Into<String>, channel_creds: impl Into<String>) -> ServerEntry {
+        ServerEntry {
             server_uri: server_uri.into(),
             server_features: Vec::new(),
             channel_creds: channel_creds.into(),
@@ -65,7 +65,7 @@ impl ServerConfig {
     }
 
     /// The same, with `features` as its `server_features`.
-    pub fn with_features(mut self, features: Vec<String>) -> ServerConfig {
+    pub fn with_features(mut self, features: Vec<String>) -> ServerEntry {
         self.server_features = features;
         self
     }
@@ -79,18 +79,18 @@ impl ServerConfig {
 /// The servers of a bootstrap. See the [module docs](self).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Bootstrap {
+pub struct BootstrapServers {
     /// The top-level servers, primary first (`xds_servers`).
-    pub servers: Vec<ServerConfig>,
+    pub servers: Vec<ServerEntry>,
     /// Per authority (`authorities`, A47), its servers, primary first; empty: the
     /// top-level ones.
-    pub authorities: BTreeMap<String, Vec<ServerConfig>>,
+    pub authorities: BTreeMap<String, Vec<ServerEntry>>,
 }
 
-impl Bootstrap {
+impl BootstrapServers {
     /// A bootstrap with these top-level servers and no authority.
-    pub fn new(servers: Vec<ServerConfig>) -> Bootstrap {
-        Bootstrap {
+    pub fn new(servers: Vec<ServerEntry>) -> BootstrapServers {
+        BootstrapServers {
             servers,
             authorities: BTreeMap::new(),
         }
@@ -100,15 +100,15 @@ impl Bootstrap {
     pub fn with_authority(
         mut self,
         authority: impl Into<String>,
-        servers: Vec<ServerConfig>,
-    ) -> Bootstrap {
+        servers: Vec<ServerEntry>,
+    ) -> BootstrapServers {
         self.authorities.insert(authority.into(), servers);
         self
     }
 
     /// The servers of `authority` (`""`: the top-level ones), primary first; `None` when
     /// the bootstrap lists no such authority (A47).
-    pub fn servers_of(&self, authority: &str) -> Option<&[ServerConfig]> {
+    pub fn servers_of(&self, authority: &str) -> Option<&[ServerEntry]> {
         servers_of_authority(&self.servers, authority, |a| {
             self.authorities.get(a).map(Vec::as_slice)
         })
@@ -131,7 +131,7 @@ impl Bootstrap {
             return Err(WatchRefused::Empty);
         }
         let canonical = if name.starts_with(XDSTP_SCHEME) {
-            canonicalize(name).map_err(|e| WatchRefused::MalformedName(e.to_string()))?
+            canonicalize(name).map_err(|e| WatchRefused::MalformedXdstpName(e.to_string()))?
         } else {
             name.to_string()
         };
@@ -207,7 +207,7 @@ pub enum WatchRefused {
     /// An empty type URL or name.
     Empty,
     /// A malformed `xdstp://` name.
-    MalformedName(String),
+    MalformedXdstpName(String),
     /// An `xdstp://` name whose authority the bootstrap does not list (gRPC A47).
     UnknownAuthority(String),
     /// The client has shut down.
@@ -222,7 +222,7 @@ impl fmt::Display for WatchRefused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WatchRefused::Empty => f.write_str("empty type URL or resource name"),
-            WatchRefused::MalformedName(e) => write!(f, "malformed xdstp name: {e}"),
+            WatchRefused::MalformedXdstpName(e) => write!(f, "malformed xdstp name: {e}"),
             WatchRefused::UnknownAuthority(a) => {
                 write!(f, "the bootstrap lists no authority {a:?}")
             }

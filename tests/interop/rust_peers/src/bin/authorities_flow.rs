@@ -31,7 +31,7 @@ use std::time::Duration;
 use common::{Report, Result, STEP};
 use hook::{Hook, Key};
 use serde_json::json;
-use xds_sansio::check::{check, CheckSide};
+use xds_sansio_conformance::check::{check, CheckSide};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::Variant;
 use xds_sansio_tonic::client::bootstrap::Authority;
@@ -141,10 +141,11 @@ async fn run(
     let recorder = Arc::new(Recorder::new(None));
     let client = XdsClient::builder(bootstrap(&a.target, &b.target))
         .variant(variant)
-        .backoff(BackoffConfig {
-            initial: Duration::from_millis(100),
-            max: Duration::from_millis(500),
-            ..BackoffConfig::default()
+        .backoff({
+            let mut c = BackoffConfig::default();
+            c.initial = Duration::from_millis(100);
+            c.max = Duration::from_millis(500);
+            c
         })
         .tap(recorder.clone())
         .build()
@@ -166,8 +167,8 @@ async fn run(
     let streams: std::collections::BTreeSet<u64> = entries
         .iter()
         .filter_map(|e| match e {
-            xds_sansio::transcript::Entry::Request { stream, .. }
-            | xds_sansio::transcript::Entry::Response { stream, .. } => Some(*stream),
+            xds_sansio_conformance::transcript::Entry::Request { stream, .. }
+            | xds_sansio_conformance::transcript::Entry::Response { stream, .. } => Some(*stream),
             _ => None,
         })
         .collect();

@@ -32,11 +32,11 @@ use bytes::Bytes;
 use common::{Report, Result, STEP};
 use hook::{Hook, Key};
 use serde_json::json;
-use xds_sansio::check::{check, to_jsonl, CheckSide};
+use xds_sansio_conformance::check::{check, to_jsonl, CheckSide};
 use xds_sansio::client::ResourceState;
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::pb::envoy::config::core::v3::Node;
-use xds_sansio::transcript::Entry;
+use xds_sansio_conformance::transcript::Entry;
 use xds_sansio::{Request, Response, Variant};
 use xds_sansio_tonic::client::{
     BackoffConfig, Bootstrap, Watch, WatchError, WatchEvent, XdsClient,
@@ -126,6 +126,7 @@ fn judge(label: &str, type_url: &str, e: &WatchEvent, tolerate: Tolerate) -> Res
             ..
         } if tolerate == Tolerate::Unreachable => Ok(()),
         WatchEvent::Error { .. } => Err(format!("{label}: our client reported {e:?}")),
+        _ => Err(format!("{label}: an event this driver does not know: {e:?}")),
     }
 }
 
@@ -263,10 +264,11 @@ async fn run(hook: &mut Hook, run: &Run<'_>, report: &mut Report, workdir: &Path
         .variant(run.variant)
         .per_type_streams(run.per_type)
         .validator(CDS, validate_cluster)
-        .backoff(BackoffConfig {
-            initial: Duration::from_millis(100),
-            max: Duration::from_secs(1),
-            ..BackoffConfig::default()
+        .backoff({
+            let mut c = BackoffConfig::default();
+            c.initial = Duration::from_millis(100);
+            c.max = Duration::from_secs(1);
+            c
         })
         .tap(recorder.clone())
         .build()

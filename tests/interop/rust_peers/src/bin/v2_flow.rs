@@ -23,11 +23,11 @@ use std::time::Duration;
 
 use common::{Report, Result, STEP};
 use serde_json::json;
-use xds_sansio::check::{check, to_jsonl, CheckSide};
+use xds_sansio_conformance::check::{check, to_jsonl, CheckSide};
 use xds_sansio::client::ResourceState;
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::pb::envoy::config::core::v3::Node;
-use xds_sansio::transcript::Entry;
+use xds_sansio_conformance::transcript::Entry;
 use xds_sansio::Request;
 use xds_sansio_tonic::client::{BackoffConfig, Bootstrap, Watch, WatchEvent, XdsClient};
 use xds_sansio_tonic::record::Recorder;
@@ -204,10 +204,11 @@ async fn all(args: &[String], workdir: &Path, report: &mut Report) -> Result<()>
     };
     let client = XdsClient::builder(Bootstrap::single(format!("http://{}", server.addr), node))
         .per_type_streams(true)
-        .backoff(BackoffConfig {
-            initial: Duration::from_millis(100),
-            max: Duration::from_secs(1),
-            ..BackoffConfig::default()
+        .backoff({
+            let mut c = BackoffConfig::default();
+            c.initial = Duration::from_millis(100);
+            c.max = Duration::from_secs(1);
+            c
         })
         .tap(recorder.clone())
         .build()

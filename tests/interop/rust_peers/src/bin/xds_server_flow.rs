@@ -25,9 +25,9 @@ use common::{Report, Result, STEP};
 use serde_json::json;
 use xds_cache::{Cache, ShardedCache, Snapshot};
 use xds_core::{NodeHash, TypeUrl};
-use xds_sansio::check::{check, to_jsonl, CheckSide};
+use xds_sansio_conformance::check::{check, to_jsonl, CheckSide};
 use xds_sansio::client::ResourceState;
-use xds_sansio::json::JsonCodec;
+use xds_sansio::codec::json::JsonCodec;
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::Variant;
 use xds_sansio_tonic::client::{Bootstrap, WatchEvent, XdsClient};
@@ -224,7 +224,7 @@ async fn fetch(
     // Resource without body); SotW cannot.
     if variant == Variant::Delta && !wildcard {
         let told = entries.iter().any(|e| match e {
-            xds_sansio::transcript::Entry::Response {
+            xds_sansio_conformance::transcript::Entry::Response {
                 response: xds_sansio::Response::Delta(r),
                 ..
             } => {
