@@ -122,6 +122,8 @@ pub enum SourceError {
     NoEndpoints,
     /// The prefix is not a prefix ([`KeyError::BadPrefix`]).
     Prefix(KeyError),
+    /// Not called from within a tokio runtime (the feed is a tokio task).
+    NoRuntime,
 }
 
 impl std::fmt::Display for SourceError {
@@ -129,6 +131,7 @@ impl std::fmt::Display for SourceError {
         match self {
             SourceError::NoEndpoints => write!(f, "no etcd endpoint"),
             SourceError::Prefix(e) => write!(f, "{e}"),
+            SourceError::NoRuntime => write!(f, "EtcdSource::start needs a tokio runtime"),
         }
     }
 }
@@ -196,12 +199,13 @@ impl Drop for EtcdSource {
 }
 
 impl EtcdSource {
-    /// Starts feeding `server` from etcd (in a tokio task).
+    /// Starts feeding `server` from etcd (in a task of the current tokio runtime).
     pub fn start(server: XdsServer, config: SourceConfig) -> Result<EtcdSource, SourceError> {
         if config.endpoints.is_empty() {
             return Err(SourceError::NoEndpoints);
         }
         keys::check_prefix(&config.prefix).map_err(SourceError::Prefix)?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| SourceError::NoRuntime)?;
         let (tx, status) = watch::channel(SourceStatus::default());
         let feed = Feed {
             backoff: Backoff::with_seed(config.backoff, os_seed()),
@@ -212,7 +216,7 @@ impl EtcdSource {
             diverged: BTreeSet::new(),
             needs_load: true,
         };
-        let task = tokio::spawn(feed.run());
+        let task = runtime.spawn(feed.run());
         Ok(EtcdSource { task, status })
     }
 
@@ -588,5 +592,27 @@ impl Feed {
         self.status
             .send_modify(|s| s.revision = s.revision.max(revision));
         metrics::gauge!(names::REVISION).set(revision as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn misuse_is_a_typed_error() {
+        let server = XdsServer::default();
+        let none: [&str; 0] = [];
+        let err = EtcdSource::start(server.clone(), SourceConfig::new(none)).unwrap_err();
+        assert_eq!(err, SourceError::NoEndpoints);
+        let mut config = SourceConfig::new(["127.0.0.1:2379"]);
+        config.prefix = "/xds".into();
+        assert!(matches!(
+            EtcdSource::start(server.clone(), config),
+            Err(SourceError::Prefix(KeyError::BadPrefix(_)))
+        ));
+        // Outside a runtime.
+        let err = EtcdSource::start(server, SourceConfig::new(["127.0.0.1:2379"])).unwrap_err();
+        assert_eq!(err, SourceError::NoRuntime);
     }
 }
