@@ -51,7 +51,7 @@ use xds_sansio::time::StdClock;
 use xds_sansio::types::{CLUSTER, ENDPOINT};
 use xds_sansio::{ClientEvent, Request, Response, Transport, Variant};
 use xds_sansio_tonic::call::{self, ConnectOptions, Io, StreamCommand, Tap};
-use xds_sansio_tonic::client::bootstrap::{ChannelCreds, ManagementServer};
+use xds_sansio_tonic::client::bootstrap::ManagementServer;
 use xds_sansio_tonic::etcd::wire::{
     request_op, CompactionRequest, Member, PutRequest, RangeRequest, RequestOp, TxnRequest,
 };
@@ -562,11 +562,7 @@ async fn run_client(
     let options = ConnectOptions::new(Duration::from_secs(2));
     loop {
         view.lock().unwrap().replica = replica;
-        let server = ManagementServer {
-            server_uri: addrs[replica].to_string(),
-            channel_creds: ChannelCreds::Insecure,
-            server_features: Vec::new(),
-        };
+        let server = ManagementServer::insecure(addrs[replica].to_string());
         let channel = match &shared {
             Some(channels) => Ok(channels[replica].clone()),
             None => call::connect(&server, &options).await,
