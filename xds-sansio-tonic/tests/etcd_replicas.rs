@@ -544,7 +544,9 @@ fn new_client(kind: Kind, i: usize) -> (Client, View) {
 }
 
 /// One client: streams to its replica, moving to the next one whenever a stream ends or a
-/// connection fails (the test's stand-in for the client's choice of replica).
+/// connection fails, with one core client across moves: the rule the core's session
+/// applies to a server's `replicas` (`tests/client_replicas.rs` runs it through the
+/// driver), written out here so the test can see every response and count resends.
 async fn run_client(
     i: usize,
     kind: Kind,
