@@ -422,6 +422,8 @@ fn node_is_required_first_and_identical_after() {
         [ServerEvent::ProtocolError(ProtocolError::NodeMissing)]
     );
     assert!(s.is_closed());
+    // The stream says why it closed, after its event was taken.
+    assert_eq!(s.closed_by(), Some(&ProtocolError::NodeMissing));
     assert!(drain(&mut s, T0, &store).is_empty());
     assert_eq!(ProtocolError::NodeMissing.grpc_code(), 3);
 
@@ -865,4 +867,18 @@ fn many_changed_clusters_are_one_full_state_response() {
             assert!(exchange(None, &store).is_empty(), "{label}: not covered");
         }
     }
+}
+
+#[test]
+fn a_stream_lists_its_subscriptions_for_an_index_to_drop() {
+    let mut s = ads();
+    s.handle_request(T0, req(sotw(EDS, "", &["foo", "bar"], "")));
+    s.handle_request(T0, req(sotw(CDS, "", &["*"], "")));
+    let mut got = s.subscriptions();
+    got.sort();
+    let want: Vec<(String, String)> = [(CDS, "*"), (EDS, "bar"), (EDS, "foo")]
+        .iter()
+        .map(|(t, n)| (t.to_string(), n.to_string()))
+        .collect();
+    assert_eq!(got, want);
 }

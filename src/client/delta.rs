@@ -7,7 +7,8 @@ use alloc::vec::Vec;
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
-use super::type_state::{Due, DueKind, TypeState};
+use super::turn::{Due, DueKind};
+use super::type_state::TypeState;
 use super::update::{self, Incoming, Reject, Update};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse};
 use crate::pb::envoy::config::core::v3::Node;
@@ -103,15 +104,15 @@ fn check(
 /// answers owed to responses before it may leave.
 pub(crate) fn due(ts: &TypeState) -> Option<DueKind> {
     if ts.pending.is_some() {
-        return (!ts.replies.is_empty()).then_some(DueKind::Reply);
+        return ts.turn.owes_reply().then_some(DueKind::Reply);
     }
-    if !ts.sent_first && ts.sub.has_interest() {
+    if !ts.turn.sent_first() && ts.sub.has_interest() {
         return Some(DueKind::Initial);
     }
-    if !ts.replies.is_empty() {
+    if ts.turn.owes_reply() {
         return Some(DueKind::Reply);
     }
-    (ts.sent_first && ts.sub.delta_has_diff()).then_some(DueKind::Change)
+    (ts.turn.sent_first() && ts.sub.delta_has_diff()).then_some(DueKind::Change)
 }
 
 /// Builds the request and records what the server is now told. Returns it with the names
@@ -154,7 +155,7 @@ pub(crate) fn build(
             req.resource_names_unsubscribe = unsub;
         }
     }
-    ts.sent_first = true;
+    ts.turn.sent();
     let names = req
         .resource_names_subscribe
         .iter()

@@ -19,7 +19,7 @@ impl TypeState {
     /// verdict (up to [`Limits::max_held_responses`](super::Limits); one more is NACKed when
     /// its turn comes).
     pub(crate) fn receive(&mut self, response: Response, cx: &mut Ctx<'_>) {
-        self.nonce = SharedStr::from(response.nonce());
+        self.turn.received(SharedStr::from(response.nonce()));
         self.control_plane = response
             .control_plane()
             .map(|cp| SharedStr::from(cp.identifier.as_str()));
@@ -33,7 +33,7 @@ impl TypeState {
                 Response::Delta(r) => SharedStr::from(r.system_version_info.as_str()),
             };
             self.held.push_back(Held::Overflow {
-                nonce: self.nonce.clone(),
+                nonce: self.turn.nonce().clone(),
                 version,
             });
         } else {

@@ -5,7 +5,6 @@ use alloc::vec::Vec;
 
 use super::cache::Record;
 use super::changes::RemovalReason;
-use super::subscription::WILDCARD;
 use super::timers::TimerKind;
 use super::type_state::{Ctx, TypeState};
 use super::update::is_collection;
@@ -39,10 +38,7 @@ impl TypeState {
                 continue;
             }
             let name = SharedStr::from(name);
-            self.awaiting.remove(name.as_str());
-            if name == WILDCARD {
-                self.awaiting_wildcard = false;
-            }
+            self.stop_awaiting(&name);
             if is_collection(&name) {
                 self.drop_unwanted(cx);
                 continue;

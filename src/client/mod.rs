@@ -208,6 +208,7 @@ mod inputs;
 mod intake;
 mod interest;
 mod outputs;
+mod readiness;
 mod reads;
 pub mod session;
 mod sotw;
@@ -215,6 +216,7 @@ mod status;
 mod subscription;
 
 mod timers;
+mod turn;
 mod type_state;
 mod update;
 mod validation;
@@ -410,10 +412,10 @@ impl Client {
         let Some((ts, cx)) = self.split(idx) else {
             return;
         };
-        if ts.queued || !ts.has_due(&cx) {
+        if ts.turn.is_queued() || !ts.has_due(&cx) {
             return;
         }
-        ts.queued = true;
+        ts.turn.set_queued(true);
         self.send_queue.push_back(idx);
     }
 }

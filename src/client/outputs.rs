@@ -20,12 +20,12 @@ impl Client {
             let Some((ts, mut cx)) = self.split(idx) else {
                 continue;
             };
-            ts.queued = false;
+            ts.turn.set_queued(false);
             let Some((request, more)) = ts.poll_request(node.clone(), &mut cx) else {
                 continue;
             };
             if more {
-                ts.queued = true;
+                ts.turn.set_queued(true);
                 self.send_queue.push_back(idx);
             }
             self.first_on_stream = false;

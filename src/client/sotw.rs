@@ -8,7 +8,8 @@ use prost::Message;
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
-use super::type_state::{Due, DueKind, TypeState};
+use super::turn::{Due, DueKind};
+use super::type_state::TypeState;
 use super::update::{self, Incoming, Reject, Update};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use crate::pb::envoy::config::core::v3::Node;
@@ -141,16 +142,16 @@ fn check(
 /// request, then an interest change (or a version reset). While a verdict is pending, only
 /// the answers owed to responses before it may leave.
 pub(crate) fn due(ts: &TypeState) -> Option<DueKind> {
-    if !ts.replies.is_empty() {
+    if ts.turn.owes_reply() {
         return Some(DueKind::Reply);
     }
     if ts.pending.is_some() {
         return None;
     }
-    if !ts.sent_first {
+    if !ts.turn.sent_first() {
         return ts.sub.has_interest().then_some(DueKind::Initial);
     }
-    (ts.resend || ts.sub.sotw_changed(ts.info.legacy_wildcard())).then_some(DueKind::Change)
+    (ts.turn.resend() || ts.sub.sotw_changed(ts.info.legacy_wildcard())).then_some(DueKind::Change)
 }
 
 /// Builds the request and records what was sent. Returns it with the names it carries.
@@ -164,10 +165,9 @@ pub(crate) fn build(
         // Never a nonce from another stream; the last accepted version survives.
         Due::Initial => (ts.version.clone(), SharedStr::EMPTY, None),
         Due::Reply(r) => (r.version, r.nonce, r.error),
-        Due::Change => (ts.version.clone(), ts.nonce.clone(), None),
+        Due::Change => (ts.version.clone(), ts.turn.nonce().clone(), None),
     };
-    ts.sent_first = true;
-    ts.resend = false;
+    ts.turn.sent();
     let req = DiscoveryRequest {
         version_info: String::from(version),
         node,

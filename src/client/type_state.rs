@@ -16,46 +16,17 @@ use super::changes::{Change, EventShape, RemovalReason};
 use super::config::{ClientConfig, DataErrors, NackPolicy};
 use super::defect::ResponseDefect;
 use super::event::{queue_change, ClientEvent, VerdictTicket};
+use super::readiness::Readiness;
 use super::status::{Rejection, ResourceState, ServerError};
 use super::subscription::Subscription;
 use super::timers::{TimerKind, Timers};
+use super::turn::{Reply, StreamTurn};
 use super::update::{is_collection, Incoming, ReportedError, Update};
 use super::validation::{nack_status, rejection_message, Judges};
 use crate::message::{Response, Variant};
-use crate::pb::google::rpc::Status;
 use crate::text::SharedStr;
 use crate::time::Instant;
 use crate::types::{TypeInfo, NOT_FOUND_CODE, PERMISSION_DENIED_CODE, UNAVAILABLE_CODE};
-
-/// An answer owed to one response, sent in order.
-#[derive(Debug, Clone)]
-pub(crate) struct Reply {
-    pub(crate) nonce: SharedStr,
-    /// SotW: the version to report (applied for an ACK, previous good for a NACK).
-    pub(crate) version: SharedStr,
-    pub(crate) error: Option<Status>,
-}
-
-/// The kind of request a type owes, in the order its variant decides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DueKind {
-    /// The first request of the type on this stream.
-    Initial,
-    /// The answer to a response (incremental: it may carry unsent interest changes).
-    Reply,
-    /// Interest changed (SotW: or the version was reset) with no response to answer.
-    Change,
-}
-
-/// A request a type owes, ready to build.
-pub(crate) enum Due {
-    /// The first request of the type on this stream.
-    Initial,
-    /// The answer to one response.
-    Reply(Reply),
-    /// An interest change.
-    Change,
-}
 
 /// A response held back while a verdict is pending.
 #[derive(Clone, Debug)]
@@ -137,22 +108,12 @@ pub(crate) struct TypeState {
     /// management server answered).
     pub(crate) control_plane: Option<SharedStr>,
     // --- this stream ---
-    pub(crate) sent_first: bool,
-    /// Latest response nonce of this type on this stream.
-    pub(crate) nonce: SharedStr,
-    pub(crate) replies: VecDeque<Reply>,
-    /// SotW: send a request even if the names did not change (version reset on TTL expiry).
-    pub(crate) resend: bool,
-    /// In the client's send queue.
-    pub(crate) queued: bool,
+    pub(crate) turn: StreamTurn,
     // --- validation ---
     pub(crate) pending: Option<(VerdictTicket, Update)>,
     pub(crate) held: VecDeque<Held>,
     // --- readiness ---
-    pub(crate) ready: bool,
-    pub(crate) armed: bool,
-    pub(crate) awaiting: HashSet<SharedStr>,
-    pub(crate) awaiting_wildcard: bool,
+    readiness: Readiness,
     /// Counts applied responses; records named by the current one carry it.
     pub(crate) generation: u64,
     /// Records holding a resource.
@@ -178,17 +139,10 @@ impl TypeState {
             version: SharedStr::EMPTY,
             system_version: SharedStr::EMPTY,
             control_plane: None,
-            sent_first: false,
-            nonce: SharedStr::EMPTY,
-            replies: VecDeque::new(),
-            resend: false,
-            queued: false,
+            turn: StreamTurn::default(),
             pending: None,
             held: VecDeque::new(),
-            ready: false,
-            armed: false,
-            awaiting: HashSet::new(),
-            awaiting_wildcard: false,
+            readiness: Readiness::default(),
             generation: 0,
             cached_count: 0,
             marked: 0,
@@ -214,11 +168,7 @@ impl TypeState {
 
     /// Forgets the stream (the client keeps cache, versions and subscriptions).
     pub(crate) fn reset_stream(&mut self) {
-        self.sent_first = false;
-        self.nonce = SharedStr::EMPTY;
-        self.replies.clear();
-        self.resend = false;
-        self.queued = false;
+        self.turn = StreamTurn::default();
         self.pending = None;
         self.held.clear();
         self.sub.reset_stream();
@@ -227,61 +177,24 @@ impl TypeState {
         }
     }
 
-    /// Queues the answer to a response. Incremental answers every response on its own, in
-    /// order. SotW answers only the latest: an unsent answer to an older response would
-    /// carry a stale nonce, which the server ignores (xDS protocol, "Requests become stale"),
-    /// so every SotW request carries the latest nonce of its type on the stream.
-    fn push_reply(&mut self, reply: Reply, variant: Variant) {
-        if variant == Variant::Sotw {
-            self.replies.clear();
-        }
-        self.replies.push_back(reply);
-    }
-
-    /// Takes what `kind` says is due: the oldest answer owed, for a reply.
-    pub(crate) fn take_due(&mut self, kind: DueKind) -> Option<Due> {
-        match kind {
-            DueKind::Initial => Some(Due::Initial),
-            DueKind::Reply => self.replies.pop_front().map(Due::Reply),
-            DueKind::Change => Some(Due::Change),
-        }
-    }
-
     // ---------------------------------------------------------------- readiness
 
     pub(crate) fn arm_ready(&mut self, name: &SharedStr) {
-        if self.ready {
-            if is_collection(name) {
-                // A wildcard added to a type already ready is ready again once its first
-                // response is answered: only then does the client hold the full state, and
-                // a consumer that judges names absent from it (the dependency manager's
-                // Envoy shape) must wait for that, as for Envoy's initial fetch.
-                self.ready = false;
-                self.armed = true;
-                self.awaiting_wildcard = true;
-            }
-            return;
-        }
-        self.armed = true;
-        if is_collection(name) {
-            // Answered by the first response, whatever it holds.
-            self.awaiting_wildcard = true;
-        } else if self
-            .records
-            .get(name)
-            .is_none_or(|r| r.cached.is_none() && r.state == ResourceState::Requested)
-        {
-            self.awaiting.insert(name.clone());
-        }
+        let records = &self.records;
+        self.readiness.arm(name, || {
+            records
+                .get(name)
+                .is_none_or(|r| r.cached.is_none() && r.state == ResourceState::Requested)
+        });
     }
 
     pub(crate) fn check_ready(&mut self, events: &mut VecDeque<ClientEvent>) {
-        if !self.ready && self.armed && self.awaiting.is_empty() && !self.awaiting_wildcard {
-            self.ready = true;
-            events.push_back(ClientEvent::Ready {
-                type_url: self.url.clone(),
-            });
-        }
+        self.readiness.check(&self.url, events);
+    }
+
+    /// `name` is no longer wanted: readiness waits no more for it.
+    pub(crate) fn stop_awaiting(&mut self, name: &str) {
+        self.readiness.unwanted(name);
     }
 
     // ---------------------------------------------------------------- apply
@@ -332,7 +245,7 @@ impl TypeState {
                 version: rejected_version,
                 error: error.clone(),
             }));
-            self.awaiting.remove(name.as_str());
+            self.readiness.answered(name.as_str());
         }
         drop(versions);
         // gRPC A88: with `fail_on_data_errors` a NACK is a data error that drops what is
@@ -421,7 +334,7 @@ impl TypeState {
                 version: self.version.clone(),
                 error: Some(status),
             };
-            self.push_reply(reply, cx.variant());
+            self.turn.push_reply(reply, cx.variant());
         } else {
             match cx.variant() {
                 Variant::Sotw => self.version = version.clone(),
@@ -437,9 +350,9 @@ impl TypeState {
                 version: self.version.clone(),
                 error: None,
             };
-            self.push_reply(reply, cx.variant());
+            self.turn.push_reply(reply, cx.variant());
         }
-        self.awaiting_wildcard = false;
+        self.readiness.response_answered();
         self.check_ready(cx.events);
     }
 
@@ -465,8 +378,8 @@ impl TypeState {
             version: self.version.clone(),
             error: Some(status),
         };
-        self.push_reply(reply, cx.variant());
-        self.awaiting_wildcard = false;
+        self.turn.push_reply(reply, cx.variant());
+        self.readiness.response_answered();
         self.check_ready(cx.events);
     }
 
@@ -492,7 +405,7 @@ impl TypeState {
                         cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, alias);
                     }
                 }
-                self.awaiting.remove(alias.as_str());
+                self.readiness.answered(alias.as_str());
             }
         }
         let mut entry = match self.records.entry_ref(&name) {
@@ -554,9 +467,7 @@ impl TypeState {
         if ttl.is_some() || rec.ttl_at.is_some() {
             set_ttl(rec, &name, ttl, cx);
         }
-        if !self.awaiting.is_empty() {
-            self.awaiting.remove(name.as_str());
-        }
+        self.readiness.answered(name.as_str());
         if changed && replaced && cx.variant() == Variant::Sotw {
             // A SotW key is a zero-copy slice of the body it was read with: keyed by the
             // old one, the record would keep the old response's whole buffer alive for a
@@ -740,7 +651,7 @@ impl TypeState {
                 code,
                 message: message.clone(),
             }));
-            self.awaiting.remove(name.as_str());
+            self.readiness.answered(name.as_str());
         }
         cx.events.push_back(ClientEvent::ResourceError {
             type_url: self.url.clone(),
@@ -765,7 +676,7 @@ impl TypeState {
             code: UNAVAILABLE_CODE,
             message: message.clone(),
         }));
-        self.awaiting.remove(name.as_str());
+        self.readiness.answered(name.as_str());
         cx.events.push_back(ClientEvent::ResourceError {
             type_url: self.url.clone(),
             name: name.clone(),
@@ -793,7 +704,7 @@ impl TypeState {
                 |type_url, name| ClientEvent::DoesNotExist { type_url, name },
             );
         }
-        self.awaiting.remove(name.as_str());
+        self.readiness.answered(name.as_str());
     }
 
     /// Starts the does-not-exist timer of each name just sent that is neither held, known
@@ -860,13 +771,11 @@ impl TypeState {
                     // By default nothing is sent: the version stays the last accepted one.
                     Variant::Sotw if cx.config.sotw_refetch_on_ttl_expiry => {
                         self.version = SharedStr::EMPTY;
-                        if self.sent_first {
-                            self.resend = true;
-                        }
+                        self.turn.resend_if_sent();
                     }
                     Variant::Sotw => {}
                     Variant::Delta => {
-                        if self.sent_first {
+                        if self.turn.sent_first() {
                             self.sub.resubscribe(name);
                         }
                     }

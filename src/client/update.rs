@@ -1,7 +1,7 @@
 //! What SotW and incremental share before the apply step: the one shape a checked response
 //! takes ([`Update`], so both variants share every cache, timer and status rule), the
-//! checks both make (duplicates, limits, TTLs, names, `resource_errors`), and the kinds of
-//! request a type may owe ([`Due`]).
+//! checks both make (duplicates, limits, TTLs, names, `resource_errors`). (The kinds of
+//! request a type may owe are the type state's, `Due`.)
 
 use alloc::string::String;
 use alloc::vec::Vec;

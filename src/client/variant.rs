@@ -4,7 +4,8 @@
 
 use alloc::vec::Vec;
 
-use super::type_state::{Ctx, DueKind, TypeState};
+use super::turn::DueKind;
+use super::type_state::{Ctx, TypeState};
 use super::update::{Reject, Update};
 use super::{delta, sotw};
 use crate::message::{Request, Response, Variant};
@@ -26,7 +27,7 @@ pub(crate) fn build(
     ts: &mut TypeState,
     node: Option<Node>,
 ) -> Option<(Request, Vec<SharedStr>)> {
-    let due = ts.take_due(due(variant, ts)?)?;
+    let due = ts.turn.take_due(due(variant, ts)?)?;
     Some(match variant {
         Variant::Sotw => {
             let (request, names) = sotw::build(ts, due, node);

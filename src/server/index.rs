@@ -1,17 +1,16 @@
 //! Many streams reading one store, with an index from `(type, name)` and from type
 //! (wildcard) to streams, so a store update touches only the streams it concerns.
 
-use alloc::collections::{BTreeMap, BTreeSet};
-use alloc::string::String;
+use alloc::collections::BTreeSet;
 use alloc::vec::Vec;
 use hashbrown::HashMap;
 
 use super::config::ServerConfig;
 use super::event::ServerEvent;
-use super::publication::{Revision, StoreChange};
-use super::resource_errors::TYPE_WIDE;
+use super::publication::Revision;
 use super::store::ResourceStore;
-use super::stream::{IndexOp, ServerStream};
+use super::stream::ServerStream;
+use super::subscribers::{Concern, SubscriptionIndex};
 use super::wire::EncodedResponse;
 use crate::message::{Request, Response};
 use crate::time::Instant;
@@ -109,19 +108,13 @@ impl core::fmt::Display for UnknownStream {
 #[cfg(feature = "std")]
 impl std::error::Error for UnknownStream {}
 
-#[derive(Clone, Debug, Default)]
-struct TypeIndex {
-    by_name: HashMap<String, BTreeSet<StreamId>>,
-    wildcard: BTreeSet<StreamId>,
-}
-
 /// The streams that read one [`ResourceStore`] (one set per store; nodes that see
 /// different stores go to different sets). A store update costs O(changes × streams that
 /// subscribe to them), whatever the number of streams.
 #[derive(Clone, Debug, Default)]
 pub struct StreamSet {
     streams: Slab,
-    index: HashMap<String, TypeIndex>,
+    index: SubscriptionIndex<StreamId>,
     synced: Revision,
     ready: BTreeSet<StreamId>,
     /// Every stream's next heartbeat deadline, earliest first.
@@ -145,9 +138,7 @@ impl StreamSet {
     /// Closes a stream (the gRPC call ended) and drops it from the index.
     pub fn remove(&mut self, id: StreamId) -> Option<ServerStream> {
         let stream = self.streams.remove(id)?;
-        for (type_url, name) in stream.subscriptions() {
-            self.unindex(id, &type_url, &name);
-        }
+        self.index.remove(id, &stream.subscriptions());
         self.ready.remove(&id);
         if let Some(due) = self.deadlines.remove(&id) {
             self.timers.remove(&(due, id));
@@ -178,48 +169,19 @@ impl StreamSet {
         request: Request,
     ) -> Result<(), UnknownStream> {
         let stream = self.streams.get_mut(id).ok_or(UnknownStream(id))?;
+        let before = stream.queued_events();
         stream.handle_request(now, request);
-        let ops = stream.take_index_ops();
-        let closed = stream.is_closed();
-        for op in ops {
-            match op {
-                IndexOp::Add(t, n) => self.index_add(id, t, n),
-                IndexOp::Remove(t, n) => self.unindex(id, &t, &n),
-            }
+        // The stream's own events are the one channel of its subscriptions.
+        for event in stream.events_from(before) {
+            self.index.follow(id, event);
         }
-        if closed {
-            if let Some(stream) = self.streams.get(id) {
-                for (type_url, name) in stream.subscriptions() {
-                    self.unindex(id, &type_url, &name);
-                }
-            }
+        if stream.is_closed() {
+            let subscriptions = stream.subscriptions();
+            self.index.remove(id, &subscriptions);
             self.refresh_timer(id);
         }
         self.ready.insert(id);
         Ok(())
-    }
-
-    fn index_add(&mut self, id: StreamId, type_url: String, name: String) {
-        let entry = self.index.entry(type_url).or_default();
-        if name == "*" {
-            entry.wildcard.insert(id);
-        } else {
-            entry.by_name.entry(name).or_default().insert(id);
-        }
-    }
-
-    fn unindex(&mut self, id: StreamId, type_url: &str, name: &str) {
-        let Some(entry) = self.index.get_mut(type_url) else {
-            return;
-        };
-        if name == "*" {
-            entry.wildcard.remove(&id);
-        } else if let Some(ids) = entry.by_name.get_mut(name) {
-            ids.remove(&id);
-            if ids.is_empty() {
-                entry.by_name.remove(name);
-            }
-        }
     }
 
     /// Reads the store's changes since the last sync and marks them on exactly the streams
@@ -239,46 +201,19 @@ impl StreamSet {
                     ready,
                     ..
                 } = self;
-                // Grouped by type, so that a wildcard stream is looked up (and made ready)
-                // once per type, not once per change: a full replacement of 10k clusters
-                // to 100k wildcard streams is otherwise 10^9 lookups.
-                let mut by_type: BTreeMap<&str, Vec<&StoreChange>> = BTreeMap::new();
-                for change in changes {
-                    by_type
-                        .entry(change.type_url.as_str())
-                        .or_default()
-                        .push(change);
-                }
-                for (type_url, changes) in by_type {
-                    let Some(entry) = index.get(type_url) else {
-                        continue;
-                    };
-                    for id in &entry.wildcard {
-                        if let Some(stream) = streams.get_mut(*id) {
-                            stream.mark_dirty_all(type_url, &changes);
-                            ready.insert(*id);
-                        }
-                    }
-                    for change in changes {
-                        let mut mark = |id: &StreamId| {
-                            if let Some(stream) = streams.get_mut(*id) {
-                                stream.mark_dirty(&change.type_url, &change.name, &change.aliases);
-                                ready.insert(*id);
+                index.visit(changes, |id, concern| {
+                    if let Some(stream) = streams.get_mut(id) {
+                        match concern {
+                            Concern::Wildcard { type_url, changes } => {
+                                stream.mark_dirty_all(type_url, changes)
                             }
-                        };
-                        if change.name.is_empty() || change.name == TYPE_WIDE {
-                            // A type's publication, or its error, concerns every stream
-                            // subscribed to it.
-                            entry.by_name.values().flatten().for_each(&mut mark);
-                            continue;
-                        }
-                        for name in change.subscription_keys() {
-                            if let Some(ids) = entry.by_name.get(name.as_ref()) {
-                                ids.iter().for_each(&mut mark);
+                            Concern::Named(change) => {
+                                stream.mark_dirty(&change.type_url, &change.name, &change.aliases)
                             }
                         }
+                        ready.insert(id);
                     }
-                }
+                });
             }
             Err(_) => {
                 for (id, stream) in self.streams.iter_mut() {

@@ -65,7 +65,7 @@
 //!   and SotW `version_info` are then byte-identical on every replica.
 //! - Nonces are per stream (`1`, `2`, ...) and differ between replicas; a nonce never
 //!   crosses streams, so that costs nothing.
-//! - Publish every type a replica serves before it takes traffic ([`ResourceStore::publish`]):
+//! - Publish every type a replica serves before it takes traffic ([`ResourceStore::serve_type`]):
 //!   a replica that has not loaded its configuration then says nothing rather than "none".
 //! - What a moved client already holds is not sent again where it can say exactly what it
 //!   holds: incremental clients by `initial_resource_versions`, SotW wildcard LDS/CDS by
@@ -103,7 +103,7 @@
 //! - **Publication** (the restart hazard: a management server that has not loaded its
 //!   configuration yet would answer a reconnecting client's LDS/CDS wildcard with an empty
 //!   full state, and the client would drop every listener or cluster it holds). The store
-//!   knows which types the application has published ([`ResourceStore::publish`], or
+//!   knows which types the application has published ([`ResourceStore::serve_type`], or
 //!   setting any resource of the type; a type published with zero resources is published).
 //!   Until then every request for the type, wildcard or named, SotW or delta, is held
 //!   without an answer and without busy work ([`ServerStream::poll_timeout`] says nothing
@@ -284,6 +284,7 @@ mod shared;
 mod sotw;
 mod store;
 mod stream;
+mod subscribers;
 mod type_state;
 mod version;
 mod wire;
@@ -298,5 +299,6 @@ pub use publication::{LogTruncated, ResourceEntry, Revision, StoreChange, StoreE
 pub use resource_errors::TYPE_WIDE;
 pub use store::{ResourceStore, StoredResource, DEFAULT_LOG_CAPACITY};
 pub use stream::ServerStream;
+pub use subscribers::{Concern, SubscriptionIndex};
 pub use version::{body_version, entry_hash, fnv1a64, pair_hash, VersionSum};
 pub use wire::{EncodedBytes, EncodedResponse};

@@ -67,7 +67,7 @@ impl ResourceEntry {
 
 /// One change in the log: the resource `name` of `type_url` was set or removed (or its
 /// error set or cleared, [`ResourceStore::set_error`](super::ResourceStore::set_error)) at `revision`; when `name` is empty,
-/// the type was published for the first time ([`ResourceStore::serve_type`](super::ResourceStore::publish)); when it is
+/// the type was published for the first time ([`ResourceStore::serve_type`](super::ResourceStore::serve_type)); when it is
 /// [`TYPE_WIDE`](super::TYPE_WIDE) (`*`), the type's own error changed (every subscriber is concerned). One revision may hold several changes
 /// ([`ResourceStore::apply`](super::ResourceStore::apply)).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -23,13 +23,6 @@ use crate::text::SharedStr;
 use crate::time::Instant;
 use crate::types::ads_order;
 
-/// A change of the stream's subscriptions, for the [`super::StreamSet`] index.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum IndexOp {
-    Add(String, String),
-    Remove(String, String),
-}
-
 /// The protocol state of one server-side stream. See the [module docs](super) for the call
 /// order.
 ///
@@ -51,13 +44,13 @@ pub struct ServerStream {
     /// Sorted in ADS (make-before-break) order.
     types: Vec<TypeState>,
     events: VecDeque<ServerEvent>,
-    closed: bool,
+    /// The protocol error that closed the stream.
+    closed: Option<ProtocolError>,
     next_nonce: u64,
     /// The store revision this stream has accounted for.
     seen: Revision,
     /// Driven by a `StreamSet`: the set marks changes, the stream does not read the log.
     indexed: bool,
-    index_ops: Vec<IndexOp>,
     /// The latest `now` given (time never goes backwards here).
     last_now: Instant,
 }
@@ -70,11 +63,10 @@ impl ServerStream {
             node: None,
             types: Vec::new(),
             events: VecDeque::new(),
-            closed: false,
+            closed: None,
             next_nonce: 0,
             seen: Revision(0),
             indexed: false,
-            index_ops: Vec::new(),
             last_now: Instant::ZERO,
         }
     }
@@ -91,7 +83,13 @@ impl ServerStream {
 
     /// Whether a protocol error closed the stream: the application ends the gRPC call.
     pub fn is_closed(&self) -> bool {
-        self.closed
+        self.closed.is_some()
+    }
+
+    /// Why the stream closed: the protocol error (also reported once as
+    /// [`ServerEvent::ProtocolError`]), for the status the gRPC call ends with.
+    pub fn closed_by(&self) -> Option<&ProtocolError> {
+        self.closed.as_ref()
     }
 
     /// The type URLs the client has requested on this stream, in ADS order.
@@ -115,7 +113,7 @@ impl ServerStream {
     }
 
     fn close(&mut self, error: ProtocolError) {
-        self.closed = true;
+        self.closed = Some(error.clone());
         self.events.push_back(ServerEvent::ProtocolError(error));
     }
 
@@ -123,7 +121,7 @@ impl ServerStream {
     /// state and events; a protocol violation closes the stream.
     pub fn handle_request(&mut self, now: Instant, request: Request) {
         self.last_now = self.last_now.max(now);
-        if self.closed {
+        if self.closed.is_some() {
             return;
         }
         if request.variant() != self.config.variant {
@@ -230,20 +228,9 @@ impl ServerStream {
         self.subscription_changed(&entry_url, diff);
     }
 
-    /// The one place subscription changes become events and index updates.
+    /// The one place subscription changes become events: the one channel every index of
+    /// subscriptions follows ([`super::SubscriptionIndex::follow`]).
     fn subscription_changed(&mut self, type_url: &SharedStr, diff: Diff) {
-        if self.indexed {
-            for name in &diff.added {
-                self.index_ops
-                    .push(IndexOp::Add(String::from(type_url.as_str()), name.clone()));
-            }
-            for name in &diff.removed {
-                self.index_ops.push(IndexOp::Remove(
-                    String::from(type_url.as_str()),
-                    name.clone(),
-                ));
-            }
-        }
         if !diff.added.is_empty() {
             self.events.push_back(ServerEvent::Subscribed {
                 type_url: type_url.clone(),
@@ -345,12 +332,21 @@ impl ServerStream {
         self.indexed = true;
     }
 
-    pub(crate) fn take_index_ops(&mut self) -> Vec<IndexOp> {
-        core::mem::take(&mut self.index_ops)
+    /// How many events are queued (for [`ServerStream::events_from`]).
+    pub(crate) fn queued_events(&self) -> usize {
+        self.events.len()
     }
 
-    /// Every current subscription as `(type_url, name)`, `*` for wildcard.
-    pub(crate) fn subscriptions(&self) -> Vec<(String, String)> {
+    /// The queued events from position `from` on (those an input added, when `from` is
+    /// [`ServerStream::queued_events`] before it), without taking them.
+    pub(crate) fn events_from(&self, from: usize) -> impl Iterator<Item = &ServerEvent> {
+        self.events.iter().skip(from)
+    }
+
+    /// Every current subscription as `(type_url, name)`, `*` for the wildcard: what an
+    /// index of subscriptions drops when the stream ends
+    /// ([`super::SubscriptionIndex::remove`]).
+    pub fn subscriptions(&self) -> Vec<(String, String)> {
         self.types
             .iter()
             .flat_map(TypeState::subscriptions)
@@ -386,7 +382,7 @@ impl ServerStream {
     /// store's change log.
     fn ready_to_build(&mut self, now: Instant, store: &ResourceStore) -> Option<()> {
         self.last_now = self.last_now.max(now);
-        if self.closed {
+        if self.closed.is_some() {
             return None;
         }
         if !self.indexed {
@@ -544,7 +540,7 @@ impl ServerStream {
     /// timer still waits for `poll_response`, else the next TTL heartbeat, if any resource
     /// sent has a TTL. (Store changes are seen only by `poll_response`.)
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.closed {
+        if self.closed.is_some() {
             return None;
         }
         if self.types.iter().any(TypeState::has_work) {
@@ -559,7 +555,7 @@ impl ServerStream {
     /// ([`ResourceStore::plan_make_before_break`]) may go. Read after draining
     /// [`ServerStream::poll_response`]. A closed stream is settled (it sends nothing more).
     pub fn is_settled(&self, store: &ResourceStore) -> bool {
-        if self.closed {
+        if self.closed.is_some() {
             return true;
         }
         (self.indexed || self.seen == store.revision())

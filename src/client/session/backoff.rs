@@ -11,9 +11,9 @@
 //!   (uniform in `[0.8 s, 1.2 s]` by default).
 //! - **The seed is an input.** The core has no random source (it is deterministic: same
 //!   inputs, same outputs), so [`Backoff::with_seed`] takes one. An embedder draws it from
-//!   the operating system per client (the tokio adapter does): a fixed seed shared by a
-//!   fleet would make every client draw the same delays and reconnect in lockstep.
-//!   Scenarios fix it, so their delays are known.
+//!   the operating system per client (`os_seed`, feature `std`, as the tokio adapter
+//!   does): a fixed seed shared by a fleet would make every client draw the same delays
+//!   and reconnect in lockstep. Scenarios fix it, so their delays are known.
 //! - **Reset once a stream delivered a response** (gRPC A57, "Handling ADS Stream
 //!   Termination"): a stream that ended after a response is no failure, and the next
 //!   attempt starts at once; one that ended before any counts as a failed attempt (the
@@ -104,6 +104,26 @@ impl Backoff {
     }
 }
 
+/// A seed no other client shares: the standard library's hasher keys (drawn from the
+/// operating system's random source), a process-wide counter, the process id and the
+/// clock, hashed together.
+#[cfg(feature = "std")]
+pub fn os_seed() -> u64 {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    hasher.write_u128(since_epoch.as_nanos());
+    hasher.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,5 +172,19 @@ mod tests {
         let min = firsts.iter().cloned().fold(f64::MAX, f64::min);
         let max = firsts.iter().cloned().fold(f64::MIN, f64::max);
         assert!(min < 0.82 && max > 1.18, "spread {min}..{max}");
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn os_seeds_differ_so_a_fleet_draws_different_delays() {
+        // The spread of the delays over seeds is the test above; here, that the OS gives
+        // every client its own seed, hence its own first delay.
+        let seeds: std::collections::HashSet<u64> = (0..1000).map(|_| os_seed()).collect();
+        assert_eq!(seeds.len(), 1000);
+        let firsts: std::collections::HashSet<Duration> = seeds
+            .iter()
+            .map(|&s| Backoff::with_seed(BackoffConfig::default(), s).next_delay())
+            .collect();
+        assert!(firsts.len() > 990, "{} distinct first delays", firsts.len());
     }
 }

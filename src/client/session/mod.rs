@@ -77,6 +77,7 @@ pub mod bootstrap;
 mod channels;
 mod deps;
 mod fallback;
+pub mod queue;
 mod view;
 pub mod watch;
 
@@ -93,12 +94,15 @@ use crate::pb::envoy::config::core::v3::Node;
 use crate::time::Instant;
 use crate::{ClientConfig, Request, Transport, Variant};
 
+#[cfg(feature = "std")]
+pub use backoff::os_seed;
 pub use backoff::{Backoff, BackoffConfig};
 pub use bootstrap::{
     authority_of, default_listener_template, listener_name, servers_of_authority, BootstrapServers,
     ServerEntry, WatchRefused, FAIL_ON_DATA_ERRORS, IGNORE_RESOURCE_DELETION,
     RESOURCE_TIMER_IS_TRANSIENT_ERROR,
 };
+pub use queue::{Coalesce, WatchQueue};
 pub use watch::{ConfigEvent, DumpEntry, ServerUse, WatchError, WatchEvent};
 
 use channels::Channel;

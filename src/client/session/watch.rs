@@ -101,7 +101,33 @@ impl fmt::Display for WatchError {
     }
 }
 
-/// What a configuration watcher is told.
+/// What a configuration watcher is told: a listener and everything it reaches (gRPC A74's
+/// `XdsConfig`), from the session's dependency managers.
+///
+/// # Decisions
+///
+/// - **Only complete configurations** (A74: "will not deliver a config until all resources
+///   are obtained"): every resource the listener reaches is held or known not to be usable;
+///   the client's does-not-exist timer bounds the wait. A configuration is delivered again
+///   only when it differs from the one delivered before.
+/// - **One listener's wait is its own**: each listener watched by name has its own
+///   dependency manager (as gRPC has one per channel), so a listener waiting for a
+///   resource never holds back another listener's configuration.
+/// - **Failures are part of the configuration** (A74, A88): a listener that cannot serve
+///   (it, its route configuration or a scope does not exist, expired, or was rejected with
+///   nothing held) has [`ListenerConfig::status`](crate::client::deps::ListenerConfig::status) `Err`; a cluster that cannot be used
+///   (missing, or its endpoints or secrets are) has its
+///   [`ClusterConfig::leaves`](crate::client::deps::ClusterConfig::leaves) `Err` and
+///   the others still serve.
+/// - **Errors that change nothing are apart** ([`ConfigEvent::Error`], A88's ambient
+///   errors): a rejected update or a server error of a resource held keeps it in use, and
+///   an unreachable management server keeps the whole configuration.
+/// - **The newest state wins**, as for every watch ([`super::WatchQueue`]): an unread
+///   configuration of a listener is replaced by a newer one, an unread error of a
+///   resource by a newer one.
+/// - **Unwatching** (dropping the adapter's watch): what only it reached is unsubscribed
+///   after the manager's grace
+///   ([`DepsConfig::unsubscribe_grace`](crate::client::deps::DepsConfig::unsubscribe_grace)).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ConfigEvent {

@@ -305,7 +305,7 @@ pub enum ServerCommand {
     /// Remove resources.
     Remove(String, Vec<String>),
     /// Publish a type with whatever resources it holds, possibly none
-    /// ([`ResourceStore::publish`](xds_sansio::server::ResourceStore::publish)).
+    /// ([`ResourceStore::serve_type`](xds_sansio::server::ResourceStore::serve_type)).
     Publish(String),
     /// `server error TYPE NAME CODE ["message"]`: publish an error for a name (`*`: the
     /// type's) instead of a body

@@ -119,11 +119,6 @@ impl Bootstrap {
     }
 }
 
-/// The node with this client's own fields (A27: filled by the client, not the file).
-pub fn with_client_fields(node: Node) -> Node {
-    xds_sansio::client::session::bootstrap::file::with_client_fields(node, &embedder())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

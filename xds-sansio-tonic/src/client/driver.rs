@@ -8,19 +8,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tonic::transport::Channel;
-use xds_sansio::client::deps::DepsStatus;
-use xds_sansio::client::session::{
-    ServerUse, Session, SessionCommand, SessionEvent, StreamKey as SlotKey,
-};
+use xds_sansio::client::session::{Session, SessionCommand, SessionEvent, StreamKey as SlotKey};
 use xds_sansio::client::SharedStr;
 use xds_sansio::time::StdClock;
 use xds_sansio::{Request, Response, Transport, Variant};
 
 use super::bootstrap::ManagementServer;
 use super::watch::{ConfigEvent, Sink, Unwatch, WatchEvent};
-use super::DumpEntry;
 use crate::call::{self, sleep_until, ConnectOptions, Tap};
 
 /// What the handles ask of the driver.
@@ -28,8 +24,8 @@ pub(crate) enum Op {
     Watch {
         id: u64,
         type_url: SharedStr,
-        /// Canonical, or `*`.
-        name: SharedStr,
+        /// Canonical; `None`: every resource of the type.
+        name: Option<SharedStr>,
         sink: Arc<Sink<WatchEvent>>,
     },
     WatchConfig {
@@ -42,9 +38,8 @@ pub(crate) enum Op {
     Unwatch {
         id: u64,
     },
-    Dump(oneshot::Sender<Vec<DumpEntry>>),
-    Dependencies(oneshot::Sender<Vec<DepsStatus>>),
-    Servers(oneshot::Sender<Vec<ServerUse>>),
+    /// Reads the session (a dump, the dependencies, the servers) for a handle.
+    Read(Box<dyn FnOnce(&Session) + Send>),
     Shutdown,
 }
 
@@ -82,6 +77,8 @@ pub(crate) struct Connect {
 
 struct Live {
     stream: u64,
+    /// What the call speaks, until it is started.
+    call: Option<(Variant, Transport)>,
     /// Where the call's requests go, once it is started.
     outbound: Option<mpsc::UnboundedSender<Request>>,
     task: tokio::task::JoinHandle<()>,
@@ -148,10 +145,7 @@ pub(crate) fn spawn(
     clock: StdClock,
     ops: mpsc::UnboundedReceiver<Op>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let (io_tx, io_rx) = mpsc::unbounded_channel();
-        run(&mut session, &servers, connect, clock, ops, io_tx, io_rx).await;
-    })
+    tokio::spawn(async move { run(&mut session, &servers, connect, clock, ops).await })
 }
 
 async fn run(
@@ -160,11 +154,9 @@ async fn run(
     connect: Connect,
     clock: StdClock,
     mut ops: mpsc::UnboundedReceiver<Op>,
-    io_tx: mpsc::UnboundedSender<Io>,
-    mut io_rx: mpsc::UnboundedReceiver<Io>,
 ) {
+    let (io_tx, mut io_rx) = mpsc::unbounded_channel();
     let mut live: HashMap<SlotKey, Live> = HashMap::new();
-    let mut pending: HashMap<SlotKey, (u64, Variant, Transport)> = HashMap::new();
     let mut sinks = Sinks::default();
     loop {
         while let Some(command) = session.poll_command() {
@@ -184,14 +176,16 @@ async fn run(
                     };
                     // The replica the session chose (its `server_uri` when it has none).
                     server.server_uri = address;
-                    pending.insert(key, (stream, variant, transport));
                     let task =
                         tokio::spawn(open(key, stream, server, connect.options, io_tx.clone()));
+                    let call = Some((variant, transport));
+                    let outbound = None;
                     live.insert(
                         key,
                         Live {
                             stream,
-                            outbound: None,
+                            call,
+                            outbound,
                             task,
                         },
                     );
@@ -212,13 +206,12 @@ async fn run(
                         }
                     }
                 }
-                SessionCommand::Close { key, stream } => {
-                    if live.get(&key).is_some_and(|l| l.stream == stream) {
-                        if let Some(l) = live.remove(&key) {
-                            l.task.abort();
-                        }
+                SessionCommand::Close { key, stream }
+                    if live.get(&key).is_some_and(|l| l.stream == stream) =>
+                {
+                    if let Some(l) = live.remove(&key) {
+                        l.task.abort();
                     }
-                    pending.remove(&key);
                 }
                 _ => {}
             }
@@ -234,8 +227,7 @@ async fn run(
             biased;
             op = ops.recv() => match op {
                 Some(Op::Watch { id, type_url, name, sink }) => {
-                    let name = (name.as_str() != "*").then_some(name.as_str());
-                    match session.watch(clock.now(), id, &type_url, name) {
+                    match session.watch(clock.now(), id, &type_url, name.as_deref()) {
                         Ok(()) => { sinks.watches.insert(id, sink); }
                         Err(_) => sink.close(),
                     }
@@ -253,15 +245,7 @@ async fn run(
                     sinks.close(id);
                     session.unwatch(clock.now(), id);
                 }
-                Some(Op::Dump(reply)) => {
-                    let _ = reply.send(session.dump());
-                }
-                Some(Op::Dependencies(reply)) => {
-                    let _ = reply.send(session.deps_dump());
-                }
-                Some(Op::Servers(reply)) => {
-                    let _ = reply.send(session.servers());
-                }
+                Some(Op::Read(read)) => read(session),
                 Some(Op::Shutdown) | None => {
                     session.close_all();
                     sinks.watches.drain().for_each(|(_, sink)| sink.close());
@@ -274,11 +258,8 @@ async fn run(
             },
             io = io_rx.recv() => match io {
                 Some(Io::Connected { key, stream, channel }) => {
-                    let Some((s, variant, transport)) = pending.remove(&key) else { continue };
-                    if s != stream {
-                        continue;
-                    }
                     let Some(l) = live.get_mut(&key).filter(|l| l.stream == stream) else { continue };
+                    let Some((variant, transport)) = l.call.take() else { continue };
                     // The first requests are queued before the call starts: they leave with it.
                     let (outbound, requests) = mpsc::unbounded_channel();
                     l.outbound = Some(outbound);

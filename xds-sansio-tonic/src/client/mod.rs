@@ -32,7 +32,7 @@
 //!   its connection is (gRPC A57: no does-not-exist timer runs while connecting).
 //! - **Which server, when, and what a watcher is told**: the [`Session`]'s, with
 //!   federation by authority (gRPC A47), fallback and revert (A71), the per-stream
-//!   jittered backoff (seeded here from the OS per client: [`backoff`]), the view the
+//!   jittered backoff (seeded from the OS per client: [`os_seed`]), the view the
 //!   watchers are served from, and the dependency managers behind [`ConfigWatch`]es
 //!   (A74: a listener and everything it reaches, one manager per listener watched and
 //!   one for [`XdsClient::watch_all_config`]; [`XdsClient::dependencies`] says what they
@@ -48,7 +48,6 @@
 //! [`run_stream`] ([`crate::call`]) drives one core `Client` over one gRPC call, for
 //! programs that run their own loop.
 
-pub mod backoff;
 pub mod bootstrap;
 mod driver;
 mod watch;
@@ -63,11 +62,7 @@ use xds_sansio::time::StdClock;
 use xds_sansio::types::LISTENER;
 use xds_sansio::{ClientConfig, Variant};
 
-/// The name [`Tap`] had here before the adapter had one name for it.
-#[doc(hidden)]
-pub use crate::call::Tap as StreamTap;
 pub use crate::call::{run_stream, Io, StreamCommand, StreamEnd, Tap};
-pub use backoff::{os_seed, Backoff, BackoffConfig};
 pub use bootstrap::{Authority, Bootstrap, BootstrapError, ManagementServer};
 pub use watch::{ConfigEvent, ConfigWatch, Watch, WatchError, WatchEvent};
 pub use xds_sansio::client::deps::{
@@ -76,6 +71,7 @@ pub use xds_sansio::client::deps::{
 /// The state of one server of the top-level authority, from [`XdsClient::servers`]: its
 /// `server_uri`, whether it is in use and whether a stream to it is up.
 pub use xds_sansio::client::session::ServerUse as ServerState;
+pub use xds_sansio::client::session::{os_seed, Backoff, BackoffConfig};
 pub use xds_sansio::client::session::{DumpEntry, WatchRefused};
 
 use crate::call::ConnectOptions;
@@ -98,38 +94,32 @@ impl std::fmt::Display for BuildError {
 
 impl std::error::Error for BuildError {}
 
-type Tweak = Arc<dyn Fn(&mut ClientConfig) + Send + Sync>;
-
-/// Configures an [`XdsClient`].
+/// Configures an [`XdsClient`]: the core's [`SessionConfig`] and how connections are made.
 pub struct XdsClientBuilder {
     bootstrap: Bootstrap,
-    variant: Variant,
-    per_type: bool,
-    backoff: BackoffConfig,
+    session: SessionConfig,
+    /// A fixed backoff seed (tests); `None`: drawn from the OS at `build`.
     seed: Option<u64>,
-    tweak: Tweak,
-    validators: Vec<(String, Arc<dyn Validator>)>,
     keepalive: Option<(Duration, Duration)>,
     tap: Option<Arc<dyn Tap>>,
-    deps: DepsConfig,
 }
 
 impl XdsClientBuilder {
     /// SotW (the default, as gRPC) or incremental.
     pub fn variant(mut self, variant: Variant) -> Self {
-        self.variant = variant;
+        self.session.variant = variant;
         self
     }
 
     /// One stream per type instead of ADS (the default).
     pub fn per_type_streams(mut self, on: bool) -> Self {
-        self.per_type = on;
+        self.session.per_type_streams = on;
         self
     }
 
     /// The reconnection backoff (default: gRPC's).
     pub fn backoff(mut self, config: BackoffConfig) -> Self {
-        self.backoff = config;
+        self.session.backoff = config;
         self
     }
 
@@ -143,7 +133,8 @@ impl XdsClientBuilder {
     /// The content validator of `type_url`: a rejected resource is NACKed and its watchers
     /// get [`WatchError::Rejected`] while the previous value stays in use.
     pub fn validator(mut self, type_url: &str, validator: impl Validator + 'static) -> Self {
-        self.validators.push((type_url.into(), Arc::new(validator)));
+        let validator: Arc<dyn Validator> = Arc::new(validator);
+        self.session.validators.push((type_url.into(), validator));
         self
     }
 
@@ -151,7 +142,7 @@ impl XdsClientBuilder {
     /// (does-not-exist timeout, NACK policy, limits, ...); variant, transport and node are
     /// the driver's, and `ignore_resource_deletion` comes from each server's features.
     pub fn client_config(mut self, f: impl Fn(&mut ClientConfig) + Send + Sync + 'static) -> Self {
-        self.tweak = Arc::new(f);
+        self.session.client_config = Some(Arc::new(f));
         self
     }
 
@@ -172,7 +163,7 @@ impl XdsClientBuilder {
     /// How the dependency manager behind [`XdsClient::watch_listener`] behaves (default:
     /// names no configuration reaches any more are unsubscribed after 30 s).
     pub fn dependency_config(mut self, config: DepsConfig) -> Self {
-        self.deps = config;
+        self.session.deps = config;
         self
     }
 
@@ -180,23 +171,19 @@ impl XdsClientBuilder {
     /// first watch.
     pub fn build(self) -> Result<XdsClient, BuildError> {
         tokio::runtime::Handle::try_current().map_err(|_| BuildError::NoRuntime)?;
-        let seed = self.seed.unwrap_or_else(os_seed);
-        let mut config = SessionConfig::new(self.variant, self.bootstrap.node.clone(), seed);
-        config.per_type_streams = self.per_type;
-        config.backoff = self.backoff;
-        config.client_config = Some(self.tweak);
-        config.validators = self.validators;
-        config.deps = self.deps;
-        let session = Session::new(self.bootstrap.model(), config);
-        let servers = self.bootstrap.servers_by_id(&session);
-        let (ops, rx) = mpsc::unbounded_channel();
+        let mut config = self.session;
+        config.backoff_seed = self.seed.unwrap_or_else(os_seed);
+        config.node = self.bootstrap.node.clone();
         let connect = driver::Connect {
             options: ConnectOptions {
-                timeout: self.backoff.min_connect_timeout,
+                timeout: config.backoff.min_connect_timeout,
                 keepalive: self.keepalive,
             },
             tap: self.tap,
         };
+        let session = Session::new(self.bootstrap.model(), config);
+        let servers = self.bootstrap.servers_by_id(&session);
+        let (ops, rx) = mpsc::unbounded_channel();
         let model = Arc::new(session.bootstrap().clone());
         driver::spawn(session, servers, connect, StdClock::new(), rx);
         Ok(XdsClient {
@@ -230,17 +217,13 @@ impl std::fmt::Debug for XdsClient {
 impl XdsClient {
     /// A builder: SotW over ADS, gRPC's backoff, no validators.
     pub fn builder(bootstrap: Bootstrap) -> XdsClientBuilder {
+        let node = bootstrap.node.clone();
         XdsClientBuilder {
             bootstrap,
-            variant: Variant::Sotw,
-            per_type: false,
-            backoff: BackoffConfig::default(),
+            session: SessionConfig::new(Variant::Sotw, node, 0),
             seed: None,
-            tweak: Arc::new(|_: &mut ClientConfig| {}),
-            validators: Vec::new(),
             keepalive: None,
             tap: None,
-            deps: DepsConfig::default(),
         }
     }
 
@@ -295,7 +278,8 @@ impl XdsClient {
     }
 
     fn start_watch(&self, type_url: &str, name: Option<&str>) -> Result<Watch, WatchRefused> {
-        let (name, _) = self.model.check_watch(type_url, name)?;
+        let (canonical, _) = self.model.check_watch(type_url, name)?;
+        let name = name.map(|_| canonical);
         let type_url = SharedStr::from(type_url);
         self.start(|id, sink| Op::Watch {
             id,
@@ -308,7 +292,7 @@ impl XdsClient {
     /// Every resource the watchers are served, with the core's status from the client of
     /// the server whose data is in use, sorted by type and name (empty once shut down).
     pub async fn dump(&self) -> Vec<DumpEntry> {
-        self.ask(Op::Dump).await
+        self.ask(Session::dump).await
     }
 
     /// What the dependency managers behind the configuration watches know of each
@@ -317,18 +301,21 @@ impl XdsClient {
     /// so a resource several listeners reach is listed once for each (empty once shut
     /// down).
     pub async fn dependencies(&self) -> Vec<DepsStatus> {
-        self.ask(Op::Dependencies).await
+        self.ask(Session::deps_dump).await
     }
 
     /// The top-level servers, primary first: which are in use and connected.
     pub async fn servers(&self) -> Vec<ServerState> {
-        self.ask(Op::Servers).await
+        self.ask(Session::servers).await
     }
 
     /// Asks the driver; empty once it has shut down.
-    async fn ask<T>(&self, op: impl FnOnce(oneshot::Sender<Vec<T>>) -> Op) -> Vec<T> {
+    async fn ask<T: Send + 'static>(&self, read: fn(&Session) -> Vec<T>) -> Vec<T> {
         let (tx, rx) = oneshot::channel();
-        if self.ops.send(op(tx)).is_err() {
+        let op = Op::Read(Box::new(move |session| {
+            let _ = tx.send(read(session));
+        }));
+        if self.ops.send(op).is_err() {
             return Vec::new();
         }
         rx.await.unwrap_or_default()

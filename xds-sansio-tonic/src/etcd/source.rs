@@ -52,8 +52,8 @@ use xds_sansio::types::CATALOG;
 
 use super::keys::{self, KeyError, ResourceKey};
 use super::wire::{self, KeyValue, Member, RangeRequest, WatchCreateRequest};
-use crate::client::backoff::{os_seed, Backoff, BackoffConfig};
 use crate::XdsServer;
+use xds_sansio::client::session::{os_seed, Backoff, BackoffConfig};
 
 /// The gRPC health service name that says whether the replica is fed by etcd.
 pub const HEALTH_SERVICE: &str = "xds_sansio.etcd";

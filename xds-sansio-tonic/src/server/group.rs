@@ -7,29 +7,19 @@
 //! read sees it; if after, the index already names the stream. Waking is a
 //! `Notify::notify_one`, which keeps a permit for a stream that is not waiting yet.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tokio::sync::Notify;
-use xds_sansio::server::{BodyChecks, Consistency, ResourceStore, Revision};
+use xds_sansio::server::{
+    BodyChecks, Consistency, ResourceStore, Revision, ServerEvent, SubscriptionIndex,
+};
 
-/// The streams of a group that subscribe to each name and to the wildcard of each type.
+/// The streams of a group, and what each subscribes to (the core's index, by stream id).
 #[derive(Default)]
 struct WakeIndex {
     wakers: HashMap<u64, Arc<Notify>>,
-    types: HashMap<String, TypeWake>,
-}
-
-#[derive(Default)]
-struct TypeWake {
-    by_name: HashMap<String, HashSet<u64>>,
-    wildcard: HashSet<u64>,
-}
-
-impl TypeWake {
-    fn is_empty(&self) -> bool {
-        self.by_name.is_empty() && self.wildcard.is_empty()
-    }
+    subscriptions: SubscriptionIndex<u64>,
 }
 
 /// One node group.
@@ -93,34 +83,19 @@ impl Group {
         (result, Some(count))
     }
 
-    /// The wakers of the streams the changes after `since` concern.
+    /// The wakers of the streams the changes after `since` concern (every stream of the
+    /// group when the change log no longer reaches back).
     fn concerned(&self, store: &ResourceStore, since: Revision) -> Vec<Arc<Notify>> {
         let index = lock(&self.index);
-        let mut ids: HashSet<u64> = HashSet::new();
         match store.changes_since(since) {
-            Ok(changes) => {
-                for change in changes {
-                    let Some(entry) = index.types.get(change.type_url.as_str()) else {
-                        continue;
-                    };
-                    ids.extend(entry.wildcard.iter().copied());
-                    if change.name.is_empty() {
-                        // The type's publication concerns every subscriber of the type.
-                        ids.extend(entry.by_name.values().flatten().copied());
-                        continue;
-                    }
-                    for key in change.subscription_keys() {
-                        if let Some(subscribers) = entry.by_name.get(key.as_ref()) {
-                            ids.extend(subscribers.iter().copied());
-                        }
-                    }
-                }
-            }
-            Err(_) => ids.extend(index.wakers.keys().copied()),
+            Ok(changes) => index
+                .subscriptions
+                .concerned(changes)
+                .iter()
+                .filter_map(|id| index.wakers.get(id).cloned())
+                .collect(),
+            Err(_) => index.wakers.values().cloned().collect(),
         }
-        ids.iter()
-            .filter_map(|id| index.wakers.get(id).cloned())
-            .collect()
     }
 
     /// When the store last changed.
@@ -128,18 +103,21 @@ impl Group {
         *lock(&self.last_publish)
     }
 
-    /// A stream joins the group.
-    pub(crate) fn join(&self, id: u64, waker: Arc<Notify>) {
-        lock(&self.index).wakers.insert(id, waker);
+    /// A stream joins the group with what it subscribes to already (a request may come
+    /// before its node is known).
+    pub(crate) fn join(&self, id: u64, waker: Arc<Notify>, subscriptions: &[(String, String)]) {
+        let mut index = lock(&self.index);
+        index.wakers.insert(id, waker);
+        for (type_url, name) in subscriptions {
+            index.subscriptions.subscribe(id, type_url, name);
+        }
     }
 
     /// A stream leaves the group, with every subscription it had.
     pub(crate) fn leave(&self, id: u64, subscriptions: &[(String, String)]) {
         let mut index = lock(&self.index);
         index.wakers.remove(&id);
-        for (type_url, name) in subscriptions {
-            unindex(&mut index, id, type_url, name);
-        }
+        index.subscriptions.remove(id, subscriptions);
     }
 
     /// Whether no stream reads the group and nothing was ever published to it.
@@ -147,41 +125,8 @@ impl Group {
         lock(&self.index).wakers.is_empty() && self.read().revision() == Revision(0)
     }
 
-    /// The stream subscribed to `names` of `type_url` (`*`: the wildcard).
-    pub(crate) fn subscribe(&self, id: u64, type_url: &str, names: &[String]) {
-        let mut index = lock(&self.index);
-        let entry = index.types.entry(String::from(type_url)).or_default();
-        for name in names {
-            if name == "*" {
-                entry.wildcard.insert(id);
-            } else {
-                entry.by_name.entry(name.clone()).or_default().insert(id);
-            }
-        }
-    }
-
-    /// The stream no longer subscribes to `names` of `type_url`.
-    pub(crate) fn unsubscribe(&self, id: u64, type_url: &str, names: &[String]) {
-        let mut index = lock(&self.index);
-        for name in names {
-            unindex(&mut index, id, type_url, name);
-        }
-    }
-}
-
-fn unindex(index: &mut WakeIndex, id: u64, type_url: &str, name: &str) {
-    let Some(entry) = index.types.get_mut(type_url) else {
-        return;
-    };
-    if name == "*" {
-        entry.wildcard.remove(&id);
-    } else if let Some(ids) = entry.by_name.get_mut(name) {
-        ids.remove(&id);
-        if ids.is_empty() {
-            entry.by_name.remove(name);
-        }
-    }
-    if entry.is_empty() {
-        index.types.remove(type_url);
+    /// Follows one event of stream `id`: its subscriptions change the index.
+    pub(crate) fn follow(&self, id: u64, event: &ServerEvent) {
+        lock(&self.index).subscriptions.follow(id, event);
     }
 }

@@ -11,7 +11,7 @@
 //! peer holds at most one built response in the slot and one in the transport; it never
 //! blocks the publisher (which only wakes the task) nor any other stream.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, Notify};
@@ -46,8 +46,6 @@ struct Driver {
     info: StreamInfo,
     group: Option<Arc<Group>>,
     waker: Arc<Notify>,
-    /// What the stream subscribes to, as the core reported it (to leave the index).
-    subscriptions: HashSet<(String, String)>,
     /// The store change the next responses carry, for the push latency metric.
     pending_push: Option<std::time::Instant>,
     /// Per type, the last response built for a store change: its nonce and that change.
@@ -79,7 +77,6 @@ pub(crate) fn spawn<Req: WireRequest>(
                 info,
                 group: None,
                 waker: Arc::new(Notify::new()),
-                subscriptions: HashSet::new(),
                 pending_push: None,
                 pushes: HashMap::new(),
             };
@@ -110,8 +107,7 @@ impl Driver {
             let _ = tokio::time::timeout(grace, tx.send(Err(status.clone()))).await;
         }
         if let Some(group) = self.group.take() {
-            let subscriptions: Vec<(String, String)> = self.subscriptions.drain().collect();
-            group.leave(self.info.id, &subscriptions);
+            group.leave(self.info.id, &stream.subscriptions());
             self.shared.forget_if_unused(&group);
         }
         self.shared
@@ -141,16 +137,12 @@ impl Driver {
         let mut want_send = false;
         // The time of the last poll that built nothing: a deadline not after it is spent.
         let mut quiet_at: Option<Instant> = None;
-        let mut protocol_error = None;
         loop {
-            if let Some(ending) = self.drain_events(stream, &mut protocol_error) {
+            if let Some(ending) = self.drain_events(stream) {
                 return ending;
             }
-            if stream.is_closed() {
-                return match protocol_error.take() {
-                    Some(e) => Ending::Protocol(e),
-                    None => Ending::Protocol(xds_sansio::server::ProtocolError::NodeMissing),
-                };
+            if let Some(error) = stream.closed_by() {
+                return Ending::Protocol(error.clone());
             }
             let deadline = if want_send {
                 None
@@ -242,36 +234,23 @@ impl Driver {
     }
 
     /// Handles every event the core has; `Some` when the stream must end.
-    fn drain_events(
-        &mut self,
-        stream: &mut ServerStream,
-        protocol_error: &mut Option<xds_sansio::server::ProtocolError>,
-    ) -> Option<Ending> {
+    fn drain_events(&mut self, stream: &mut ServerStream) -> Option<Ending> {
         while let Some(event) = stream.poll_event() {
             self.shared.callbacks.event(&self.info, &event);
+            if let Some(group) = &self.group {
+                group.follow(self.info.id, &event);
+            }
             match event {
                 ServerEvent::NodeIdentified(node) => {
-                    if let Some(ending) = self.attach(*node) {
+                    if let Some(ending) = self.attach(*node, &stream.subscriptions()) {
                         return Some(ending);
                     }
                 }
                 ServerEvent::Subscribed { type_url, names } => {
                     tracing::debug!(%type_url, ?names, "subscribed");
-                    if let Some(group) = &self.group {
-                        group.subscribe(self.info.id, &type_url, &names);
-                    }
-                    for name in names {
-                        self.subscriptions.insert((type_url.to_string(), name));
-                    }
                 }
                 ServerEvent::Unsubscribed { type_url, names } => {
                     tracing::debug!(%type_url, ?names, "unsubscribed");
-                    if let Some(group) = &self.group {
-                        group.unsubscribe(self.info.id, &type_url, &names);
-                    }
-                    for name in names {
-                        self.subscriptions.remove(&(type_url.to_string(), name));
-                    }
                 }
                 ServerEvent::Acked {
                     type_url,
@@ -323,21 +302,26 @@ impl Driver {
                 ServerEvent::Ignored { type_url, what } => {
                     tracing::debug!(%type_url, ?what, "part of a request ignored");
                 }
-                ServerEvent::ProtocolError(e) => *protocol_error = Some(e),
+                // The stream says it closed (`closed_by`); the caller ends the call.
+                ServerEvent::ProtocolError(_) => {}
                 // An event of a newer core: the callbacks saw it above.
                 _ => {}
             }
         }
         // A first request without a node, on a server that does not require one.
         if self.group.is_none() && stream.node().is_none() && stream.type_urls().next().is_some() {
-            return self.attach(Default::default());
+            return self.attach(Default::default(), &stream.subscriptions());
         }
         None
     }
 
     /// The stream's node is known: pick its group, ask whether the peer may read it, and
     /// join it.
-    fn attach(&mut self, node: xds_sansio::pb::envoy::config::core::v3::Node) -> Option<Ending> {
+    fn attach(
+        &mut self,
+        node: xds_sansio::pb::envoy::config::core::v3::Node,
+        subscriptions: &[(String, String)],
+    ) -> Option<Ending> {
         let key = (self.shared.node_group)(&node);
         let span = tracing::Span::current();
         span.record("node", node.id.as_str());
@@ -351,7 +335,7 @@ impl Driver {
             return Some(Ending::Denied(why));
         }
         let group = self.shared.group(&key);
-        group.join(self.info.id, self.waker.clone());
+        group.join(self.info.id, self.waker.clone(), subscriptions);
         self.info.node = Some(node);
         self.info.group = Some(group.key.clone());
         self.group = Some(group);

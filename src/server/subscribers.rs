@@ -1,0 +1,340 @@
+//! Which stream wants which resource: the one index from `(type, name)` and from type
+//! (wildcard) to the streams that subscribe, and the one rule of which streams a store
+//! change concerns. [`super::StreamSet`] keeps one keyed by [`super::StreamId`]; an
+//! embedding that runs streams itself (the tokio adapter's node groups) keeps one keyed by
+//! its own stream ids, fed by the same [`ServerEvent::Subscribed`] and
+//! [`ServerEvent::Unsubscribed`] events the stream reports to everyone.
+//!
+//! The rule: a change of a resource concerns the streams subscribed to its type's wildcard
+//! and those subscribed to one of its [`StoreChange::subscription_keys`] (its name, its
+//! aliases, its `xdstp://` glob collection); a change that names no resource (the type was
+//! served) or names [`TYPE_WIDE`] (the type's own error) concerns every stream subscribed
+//! to the type.
+
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::string::String;
+use alloc::vec::Vec;
+use hashbrown::HashMap;
+
+use super::event::ServerEvent;
+use super::publication::StoreChange;
+use super::resource_errors::TYPE_WIDE;
+use crate::client::WILDCARD;
+
+/// How a store change concerns a stream ([`SubscriptionIndex::visit`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Concern<'v, 'c> {
+    /// The stream subscribes to the wildcard of `type_url`: every change of the type.
+    Wildcard {
+        /// The type.
+        type_url: &'c str,
+        /// Every change of the type, in log order.
+        changes: &'v [&'c StoreChange],
+    },
+    /// The stream subscribes to a name this change concerns.
+    Named(&'c StoreChange),
+}
+
+/// The subscribers of one type.
+#[derive(Clone, Debug)]
+struct TypeSubscribers<K> {
+    by_name: HashMap<String, BTreeSet<K>>,
+    wildcard: BTreeSet<K>,
+}
+
+impl<K> Default for TypeSubscribers<K> {
+    fn default() -> Self {
+        TypeSubscribers {
+            by_name: HashMap::new(),
+            wildcard: BTreeSet::new(),
+        }
+    }
+}
+
+impl<K> TypeSubscribers<K> {
+    fn is_empty(&self) -> bool {
+        self.by_name.is_empty() && self.wildcard.is_empty()
+    }
+}
+
+/// The streams (named by `K`) that subscribe to each name and to the wildcard of each type.
+/// Sets are ordered, so what is visited comes in the same order on every run.
+#[derive(Clone, Debug)]
+pub struct SubscriptionIndex<K> {
+    types: HashMap<String, TypeSubscribers<K>>,
+}
+
+impl<K> Default for SubscriptionIndex<K> {
+    fn default() -> Self {
+        SubscriptionIndex {
+            types: HashMap::new(),
+        }
+    }
+}
+
+impl<K: Copy + Ord> SubscriptionIndex<K> {
+    /// An empty index.
+    pub fn new() -> SubscriptionIndex<K> {
+        SubscriptionIndex::default()
+    }
+
+    /// Stream `key` subscribes to `name` of `type_url` (`*`: the wildcard).
+    pub fn subscribe(&mut self, key: K, type_url: &str, name: &str) {
+        let entry = match self.types.get_mut(type_url) {
+            Some(entry) => entry,
+            None => self.types.entry(String::from(type_url)).or_default(),
+        };
+        if name == WILDCARD {
+            entry.wildcard.insert(key);
+        } else if let Some(keys) = entry.by_name.get_mut(name) {
+            keys.insert(key);
+        } else {
+            entry
+                .by_name
+                .insert(String::from(name), BTreeSet::from([key]));
+        }
+    }
+
+    /// Stream `key` no longer subscribes to `name` of `type_url`.
+    pub fn unsubscribe(&mut self, key: K, type_url: &str, name: &str) {
+        let Some(entry) = self.types.get_mut(type_url) else {
+            return;
+        };
+        if name == WILDCARD {
+            entry.wildcard.remove(&key);
+        } else if let Some(keys) = entry.by_name.get_mut(name) {
+            keys.remove(&key);
+            if keys.is_empty() {
+                entry.by_name.remove(name);
+            }
+        }
+        if entry.is_empty() {
+            self.types.remove(type_url);
+        }
+    }
+
+    /// Follows one event of stream `key`: [`ServerEvent::Subscribed`] and
+    /// [`ServerEvent::Unsubscribed`] change the index, every other event is no concern of
+    /// it. The one channel a stream reports its subscriptions on.
+    pub fn follow(&mut self, key: K, event: &ServerEvent) {
+        match event {
+            ServerEvent::Subscribed { type_url, names } => {
+                for name in names {
+                    self.subscribe(key, type_url, name);
+                }
+            }
+            ServerEvent::Unsubscribed { type_url, names } => {
+                for name in names {
+                    self.unsubscribe(key, type_url, name);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Stream `key` ended: drops its `subscriptions` (what
+    /// [`ServerStream::subscriptions`](super::ServerStream::subscriptions) says).
+    pub fn remove<'a>(
+        &mut self,
+        key: K,
+        subscriptions: impl IntoIterator<Item = &'a (String, String)>,
+    ) {
+        for (type_url, name) in subscriptions {
+            self.unsubscribe(key, type_url, name);
+        }
+    }
+
+    /// Whether no stream subscribes to anything.
+    pub fn is_empty(&self) -> bool {
+        self.types.is_empty()
+    }
+
+    /// Visits the streams `changes` concern, with how ([`Concern`]): once per wildcard
+    /// subscriber and type with every change of the type (a full replacement of 10k
+    /// resources to 100k wildcard streams stays 100k calls, not 10^9), and once per change
+    /// and stream subscribed to it by name (a stream may be visited more than once).
+    pub fn visit<'c>(
+        &self,
+        changes: impl IntoIterator<Item = &'c StoreChange>,
+        mut visit: impl FnMut(K, Concern<'_, 'c>),
+    ) {
+        let mut by_type: BTreeMap<&'c str, Vec<&'c StoreChange>> = BTreeMap::new();
+        for change in changes {
+            by_type
+                .entry(change.type_url.as_str())
+                .or_default()
+                .push(change);
+        }
+        for (type_url, changes) in by_type {
+            let Some(entry) = self.types.get(type_url) else {
+                continue;
+            };
+            for key in &entry.wildcard {
+                visit(
+                    *key,
+                    Concern::Wildcard {
+                        type_url,
+                        changes: &changes,
+                    },
+                );
+            }
+            for change in changes {
+                if change.name.is_empty() || change.name == TYPE_WIDE {
+                    for key in entry.by_name.values().flatten() {
+                        visit(*key, Concern::Named(change));
+                    }
+                    continue;
+                }
+                for name in change.subscription_keys() {
+                    if let Some(keys) = entry.by_name.get(name.as_ref()) {
+                        for key in keys {
+                            visit(*key, Concern::Named(change));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every stream `changes` concern, once each, ascending.
+    pub fn concerned<'c>(&self, changes: impl IntoIterator<Item = &'c StoreChange>) -> BTreeSet<K> {
+        let mut keys = BTreeSet::new();
+        self.visit(changes, |key, _| {
+            keys.insert(key);
+        });
+        keys
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pb::google::rpc::Status;
+    use crate::server::{ResourceEntry, ResourceStore, StoreOp};
+    use crate::types::{CLUSTER, ENDPOINT};
+    use alloc::string::ToString;
+    use alloc::vec;
+    use bytes::Bytes;
+
+    const CDS: &str = CLUSTER.type_url;
+    const EDS: &str = ENDPOINT.type_url;
+
+    fn index() -> SubscriptionIndex<u32> {
+        let mut index = SubscriptionIndex::new();
+        index.subscribe(1, CDS, "*");
+        index.subscribe(2, EDS, "a");
+        index.subscribe(3, EDS, "b");
+        index.subscribe(
+            4,
+            EDS,
+            "xdstp://auth/envoy.config.endpoint.v3.ClusterLoadAssignment/c/*",
+        );
+        index
+    }
+
+    /// What `f` does to a fresh store after it served both types, as the index sees it.
+    fn concerned(index: &SubscriptionIndex<u32>, f: impl FnOnce(&mut ResourceStore)) -> Vec<u32> {
+        let mut store = ResourceStore::new();
+        store.serve_type(CDS).unwrap();
+        store.serve_type(EDS).unwrap();
+        let since = store.revision();
+        f(&mut store);
+        let changes = store.changes_since(since).unwrap();
+        index.concerned(changes).into_iter().collect()
+    }
+
+    #[test]
+    fn a_change_concerns_the_wildcard_of_its_type_and_its_name_only() {
+        let index = index();
+        let set = |t: &'static str, n: &'static str| {
+            move |s: &mut ResourceStore| {
+                s.set(t, n, Bytes::from_static(b"x")).unwrap();
+            }
+        };
+        assert_eq!(concerned(&index, set(CDS, "c1")), vec![1]);
+        assert_eq!(concerned(&index, set(EDS, "a")), vec![2]);
+        assert_eq!(concerned(&index, set(EDS, "z")), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn a_glob_collection_and_an_alias_concern_their_subscribers() {
+        let index = index();
+        let glob_member = "xdstp://auth/envoy.config.endpoint.v3.ClusterLoadAssignment/c/e1";
+        assert_eq!(
+            concerned(&index, |s| {
+                s.set(EDS, glob_member, Bytes::from_static(b"x")).unwrap();
+            }),
+            vec![4]
+        );
+        assert_eq!(
+            concerned(&index, |s| {
+                let entry = ResourceEntry::new("real", Bytes::from_static(b"x"))
+                    .with_aliases(vec!["b".into()]);
+                s.apply(vec![StoreOp::Set {
+                    type_url: EDS.to_string(),
+                    entry,
+                }])
+                .unwrap();
+            }),
+            vec![3]
+        );
+    }
+
+    #[test]
+    fn a_type_wide_error_concerns_every_named_subscriber_of_the_type() {
+        let index = index();
+        let got = concerned(&index, |s| {
+            s.apply(vec![StoreOp::SetError {
+                type_url: EDS.to_string(),
+                name: TYPE_WIDE.to_string(),
+                status: Status {
+                    code: 14,
+                    message: "down".into(),
+                    details: vec![],
+                },
+            }])
+            .unwrap();
+        });
+        assert_eq!(got, vec![2, 3, 4]);
+    }
+
+    #[test]
+    fn a_wildcard_stream_is_visited_once_per_type_with_every_change() {
+        let index = index();
+        let mut store = ResourceStore::new();
+        store.serve_type(CDS).unwrap();
+        let since = store.revision();
+        for n in ["c1", "c2", "c3"] {
+            store.set(CDS, n, Bytes::from_static(b"x")).unwrap();
+        }
+        let mut visits = Vec::new();
+        index.visit(store.changes_since(since).unwrap(), |key, concern| {
+            if let Concern::Wildcard { type_url, changes } = concern {
+                visits.push((key, type_url, changes.len()));
+            }
+        });
+        assert_eq!(visits, vec![(1, CDS, 3)]);
+    }
+
+    #[test]
+    fn events_and_removal_keep_the_index_and_leave_it_empty() {
+        let mut index = SubscriptionIndex::new();
+        index.follow(
+            7u32,
+            &ServerEvent::Subscribed {
+                type_url: CDS.into(),
+                names: vec!["*".into(), "x".into()],
+            },
+        );
+        assert!(!index.is_empty());
+        index.follow(
+            7,
+            &ServerEvent::Unsubscribed {
+                type_url: CDS.into(),
+                names: vec!["x".into()],
+            },
+        );
+        index.remove(7, &[(CDS.to_string(), "*".to_string())]);
+        assert!(index.is_empty());
+    }
+}
