@@ -2,7 +2,8 @@
 # The whole test suite, set-up included: creates .venv with the official Python xDS classes
 # and jsonschema, for the cross-language wire check and the record-format checks (skipped
 # loudly if python3 is missing), then runs every test of the workspace (the core and the
-# adapter, xds-sansio-tonic) with every feature.
+# adapter, xds-sansio-tonic) with every feature; installs etcd (scripts/etcd.sh) for the
+# replica tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if command -v python3 >/dev/null; then
@@ -13,6 +14,8 @@ if command -v python3 >/dev/null; then
 else
   echo "!!! python3 not found: the Python wire check and the record schema checks will be SKIPPED !!!" >&2
 fi
+# etcd for the replica tests (feature `etcd`): installed here, loudly, before any test runs.
+bash scripts/etcd.sh >/dev/null
 # quickcheck: at least 10k cases per property.
 export QUICKCHECK_TESTS="${QUICKCHECK_TESTS:-10000}"
 cargo test --workspace --all-features "$@"

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 mod conform;
 mod diagram;
 mod output;
+mod publish;
 mod replay;
 mod tap;
 
@@ -72,6 +73,9 @@ enum Command {
         #[command(subcommand)]
         side: Box<ConformSide>,
     },
+    /// Write a directory of node groups (`GROUP.json`, `.yaml`, `.pb`) into etcd in one
+    /// transaction, for replicas fed from etcd; refused before etcd if inconsistent.
+    Publish(publish::Args),
     /// A gRPC proxy for every xDS RPC: forwards both directions unchanged, records every
     /// stream and checks both sides live, printing each violation as it passes.
     Tap {
@@ -230,6 +234,7 @@ fn main() -> ExitCode {
             descriptors,
         } => run_check(&file, side, variant, json, &descriptors),
         Command::Conform { side } => run_conform(*side),
+        Command::Publish(args) => publish::run(args),
         Command::Tap {
             listen,
             upstream,

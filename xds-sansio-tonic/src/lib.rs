@@ -103,12 +103,22 @@
     doc = "- `envoy-types`: `envoy_types`, conversions between the `envoy-types` crate's"
 )]
 //!   discovery messages and the core's, through bytes.
+#![cfg_attr(
+    feature = "etcd",
+    doc = "- `etcd`: [`etcd`], replicas fed from etcd and publications written into it."
+)]
+#![cfg_attr(
+    not(feature = "etcd"),
+    doc = "- `etcd`: `etcd`, replicas fed from etcd and publications written into it."
+)]
 
 pub mod call;
 pub mod client;
 pub mod csds;
 #[cfg(feature = "envoy-types")]
 pub mod envoy_types;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 #[cfg(feature = "record")]
 pub mod record;
 pub mod server;

@@ -53,6 +53,11 @@ pub(super) struct Slot {
     got_response: bool,
     /// Type URLs subscribed on this client by the session.
     types: BTreeSet<SharedStr>,
+    /// The server's address in use or next ([`ServerEntry::address`]).
+    replica: usize,
+    /// Attempts that failed since the last response (a round over every replica is one
+    /// failure of the server, for fallback and watchers).
+    failures: usize,
 }
 
 impl Slot {
@@ -134,6 +139,18 @@ impl Session {
         }
         let failed = !slot.got_response;
         let error = error.to_string();
+        // The next attempt goes to the server's next replica (a no-op with none); the
+        // server has failed, for fallback and watchers, once a whole round has.
+        let addresses = self
+            .channels
+            .get(key.server.0)
+            .map_or(1, |c| c.server.address_count());
+        let Some(slot) = self.slot_mut(key) else {
+            return;
+        };
+        slot.replica = (slot.replica + 1) % addresses;
+        slot.failures = if failed { slot.failures + 1 } else { 0 };
+        let round_failed = failed && slot.failures % addresses == 0;
         if failed {
             let delay = slot.backoff.next_delay();
             slot.phase = Phase::Waiting(now.saturating_add(delay));
@@ -151,7 +168,7 @@ impl Session {
             self.start(key);
         }
         self.flush();
-        if failed {
+        if round_failed {
             self.failed(key.server.0, &error);
         }
     }
@@ -214,11 +231,18 @@ impl Session {
         slot.stream = stream;
         slot.got_response = false;
         let transport = slot.client.config().transport.clone();
+        let replica = slot.replica;
+        let address = self
+            .channels
+            .get(key.server.0)
+            .map(|c| c.server.address(replica).into())
+            .unwrap_or_default();
         self.commands.push_back(SessionCommand::Connect {
             key,
             stream,
             variant,
             transport,
+            address,
         });
     }
 
@@ -271,6 +295,10 @@ impl Session {
             .wrapping_add(self.next_stream)
             .wrapping_add(c as u64);
         let backoff = Backoff::with_seed(self.config.backoff, seed);
+        // Clients of a fleet start on different replicas: drawn from the session's seed
+        // (an input, so scenarios stay deterministic), the same draw for every slot of
+        // one client.
+        let replica = spread(self.config.backoff_seed, c) % server.address_count();
         let channel = self.channels.get_mut(c)?;
         channel.slots.push(Slot {
             client,
@@ -279,6 +307,8 @@ impl Session {
             stream: 0,
             got_response: false,
             types: BTreeSet::new(),
+            replica,
+            failures: 0,
         });
         Some(channel.slots.len() - 1)
     }
@@ -431,4 +461,15 @@ fn subscribe_exactly(client: &mut Client, type_url: &str, names: &BTreeSet<Share
     let names: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
     // Refusals are misuse the session does not commit (see above): nothing to report.
     let _ = client.set_subscription(type_url, &names);
+}
+
+/// A well-mixed draw from the session's seed and a server's index (SplitMix64's finaliser),
+/// so that consecutive seeds land on unrelated replicas.
+fn spread(seed: u64, server: usize) -> usize {
+    let mut z = seed
+        .wrapping_add(server as u64)
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) as usize
 }

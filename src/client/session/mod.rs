@@ -49,6 +49,16 @@
 //! - **Connectivity errors reach watchers once per outage**, when the lowest server in use
 //!   fails and no further server is started (every server failed, or nothing was missing);
 //!   a value held stays in use (gRPC A88: an ambient error).
+//! - **Replicas of one server** ([`ServerEntry::replicas`]: several addresses serving the
+//!   same data with the same versions, such as replicas fed from one etcd): one server
+//!   for everything above, with one core client per stream, so what it holds survives a
+//!   move and is not sent again where the protocol lets it say so (incremental
+//!   `initial_resource_versions`; SotW `version_info`). Each stream starts on a replica
+//!   drawn from the session's seed, so a fleet of clients spreads over them, and moves to
+//!   the next replica whenever its stream fails or ends (after the usual backoff when it
+//!   failed before a response, at once otherwise: gRPC A57). The server counts as failed
+//!   for fallback and for watchers only once a whole round of replicas has failed, since a
+//!   dead replica says nothing about the others.
 //! - **Backoff per stream** ([`Backoff`]): reset by a response; a stream that ended after a
 //!   response is restarted at once, a failed attempt waits its jittered delay. Each
 //!   stream's seed is derived from [`SessionConfig::backoff_seed`], an input, so the same
@@ -129,6 +139,9 @@ pub enum SessionCommand {
         variant: Variant,
         /// ADS, or the type of a per-type stream.
         transport: Transport,
+        /// The address to connect to: the server's `server_uri`, or one of its replicas
+        /// ([`ServerEntry::address`]).
+        address: String,
     },
     /// Send `request` on the stream.
     Send {

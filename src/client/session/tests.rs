@@ -220,3 +220,39 @@ fn listener_names_from_templates_percent_encode_for_xdstp_only() {
         "xdstp://fed.example/envoy.config.listener.v3.Listener/svc%20example:80"
     );
 }
+
+#[test]
+fn a_fleet_spreads_over_a_servers_replicas() {
+    // 300 clients with their own seeds (as the adapter draws them from the OS), one server
+    // with two replicas: each address gets about a third of the first connections.
+    let mut first: BTreeMap<String, usize> = BTreeMap::new();
+    for seed in 0..300 {
+        let top = server("top").with_replicas(vec!["r1".into(), "r2".into()]);
+        let mut s = Session::new(
+            BootstrapServers::new(vec![top]),
+            SessionConfig::new(Variant::Sotw, Node::default(), seed),
+        );
+        s.watch(Instant::ZERO, 1, CLUSTER.type_url, Some("c1"))
+            .unwrap();
+        while let Some(c) = s.poll_command() {
+            if let SessionCommand::Connect { address, .. } = c {
+                *first.entry(address).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(first.len(), 3, "{first:?}");
+    assert!(
+        first.values().all(|&n| (70..=130).contains(&n)),
+        "{first:?}"
+    );
+}
+
+#[test]
+fn replica_addresses_wrap_and_a_server_without_replicas_keeps_its_uri() {
+    let top = server("top").with_replicas(vec!["r1".into(), "r2".into()]);
+    assert_eq!(top.address_count(), 3);
+    let all: Vec<&str> = (0..4).map(|i| top.address(i)).collect();
+    assert_eq!(all, ["top", "r1", "r2", "top"]);
+    let alone = server("alone");
+    assert_eq!((alone.address_count(), alone.address(5)), (1, "alone"));
+}

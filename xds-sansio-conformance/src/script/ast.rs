@@ -40,6 +40,9 @@ pub struct SessionSetup {
     pub authorities: Vec<(String, Vec<String>)>,
     /// `server-features: a ignore_resource_deletion`: a server's `server_features`.
     pub features: Vec<(String, Vec<String>)>,
+    /// `server-replicas: a r1 r2`: a server's other addresses (its replicas); the
+    /// session's connections to it are then named `a@ADDRESS`.
+    pub replicas: Vec<(String, Vec<String>)>,
 }
 
 /// The `option: key=value` headers, read at parse time. A setting left out keeps the

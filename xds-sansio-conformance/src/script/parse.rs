@@ -1185,7 +1185,7 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
                         scenario.session.servers = server_names(value.split_whitespace(), line)?;
                         true
                     }
-                    "authority" | "server-features" => {
+                    "authority" | "server-features" | "server-replicas" => {
                         let mut words = value.split_whitespace().map(String::from);
                         let first = words
                             .next()
@@ -1193,6 +1193,8 @@ pub fn parse(text: &str, default_title: &str) -> Result<Scenario, ScriptError> {
                         if key == "authority" {
                             let servers = server_names(words, line)?;
                             scenario.session.authorities.push((first, servers));
+                        } else if key == "server-replicas" {
+                            scenario.session.replicas.push((first, words.collect()));
                         } else {
                             scenario.session.features.push((first, words.collect()));
                         }

@@ -166,13 +166,16 @@ async fn run(
                     stream,
                     variant,
                     transport,
+                    address,
                 } => {
                     if let Some(old) = live.remove(&key) {
                         old.task.abort();
                     }
-                    let Some(server) = servers.get(key.server.0).cloned() else {
+                    let Some(mut server) = servers.get(key.server.0).cloned() else {
                         continue;
                     };
+                    // The replica the session chose (its `server_uri` when it has none).
+                    server.server_uri = address;
                     let task =
                         tokio::spawn(open(key, stream, server, connect.options, io_tx.clone()));
                     let call = Some((variant, transport));

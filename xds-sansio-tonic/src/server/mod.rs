@@ -40,6 +40,8 @@ mod ending;
 mod group;
 mod hooks;
 pub mod metrics;
+#[cfg(feature = "etcd")]
+mod source_health;
 mod stream;
 
 use std::collections::{BTreeMap, HashMap};

@@ -24,6 +24,12 @@
 //! - **Servers in priority order** (A71): the first is the primary, the others are
 //!   fallbacks; an authority without `xds_servers` uses the top-level list (A47, the rule's
 //!   home is [`servers_of_authority`]).
+//! - **Replicas** (this crate's extension, `"replicas": ["host:port", ...]` in a server
+//!   entry): other addresses of the same management server, serving the same data with
+//!   the same versions. They are one server for fallback, not a fallback list: the
+//!   session spreads its streams over them and moves on when one fails (the session's
+//!   docs). gRPC ignores the field; a list of something else than non-empty strings is an
+//!   error.
 //! - **Channel credentials**: the first supported entry of `channel_creds` is used (A27:
 //!   "client will stop at the first type it supports"): `insecure`, and `tls` (A65:
 //!   `ca_certificate_file`, `certificate_file`, `private_key_file`) when the embedder
@@ -113,6 +119,10 @@ pub struct ManagementServer {
     pub channel_creds: ChannelCreds,
     /// `server_features` (`ignore_resource_deletion`, `xds_v3`, ...).
     pub server_features: Vec<String>,
+    /// `replicas`, this crate's extension (gRPC's bootstrap has no such field and ignores
+    /// it): other addresses of the same management server, with the same credentials
+    /// ([`ServerEntry::replicas`]).
+    pub replicas: Vec<String>,
 }
 
 /// The channel credentials of a server.
@@ -188,6 +198,7 @@ impl ManagementServer {
             server_uri: server_uri.into(),
             channel_creds: ChannelCreds::Insecure,
             server_features: Vec::new(),
+            replicas: Vec::new(),
         }
     }
 
@@ -195,6 +206,7 @@ impl ManagementServer {
     pub fn model(&self) -> ServerEntry {
         ServerEntry::new(self.server_uri.clone(), format!("{:?}", self.channel_creds))
             .with_features(self.server_features.clone())
+            .with_replicas(self.replicas.clone())
     }
 
     /// Whether `server_features` lists `feature`.
@@ -404,10 +416,20 @@ fn servers(
                 .collect(),
             Some(_) => return Err(invalid(&format!("{at}.server_features"), "not a list")),
         };
+        let replicas = match entry.get("replicas") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(list)) => list
+                .iter()
+                .map(|r| r.as_str().filter(|s| !s.is_empty()).map(String::from))
+                .collect::<Option<Vec<String>>>()
+                .ok_or_else(|| invalid(&format!("{at}.replicas"), "not a list of addresses"))?,
+            Some(_) => return Err(invalid(&format!("{at}.replicas"), "not a list")),
+        };
         out.push(ManagementServer {
             server_uri,
             channel_creds: first_supported_creds(entry, &at, embedder)?,
             server_features,
+            replicas,
         });
     }
     Ok(out)
@@ -682,6 +704,25 @@ mod tests {
             BootstrapFile::from_json(half, &embedder().with_tls(true)),
             Err(BootstrapFileError::Invalid(f, _)) if f == "xds_servers[0].channel_creds[0].config"
         ));
+    }
+
+    #[test]
+    fn replicas_are_other_addresses_of_one_server() {
+        let json = r#"{"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"type": "insecure"}], "replicas": ["b:1", "c:1"]}]}"#;
+        let b = BootstrapFile::from_json(json, &embedder()).unwrap();
+        assert_eq!(b.servers[0].replicas, ["b:1", "c:1"]);
+        let model = b.servers[0].model();
+        assert_eq!(model.address_count(), 3);
+        assert_eq!(model.address(2), "c:1");
+        for bad in [r#""b:1""#, r#"[1]"#, r#"[""]"#] {
+            let json = format!(
+                r#"{{"xds_servers": [{{"server_uri": "a", "channel_creds": [{{"type": "insecure"}}], "replicas": {bad}}}]}}"#
+            );
+            assert!(matches!(
+                BootstrapFile::from_json(&json, &embedder()),
+                Err(BootstrapFileError::Invalid(f, _)) if f == "xds_servers[0].replicas"
+            ));
+        }
     }
 
     #[test]

@@ -52,6 +52,11 @@ pub struct ServerEntry {
     /// The channel credentials as the embedder names them; the session only compares
     /// them (two entries differing only here are two connections).
     pub channel_creds: String,
+    /// Other addresses of the same management server: replicas serving the same data
+    /// with the same versions (fed from one source of truth). The session spreads its
+    /// streams over `server_uri` and these, and moves a stream to the next one when it
+    /// fails or ends ([`ServerEntry::address`]).
+    pub replicas: Vec<String>,
 }
 
 impl ServerEntry {
@@ -61,6 +66,30 @@ impl ServerEntry {
             server_uri: server_uri.into(),
             server_features: Vec::new(),
             channel_creds: channel_creds.into(),
+            replicas: Vec::new(),
+        }
+    }
+
+    /// The same, with `replicas` as the server's other addresses.
+    pub fn with_replicas(mut self, replicas: Vec<String>) -> ServerEntry {
+        self.replicas = replicas;
+        self
+    }
+
+    /// How many addresses the server has: `server_uri` and its replicas.
+    pub fn address_count(&self) -> usize {
+        1 + self.replicas.len()
+    }
+
+    /// Address `i` (modulo [`ServerEntry::address_count`]): 0 is `server_uri`, then the
+    /// replicas in order.
+    pub fn address(&self, i: usize) -> &str {
+        match (i % self.address_count()).checked_sub(1) {
+            None => &self.server_uri,
+            Some(r) => self
+                .replicas
+                .get(r)
+                .map_or(&self.server_uri, String::as_str),
         }
     }
 

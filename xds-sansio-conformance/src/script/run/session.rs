@@ -105,7 +105,15 @@ impl SessionRunner {
                 .filter(|(n, _)| n == name)
                 .flat_map(|(_, f)| f.iter().cloned())
                 .collect();
-            ServerEntry::new(name.clone(), "insecure").with_features(features)
+            let replicas = setup
+                .replicas
+                .iter()
+                .filter(|(n, _)| n == name)
+                .flat_map(|(_, r)| r.iter().cloned())
+                .collect();
+            ServerEntry::new(name.clone(), "insecure")
+                .with_features(features)
+                .with_replicas(replicas)
         };
         let mut bootstrap = BootstrapServers::new(setup.servers.iter().map(server).collect());
         for (authority, servers) in &setup.authorities {
@@ -198,13 +206,28 @@ impl SessionRunner {
         let step = self.steps;
         while let Some(command) = self.session.poll_command() {
             match command {
-                SessionCommand::Connect { key, stream, .. } => {
+                SessionCommand::Connect {
+                    key,
+                    stream,
+                    address,
+                    ..
+                } => {
                     let name = self.name_of(key.server);
                     if let Some(played) = self.servers.get_mut(&name) {
                         played.stream = Some((key, stream));
                         played.open = false;
                     }
-                    self.connects.push(logged(name, step));
+                    // A server with replicas says which one (`a@ADDRESS`).
+                    let has_replicas = self
+                        .session
+                        .server(key.server)
+                        .is_some_and(|s| !s.replicas.is_empty());
+                    let shown = if has_replicas {
+                        format!("{name}@{address}")
+                    } else {
+                        name
+                    };
+                    self.connects.push(logged(shown, step));
                 }
                 SessionCommand::Send {
                     key,
