@@ -882,3 +882,55 @@ fn a_stream_lists_its_subscriptions_for_an_index_to_drop() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// The per-node status a management server shows: ACKed, then in flight, then NACKed with
+/// the error, then ACKed again (the NACK cleared), each with its time.
+#[test]
+fn the_stream_says_what_the_client_applied() {
+    let t = Instant::from_secs;
+    let mut store = eds_store();
+    let mut s = ads();
+    assert!(s.applied().is_empty());
+    s.handle_request(t(1), req(sotw(EDS, "", &["foo", "bar"], "")));
+    let x = one_sotw(drain(&mut s, t(1), &store));
+    let a = &s.applied()[0];
+    assert_eq!(a.type_url, EDS);
+    assert_eq!(a.acked, None);
+    let flight = a.in_flight.as_ref().unwrap();
+    assert_eq!((flight.nonce.as_str(), flight.since), ("1", t(1)));
+    s.handle_request(
+        t(2),
+        req(sotw(EDS, &x.version_info, &["foo", "bar"], &x.nonce)),
+    );
+    let a = &s.applied()[0];
+    assert_eq!(a.acked, Some((x.version_info.clone(), t(2))));
+    assert_eq!((a.nacked.as_ref(), a.in_flight.as_ref()), (None, None));
+    store.set(EDS, "foo", body("foo", "2")).unwrap();
+    let y = one_sotw(drain(&mut s, t(3), &store));
+    s.handle_request(
+        t(4),
+        req(sotw_nack(EDS, &x.version_info, &["foo", "bar"], &y.nonce)),
+    );
+    let a = &s.applied()[0];
+    assert_eq!(
+        a.acked,
+        Some((x.version_info.clone(), t(2))),
+        "the last ACK stays"
+    );
+    let nack = a.nacked.as_ref().unwrap();
+    assert_eq!(
+        (nack.version.as_str(), nack.at),
+        (y.version_info.as_str(), t(4))
+    );
+    assert_eq!(nack.error.code, 13);
+    assert_eq!(a.in_flight, None);
+    store.set(EDS, "foo", body("foo", "3")).unwrap();
+    let z = one_sotw(drain(&mut s, t(5), &store));
+    s.handle_request(
+        t(6),
+        req(sotw(EDS, &z.version_info, &["foo", "bar"], &z.nonce)),
+    );
+    let a = &s.applied()[0];
+    assert_eq!(a.acked, Some((z.version_info.clone(), t(6))));
+    assert_eq!(a.nacked, None, "an ACK clears the NACK");
+}

@@ -182,7 +182,7 @@ impl Client {
         let idx = self
             .types
             .iter()
-            .position(|t| t.pending.as_ref().is_some_and(|(t, _)| *t == ticket))
+            .position(|t| t.verdicts.waits_on(ticket))
             .ok_or(ClientError::UnknownTicket)?;
         if let Some((ts, mut cx)) = self.split(idx) {
             ts.verdict(rejections, &mut cx);

@@ -103,7 +103,7 @@ fn check(
 /// changes), then a spontaneous interest change. While a verdict is pending, only the
 /// answers owed to responses before it may leave.
 pub(crate) fn due(ts: &TypeState) -> Option<DueKind> {
-    if ts.pending.is_some() {
+    if ts.verdicts.is_waiting() {
         return ts.turn.owes_reply().then_some(DueKind::Reply);
     }
     if !ts.turn.sent_first() && ts.sub.has_interest() {

@@ -205,7 +205,6 @@ mod delta;
 pub mod deps;
 mod event;
 mod inputs;
-mod intake;
 mod interest;
 mod outputs;
 mod readiness;
@@ -221,6 +220,7 @@ mod type_state;
 mod update;
 mod validation;
 mod variant;
+mod verdicts;
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;

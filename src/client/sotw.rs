@@ -145,7 +145,7 @@ pub(crate) fn due(ts: &TypeState) -> Option<DueKind> {
     if ts.turn.owes_reply() {
         return Some(DueKind::Reply);
     }
-    if ts.pending.is_some() {
+    if ts.verdicts.is_waiting() {
         return None;
     }
     if !ts.turn.sent_first() {

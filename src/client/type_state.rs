@@ -15,7 +15,7 @@ use super::cache::{CachedResource, Record};
 use super::changes::{Change, EventShape, RemovalReason};
 use super::config::{ClientConfig, DataErrors, NackPolicy};
 use super::defect::ResponseDefect;
-use super::event::{queue_change, ClientEvent, VerdictTicket};
+use super::event::{queue_change, ClientEvent};
 use super::readiness::Readiness;
 use super::status::{Rejection, ResourceState, ServerError};
 use super::subscription::Subscription;
@@ -23,21 +23,11 @@ use super::timers::{TimerKind, Timers};
 use super::turn::{Reply, StreamTurn};
 use super::update::{is_collection, Incoming, ReportedError, Update};
 use super::validation::{nack_status, rejection_message, Judges};
-use crate::message::{Response, Variant};
+use super::verdicts::Verdicts;
+use crate::message::Variant;
 use crate::text::SharedStr;
 use crate::time::Instant;
 use crate::types::{TypeInfo, NOT_FOUND_CODE, PERMISSION_DENIED_CODE, UNAVAILABLE_CODE};
-
-/// A response held back while a verdict is pending.
-#[derive(Clone, Debug)]
-pub(crate) enum Held {
-    Response(Response),
-    /// Over [`Limits::max_held_responses`](super::Limits): NACKed when its turn comes.
-    Overflow {
-        nonce: SharedStr,
-        version: SharedStr,
-    },
-}
 
 /// What the per-type step needs from the client besides the type: built in one place,
 /// `Client::split`.
@@ -110,8 +100,7 @@ pub(crate) struct TypeState {
     // --- this stream ---
     pub(crate) turn: StreamTurn,
     // --- validation ---
-    pub(crate) pending: Option<(VerdictTicket, Update)>,
-    pub(crate) held: VecDeque<Held>,
+    pub(crate) verdicts: Verdicts,
     // --- readiness ---
     readiness: Readiness,
     /// Counts applied responses; records named by the current one carry it.
@@ -140,8 +129,7 @@ impl TypeState {
             system_version: SharedStr::EMPTY,
             control_plane: None,
             turn: StreamTurn::default(),
-            pending: None,
-            held: VecDeque::new(),
+            verdicts: Verdicts::default(),
             readiness: Readiness::default(),
             generation: 0,
             cached_count: 0,
@@ -169,8 +157,7 @@ impl TypeState {
     /// Forgets the stream (the client keeps cache, versions and subscriptions).
     pub(crate) fn reset_stream(&mut self) {
         self.turn = StreamTurn::default();
-        self.pending = None;
-        self.held.clear();
+        self.verdicts = Verdicts::default();
         self.sub.reset_stream();
         for rec in self.records.values_mut() {
             rec.dne_at = None;

@@ -11,7 +11,7 @@ use super::consistency::{ConsistencyReport, Dangling};
 use super::publication::StoreOp;
 use super::resource_errors::TYPE_WIDE;
 use crate::name::comparable;
-use crate::refs::{references, REFERRING};
+use crate::refs::{references, Reference, REFERRING};
 use crate::types::{CLUSTER, ENDPOINT, EXTENSION_CONFIG, ROUTE, SECRET};
 
 /// The types a reference is checked into (resources named by name).
@@ -117,13 +117,7 @@ impl<'a, S: Published> View<'a, S> {
                 && self.published(r.type_url)
                 && !self.exists(r.type_url, &r.name)
             {
-                report.dangling.push(Dangling {
-                    from_type: String::from(type_url),
-                    from: String::from(name),
-                    to_type: r.type_url,
-                    to: String::from(r.name.as_str()),
-                    field: r.field,
-                });
+                report.dangling.push(dangling(type_url, name, r));
             }
         }
     }
@@ -183,13 +177,7 @@ pub(crate) fn check_ops<'a, S: Published>(store: &'a S, ops: &'a [StoreOp]) -> C
             for r in refs.iter() {
                 if CHECKED.contains(&r.type_url) && removed.contains(&(r.type_url, r.name.as_str()))
                 {
-                    report.dangling.push(Dangling {
-                        from_type: String::from(type_url),
-                        from: String::from(name),
-                        to_type: r.type_url,
-                        to: String::from(r.name.as_str()),
-                        field: r.field,
-                    });
+                    report.dangling.push(dangling(type_url, name, r));
                 }
             }
         }
@@ -231,6 +219,17 @@ pub(crate) fn plan<S: Published>(store: &S, ops: Vec<StoreOp>) -> TwoPhase {
         }
     }
     plan
+}
+
+/// Reference `r` of resource `name` of `type_url`, as a finding.
+fn dangling(type_url: &str, name: &str, r: &Reference) -> Dangling {
+    Dangling {
+        from_type: String::from(type_url),
+        from: String::from(name),
+        to_type: r.type_url,
+        to: String::from(r.name.as_str()),
+        field: r.field,
+    }
 }
 
 fn finish(mut report: ConsistencyReport) -> ConsistencyReport {

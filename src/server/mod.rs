@@ -269,6 +269,7 @@
 //! - The store keeps the last [`DEFAULT_LOG_CAPACITY`] changes; a stream or set that falls
 //!   further behind rescans its subscriptions (correct, slower).
 
+mod applied;
 mod body_checks;
 mod config;
 mod consistency;
@@ -289,6 +290,7 @@ mod type_state;
 mod version;
 mod wire;
 
+pub use applied::{AppliedState, InFlight, Nacked};
 pub use body_checks::BodyChecks;
 pub use config::{NotFoundReporting, ServerConfig, ServerLimits};
 pub use consistency::{Consistency, ConsistencyReport, Dangling};

@@ -8,6 +8,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::applied::AppliedState;
 use super::config::ServerConfig;
 use super::event::{Ignored, Limit, ProtocolError, ServerEvent};
 use super::flow::{Kind, SendCtx};
@@ -191,6 +192,7 @@ impl ServerStream {
         } else {
             entry.flow.classify(variant, nonce, error)
         };
+        entry.answered(&kind, now);
         let (diff, late_initial) = entry.apply(&request, &kind);
         let entry_url = entry.type_url.clone();
         match kind {
@@ -343,6 +345,13 @@ impl ServerStream {
         self.events.iter().skip(from)
     }
 
+    /// What the client did with the responses of each type, in ADS order: the version it
+    /// last ACKed, the one it NACKed since (with its error), the response not answered yet,
+    /// and when (a per-node status for the management server's operators).
+    pub fn applied(&self) -> Vec<AppliedState> {
+        self.types.iter().map(TypeState::applied).collect()
+    }
+
     /// Every current subscription as `(type_url, name)`, `*` for the wildcard: what an
     /// index of subscriptions drops when the stream ends
     /// ([`super::SubscriptionIndex::remove`]).
@@ -486,7 +495,7 @@ impl ServerStream {
         let nonce = self.next_nonce();
         response.nonce = nonce.clone();
         if let Some(entry) = self.types.get_mut(index) {
-            entry.sent(nonce, response.version_info.clone());
+            entry.sent(nonce, response.version_info.clone(), now);
         }
         Some(response)
     }
@@ -530,7 +539,7 @@ impl ServerStream {
             let nonce = self.next_nonce();
             response.nonce = nonce.clone();
             if let Some(entry) = self.types.get_mut(index) {
-                entry.sent(nonce, response.system_version_info.clone());
+                entry.sent(nonce, response.system_version_info.clone(), ctx.now);
             }
             return Some(Response::Delta(response));
         }

@@ -5,6 +5,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::applied::{Applied, AppliedState};
 use super::config::ServerConfig;
 use super::delta::DeltaState;
 use super::flow::{Flow, Kind, SendCtx, Timers};
@@ -37,6 +38,8 @@ pub(crate) struct TypeState {
     hold_reported: bool,
     /// [`ServerConfig::await_ack`].
     await_ack: bool,
+    /// What the client did with this type's responses.
+    applied: Applied,
 }
 
 impl TypeState {
@@ -57,6 +60,7 @@ impl TypeState {
             unpublished: false,
             hold_reported: false,
             await_ack: config.await_ack,
+            applied: Applied::default(),
         }
     }
 
@@ -238,8 +242,19 @@ impl TypeState {
     }
 
     /// Records the nonce and version of a response just sent for this type.
-    pub(crate) fn sent(&mut self, nonce: String, version: String) {
+    pub(crate) fn sent(&mut self, nonce: String, version: String, now: Instant) {
+        self.applied.sent(&nonce, &version, now);
         self.flow.sent(nonce, version);
+    }
+
+    /// The client answered a response of this type (`kind` as classified).
+    pub(crate) fn answered(&mut self, kind: &Kind, now: Instant) {
+        self.applied.answered(kind, now);
+    }
+
+    /// What the client did with this type's responses.
+    pub(crate) fn applied(&self) -> AppliedState {
+        self.applied.state(&self.type_url)
     }
 
     /// The `(type, name)` pairs subscribed, `*` for wildcard.

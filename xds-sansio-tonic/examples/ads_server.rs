@@ -280,7 +280,11 @@ async fn main() {
             std::fs::File::create(path).expect("create --record file"),
         )))
     });
-    let builder = XdsServer::builder().callbacks((recorder, args.verbose.then_some(Verbose)));
+    // CSDS on the same port: what each connected node applied (the interop suite reads a
+    // grpcio client's NACK through it).
+    let builder = XdsServer::builder()
+        .callbacks((recorder, args.verbose.then_some(Verbose)))
+        .csds(true);
     #[cfg(feature = "gzip")]
     let builder = if args.gzip {
         builder

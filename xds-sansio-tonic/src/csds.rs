@@ -45,6 +45,7 @@ use tonic_prost::ProstCodec;
 use xds_sansio::client::ResourceState;
 
 use crate::client::{DumpEntry, XdsClient};
+use crate::server::{NodeApplied, XdsServer};
 
 /// The CSDS wire messages, wire-compatible with `envoy.service.status.v3` and the parts
 /// of `envoy.admin.v3` they use.
@@ -163,10 +164,12 @@ pub const SERVICE: &str = "envoy.service.status.v3.ClientStatusDiscoveryService"
 const FETCH: &str = "/envoy.service.status.v3.ClientStatusDiscoveryService/FetchClientStatus";
 const STREAM: &str = "/envoy.service.status.v3.ClientStatusDiscoveryService/StreamClientStatus";
 
-/// The CSDS service of one or more [`XdsClient`]s. See the [module docs](self).
+/// The CSDS service of one or more [`XdsClient`]s, or of a management server's
+/// connected nodes ([`CsdsService::for_server`]). See the [module docs](self).
 #[derive(Clone, Debug)]
 pub struct CsdsService {
     clients: Vec<(String, XdsClient)>,
+    server: Option<XdsServer>,
 }
 
 impl CsdsService {
@@ -174,6 +177,7 @@ impl CsdsService {
     pub fn new(client: XdsClient) -> CsdsService {
         CsdsService {
             clients: vec![(String::new(), client)],
+            server: None,
         }
     }
 
@@ -181,6 +185,18 @@ impl CsdsService {
     pub fn with_client(mut self, scope: impl Into<String>, client: XdsClient) -> CsdsService {
         self.clients.push((scope.into(), client));
         self
+    }
+
+    /// The service of a management server: one `ClientConfig` per open stream, its node,
+    /// and per type one `GenericXdsConfig` without a name: the version its client ACKed
+    /// (`ACKED`, `last_updated` when), or `NACKED` with `error_state` (the rejected
+    /// version, the client's message, when), or `REQUESTED` while the first response is
+    /// unanswered ([`XdsServer::applied`]).
+    pub fn for_server(server: XdsServer) -> CsdsService {
+        CsdsService {
+            clients: Vec::new(),
+            server: Some(server),
+        }
     }
 
     /// The answer to `request`, as both methods give it.
@@ -194,6 +210,9 @@ impl CsdsService {
             ));
         }
         let mut config = Vec::with_capacity(self.clients.len());
+        if let Some(server) = &self.server {
+            config.extend(server.applied().into_iter().map(node_config));
+        }
         for (scope, client) in &self.clients {
             let dump = client.dump().await;
             config.push(pb::ClientConfig {
@@ -206,6 +225,42 @@ impl CsdsService {
             });
         }
         Ok(pb::ClientStatusResponse { config })
+    }
+}
+
+/// One stream of a management server as CSDS writes it.
+fn node_config(node: NodeApplied) -> pb::ClientConfig {
+    use pb::ClientResourceStatus as S;
+    let stamp = |at: std::time::SystemTime| prost_types::Timestamp::from(at);
+    pb::ClientConfig {
+        node: node.node,
+        generic_xds_configs: node
+            .types
+            .into_iter()
+            .map(|t| {
+                let client_status = match (&t.nacked, &t.acked) {
+                    (Some(_), _) => S::Nacked,
+                    (None, Some(_)) => S::Acked,
+                    (None, None) => S::Requested,
+                };
+                pb::GenericXdsConfig {
+                    version_info: t.acked.as_ref().map(|(v, _)| v.clone()).unwrap_or_default(),
+                    last_updated: t.acked.as_ref().map(|(_, at)| stamp(*at)),
+                    client_status: client_status as i32,
+                    error_state: t.nacked.map(|(version, code, message, at)| {
+                        pb::UpdateFailureState {
+                            failed_configuration: None,
+                            last_update_attempt: Some(stamp(at)),
+                            details: format!("code {code}: {message}"),
+                            version_info: version,
+                        }
+                    }),
+                    type_url: t.type_url,
+                    ..Default::default()
+                }
+            })
+            .collect(),
+        client_scope: String::new(),
     }
 }
 

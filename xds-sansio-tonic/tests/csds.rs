@@ -191,3 +191,134 @@ async fn status_through_the_csds_rpc() {
     }
     client.shutdown();
 }
+
+/// Records every applied-state report.
+#[derive(Default)]
+struct AppliedReports(std::sync::Mutex<Vec<xds_sansio_tonic::server::NodeApplied>>);
+
+impl xds_sansio_tonic::Callbacks for AppliedReports {
+    fn applied(
+        &self,
+        _: &xds_sansio_tonic::StreamInfo,
+        state: &xds_sansio_tonic::server::NodeApplied,
+    ) {
+        self.0.lock().unwrap().push(state.clone());
+    }
+}
+
+/// Polls (bounded) until the server's applied state of CDS satisfies `want`.
+async fn applied_until(
+    server: &xds_sansio_tonic::XdsServer,
+    what: &str,
+    want: impl Fn(&xds_sansio_tonic::server::TypeApplied) -> bool,
+) -> xds_sansio_tonic::server::TypeApplied {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let found = server
+            .applied()
+            .into_iter()
+            .flat_map(|n| n.types)
+            .find(|t| t.type_url == CDS && want(t));
+        if let Some(t) = found {
+            return t;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never: {what}: {:?}",
+            server.applied()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The management server's per-node applied state: a client that ACKs, then NACKs a bad
+/// update, then ACKs the fix; read through `XdsServer::applied`, its JSON, the callback,
+/// and CSDS served by the management server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_reports_what_each_node_applied() {
+    let reports = std::sync::Arc::new(AppliedReports::default());
+    let server = Killable::start_with(Some(reports.clone()), |s| {
+        s.set(CDS, "c1", body("c1", "a")).unwrap();
+    })
+    .await;
+    let xds = server.server.clone().unwrap();
+    let node = Node {
+        id: "applied-node".into(),
+        ..Node::default()
+    };
+    let client = XdsClient::builder(Bootstrap::single(server.uri(), node))
+        .validator(CDS, |_: &str, _: &str, b: &Bytes| {
+            if contains(b, b"bad") {
+                Err("bad content".to_string())
+            } else {
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let mut c1 = client.watch(CDS, "c1").unwrap();
+    until(&mut c1, "c1", changed_to("c1", "a")).await;
+    let first = applied_until(&xds, "the first ACK", |t| t.acked.is_some()).await;
+    assert!(first.nacked.is_none());
+
+    server.update(|s| s.set(CDS, "c1", body("c1", "bad")).unwrap());
+    let nacked = applied_until(&xds, "the NACK", |t| t.nacked.is_some()).await;
+    let (_, code, message, _) = nacked.nacked.clone().unwrap();
+    assert!(message.contains("bad content"), "{message}");
+    assert_eq!(code, 13);
+    assert_eq!(
+        nacked.acked, first.acked,
+        "the last ACK is still what is applied"
+    );
+
+    // Served as CSDS by the management server: the node, NACKED with the error.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(CsdsService::for_server(xds.clone()))
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+    );
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let response = fetch(channel, ClientStatusRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(response.config.len(), 1);
+    let config = &response.config[0];
+    assert_eq!(config.node.as_ref().unwrap().id, "applied-node");
+    let row = &config.generic_xds_configs[0];
+    assert_eq!(row.type_url, CDS);
+    assert_eq!(row.client_status, ClientResourceStatus::Nacked as i32);
+    assert_eq!(row.version_info, first.acked.as_ref().unwrap().0);
+    let error = row.error_state.as_ref().unwrap();
+    assert!(error.details.contains("bad content"), "{error:?}");
+    assert_eq!(error.version_info, nacked.nacked.as_ref().unwrap().0);
+
+    let json = xds.applied_json();
+    assert_eq!(json[0]["node"], "applied-node");
+    assert_eq!(
+        json[0]["types"][0]["nacked"]["message"].as_str().unwrap(),
+        message
+    );
+
+    // The fix goes out and is ACKed: the NACK is cleared.
+    server.update(|s| s.set(CDS, "c1", body("c1", "good")).unwrap());
+    until(&mut c1, "c1 fixed", changed_to("c1", "good")).await;
+    let fixed = applied_until(&xds, "the ACK of the fix", |t| {
+        t.nacked.is_none() && t.acked != first.acked
+    })
+    .await;
+    assert!(fixed.in_flight.is_none());
+    let seen = reports.0.lock().unwrap();
+    assert!(
+        seen.iter()
+            .any(|n| n.types.iter().any(|t| t.nacked.is_some())),
+        "the callback saw the NACK"
+    );
+    drop(seen);
+    client.shutdown();
+}

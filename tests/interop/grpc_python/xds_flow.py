@@ -367,6 +367,7 @@ def main(binary, descriptors, workdir):
         if not line.startswith("listening on "):
             fail(f"ads_server did not start: {line!r}")
         address = line.split()[-1]
+        server_address = address
         log("ads_server at", address)
         tap = start_tap(address, workdir)
         if tap is not None:
@@ -432,7 +433,28 @@ def main(binary, descriptors, workdir):
         held.ParseFromString(view[(CDS, "cluster-1")]["body"] or b"")
         if held != cluster():
             report["deviations"].append("CSDS does not show the last good cluster while NACKED")
-        report["steps"].append({"step": "NACK", "error_detail": error, "resent": False})
+        # The management server's own view: the node's NACK in its per-node applied state,
+        # served as CSDS on its port (XdsServerBuilder::csds).
+        server_csds = csds_pb2_grpc.ClientStatusDiscoveryServiceStub(
+            grpc.insecure_channel(server_address)
+        )
+        status = server_csds.FetchClientStatus(csds_pb2.ClientStatusRequest(), timeout=STEP_TIMEOUT)
+        nacked = [
+            g
+            for c in status.config
+            if c.node.id == "grpc-python-interop"
+            for g in c.generic_xds_configs
+            if g.type_url == CDS and g.client_status == config_dump_shared_pb2.NACKED
+        ]
+        if not nacked:
+            fail(f"the server's CSDS does not show the node's CDS NACK: {status}")
+        if error.get("message") and error["message"] not in nacked[0].error_state.details:
+            fail(f"the server's CSDS NACK lacks the client's message: {nacked[0]}")
+        log("2. the server's CSDS:", nacked[0].error_state.details)
+        report["steps"].append(
+            {"step": "NACK", "error_detail": error, "resent": False,
+             "server_csds": nacked[0].error_state.details}
+        )
 
         # 3. Fix the cluster; an endpoint change takes effect.
         store.set(CDS, cluster())

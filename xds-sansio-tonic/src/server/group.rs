@@ -125,8 +125,14 @@ impl Group {
         lock(&self.index).wakers.is_empty() && self.read().revision() == Revision(0)
     }
 
-    /// Follows one event of stream `id`: its subscriptions change the index.
+    /// Follows one event of stream `id`: its subscriptions change the index (other events
+    /// do not take the lock).
     pub(crate) fn follow(&self, id: u64, event: &ServerEvent) {
-        lock(&self.index).subscriptions.follow(id, event);
+        if matches!(
+            event,
+            ServerEvent::Subscribed { .. } | ServerEvent::Unsubscribed { .. }
+        ) {
+            lock(&self.index).subscriptions.follow(id, event);
+        }
     }
 }

@@ -9,6 +9,8 @@ use tonic::Status;
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::rpc::Status as RpcStatus;
 use xds_sansio::server::{EncodedResponse, ResourceStore, Revision, ServerEvent};
+
+use super::applied::NodeApplied;
 use xds_sansio::{Request, Transport, Variant};
 
 /// The group every node reads when no [`XdsServerBuilder::node_group`](super::XdsServerBuilder::node_group)
@@ -155,6 +157,9 @@ pub trait Callbacks: Send + Sync + 'static {
     }
     /// Every event of the core's stream, ACKs and NACKs included.
     fn event(&self, stream: &StreamInfo, event: &ServerEvent) {}
+    /// What the stream's client applied changed (an ACK, a NACK, a response sent): its
+    /// whole per-type state ([`XdsServer::applied`](super::XdsServer::applied)).
+    fn applied(&self, stream: &StreamInfo, state: &NodeApplied) {}
     /// A group's store changed: the changes after `since` are in
     /// `store.changes_since(since)`. Called with the store locked for writing: quick.
     fn published(&self, group: &str, store: &ResourceStore, since: Revision) {}
@@ -199,6 +204,10 @@ impl<A: Callbacks, B: Callbacks> Callbacks for (A, B) {
         self.0.event(stream, event);
         self.1.event(stream, event);
     }
+    fn applied(&self, stream: &StreamInfo, state: &NodeApplied) {
+        self.0.applied(stream, state);
+        self.1.applied(stream, state);
+    }
     fn published(&self, group: &str, store: &ResourceStore, since: Revision) {
         self.0.published(group, store, since);
         self.1.published(group, store, since);
@@ -233,6 +242,9 @@ impl<C: Callbacks + ?Sized> Callbacks for Arc<C> {
     }
     fn event(&self, stream: &StreamInfo, event: &ServerEvent) {
         (**self).event(stream, event);
+    }
+    fn applied(&self, stream: &StreamInfo, state: &NodeApplied) {
+        (**self).applied(stream, state);
     }
     fn published(&self, group: &str, store: &ResourceStore, since: Revision) {
         (**self).published(group, store, since);
@@ -276,6 +288,11 @@ impl<C: Callbacks> Callbacks for Option<C> {
     ) {
         if let Some(c) = self {
             c.nacked(stream, type_url, version, nonce, error);
+        }
+    }
+    fn applied(&self, stream: &StreamInfo, state: &NodeApplied) {
+        if let Some(c) = self {
+            c.applied(stream, state);
         }
     }
     fn event(&self, stream: &StreamInfo, event: &ServerEvent) {

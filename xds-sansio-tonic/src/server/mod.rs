@@ -36,6 +36,7 @@
 //!   node and group), events for ACK, NACK, subscriptions and every ending; metrics through
 //!   the `metrics` facade ([`metrics::names`]); [`Callbacks`] for the application.
 
+mod applied;
 mod ending;
 mod group;
 mod hooks;
@@ -70,6 +71,7 @@ use xds_sansio::time::StdClock;
 use xds_sansio::{ServerConfig, Transport, Variant};
 
 use crate::wire::{add_every_service, route, EncodedCodec, WireRequest, SERVICES};
+pub use applied::{NodeApplied, TypeApplied};
 use ending::Refusal;
 use group::Group;
 pub use hooks::{Authorize, Callbacks, Peer, StreamInfo, DEFAULT_GROUP};
@@ -88,6 +90,8 @@ struct Options {
     send_compressed: Vec<CompressionEncoding>,
     shutdown_grace: Duration,
     health: bool,
+    /// Whether `routes` serves the per-node CSDS ([`crate::csds::CsdsService::for_server`]).
+    csds: bool,
     /// Every group's store checks bodies (on by default: see `XdsServerBuilder::body_checks`).
     body_checks: BodyChecks,
     /// Every group's store checks references.
@@ -104,6 +108,8 @@ struct Shared {
     callbacks: Box<dyn Callbacks>,
     groups: Mutex<HashMap<Arc<str>, Arc<Group>>>,
     clock: StdClock,
+    /// Every open stream's applied state.
+    applied: applied::Registry,
     next_stream: AtomicU64,
     open_streams: AtomicUsize,
     /// `true` once shutdown began.
@@ -201,6 +207,7 @@ impl Default for XdsServerBuilder {
                 send_compressed: Vec::new(),
                 shutdown_grace: Duration::from_secs(5),
                 health: true,
+                csds: false,
                 body_checks: BodyChecks::Enforce,
                 consistency: Consistency::Off,
             },
@@ -354,6 +361,14 @@ impl XdsServerBuilder {
         self
     }
 
+    /// Also serve CSDS on the server's port: what each connected node applied
+    /// ([`XdsServer::applied`] through [`crate::csds::CsdsService::for_server`]). Off by
+    /// default: it names every node and its errors to whoever may call the port.
+    pub fn csds(mut self, on: bool) -> Self {
+        self.options.csds = on;
+        self
+    }
+
     /// The server (nothing is listening yet: see [`XdsServer::serve`]).
     pub fn build(self) -> XdsServer {
         let health = tonic_health::server::HealthReporter::new();
@@ -365,6 +380,7 @@ impl XdsServerBuilder {
                 callbacks: self.callbacks,
                 groups: Mutex::new(HashMap::new()),
                 clock: StdClock::new(),
+                applied: applied::Registry::default(),
                 next_stream: AtomicU64::new(0),
                 open_streams: AtomicUsize::new(0),
                 shutdown: watch::channel(false).0,
@@ -482,6 +498,20 @@ impl XdsServer {
         self.shared.open_streams.load(Ordering::Acquire)
     }
 
+    /// Every open stream's applied state, by stream id: its node and group, and per type
+    /// the version its client ACKed, the one it NACKed with the error, the response in
+    /// flight, and when (a management server's per-node status; served as CSDS by
+    /// [`crate::csds::CsdsService::for_server`]).
+    pub fn applied(&self) -> Vec<NodeApplied> {
+        self.shared.applied.all()
+    }
+
+    /// [`XdsServer::applied`] as JSON, for a debug page (one object per stream; times in
+    /// seconds since the Unix epoch).
+    pub fn applied_json(&self) -> serde_json::Value {
+        applied::to_json(&self.shared.applied.all())
+    }
+
     /// Ends every open stream with `UNAVAILABLE` (clients reconnect and resume with what
     /// they hold); the server goes on serving.
     pub fn end_streams(&self) {
@@ -509,6 +539,9 @@ impl XdsServer {
             let service =
                 tonic_health::server::HealthService::from_health_reporter(s.health.clone());
             routes.add_service(tonic_health::pb::health_server::HealthServer::new(service));
+        }
+        if s.options.csds {
+            routes.add_service(crate::csds::CsdsService::for_server(self.clone()));
         }
         routes.routes()
     }

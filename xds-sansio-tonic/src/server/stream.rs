@@ -106,6 +106,7 @@ impl Driver {
             let grace = self.shared.options.shutdown_grace;
             let _ = tokio::time::timeout(grace, tx.send(Err(status.clone()))).await;
         }
+        self.shared.applied.remove(self.info.id);
         if let Some(group) = self.group.take() {
             group.leave(self.info.id, &stream.subscriptions());
             self.shared.forget_if_unused(&group);
@@ -185,6 +186,7 @@ impl Driver {
                             }
                             self.sent(&response);
                             permit.send(Ok(response.bytes));
+                            self.note_applied(stream);
                         }
                         None => {
                             want_send = false;
@@ -214,6 +216,18 @@ impl Driver {
         stream.poll_response_encoded(now, &store)
     }
 
+    /// Keeps the server's per-node applied state current and tells the callbacks.
+    fn note_applied(&self, stream: &ServerStream) {
+        let entry = self.shared.applied.update(
+            self.info.id,
+            self.info.node.as_ref(),
+            self.info.group.as_ref(),
+            stream.applied(),
+            &self.shared.clock,
+        );
+        self.shared.callbacks.applied(&self.info, &entry);
+    }
+
     /// Hooks, metrics and the push clock for a response about to leave.
     fn sent(&mut self, response: &EncodedResponse) {
         metrics::response(&response.type_url, response.bytes.len());
@@ -235,7 +249,12 @@ impl Driver {
 
     /// Handles every event the core has; `Some` when the stream must end.
     fn drain_events(&mut self, stream: &mut ServerStream) -> Option<Ending> {
+        let mut answered = false;
         while let Some(event) = stream.poll_event() {
+            answered |= matches!(
+                event,
+                ServerEvent::Acked { .. } | ServerEvent::Nacked { .. }
+            );
             self.shared.callbacks.event(&self.info, &event);
             if let Some(group) = &self.group {
                 group.follow(self.info.id, &event);
@@ -307,6 +326,9 @@ impl Driver {
                 // An event of a newer core: the callbacks saw it above.
                 _ => {}
             }
+        }
+        if answered {
+            self.note_applied(stream);
         }
         // A first request without a node, on a server that does not require one.
         if self.group.is_none() && stream.node().is_none() && stream.type_urls().next().is_some() {

@@ -39,7 +39,12 @@
 //!   `xdstp://<authority_name>/`"); without one, [`default_listener_template`].
 //! - **`server_uri`** is a gRPC target: `host:port`, `dns:///host:port`, or an `http://` /
 //!   `https://` URI (a bare target gets the scheme its credentials imply:
-//!   [`ManagementServer::endpoint_uri`]).
+//!   [`ManagementServer::endpoint_uri`]). **A malformed one is refused here**, naming the
+//!   field (as is each of `replicas`): no host, a port that is not a number up to 65535,
+//!   spaces or other characters no host name has, or a scheme other than `dns`, `http`
+//!   and `https` (gRPC's `unix:` and `xds:` targets are not management servers this crate
+//!   connects to). Accepted, such a target would only fail at every connection attempt,
+//!   retried forever with backoff, which reads as "unreachable" instead of "misconfigured".
 //! - **Node**: the JSON form of `envoy.config.core.v3.Node` (`id`, `cluster`, `locality`,
 //!   `metadata`; proto or JSON field names); the client's fields are filled from the
 //!   [`Embedder`] (A27: `user_agent_name`, `user_agent_version` and `client_features`
@@ -374,6 +379,60 @@ fn authority(
     })
 }
 
+/// Whether `target` is a gRPC target this crate can connect to (see the module docs), and
+/// what is wrong with it when not.
+fn check_target(target: &str) -> Result<(), String> {
+    let rest = if let Some(rest) = target.strip_prefix("http://") {
+        rest
+    } else if let Some(rest) = target.strip_prefix("https://") {
+        rest
+    } else if let Some(rest) = target.strip_prefix("dns:///") {
+        rest
+    } else if let Some(rest) = target.strip_prefix("dns:") {
+        rest
+    } else if let Some((scheme, _)) = target.split_once(':').filter(|(s, r)| {
+        !s.is_empty()
+            && s.chars().all(|c| c.is_ascii_alphabetic())
+            && !r.starts_with(|c: char| c.is_ascii_digit())
+    }) {
+        return Err(format!(
+            "{target:?}: scheme {scheme:?} is not one of dns, http, https"
+        ));
+    } else {
+        target
+    };
+    // The authority: up to the first `/` (a URI's path), without userinfo.
+    let authority = rest.split('/').next().unwrap_or_default();
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((host, after)) => (host, after.strip_prefix(':')),
+            None => return Err(format!("{target:?}: an IPv6 address without its ']'")),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!("{target:?}: no host"));
+    }
+    let host_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '%');
+    if !host.chars().all(host_char) {
+        return Err(format!(
+            "{target:?}: {host:?} is not a host name or address"
+        ));
+    }
+    if let Some(port) = port {
+        if port.parse::<u16>().is_err() {
+            return Err(format!(
+                "{target:?}: port {port:?} is not a number up to 65535"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn string_of(
     object: &Map<String, Value>,
     key: &str,
@@ -408,6 +467,7 @@ fn servers(
         let server_uri = string_of(entry, "server_uri", &format!("{at}.server_uri"))?
             .filter(|s| !s.is_empty())
             .ok_or_else(|| invalid(&format!("{at}.server_uri"), "missing"))?;
+        check_target(&server_uri).map_err(|why| invalid(&format!("{at}.server_uri"), why))?;
         let server_features = match entry.get("server_features") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(list)) => list
@@ -425,6 +485,9 @@ fn servers(
                 .ok_or_else(|| invalid(&format!("{at}.replicas"), "not a list of addresses"))?,
             Some(_) => return Err(invalid(&format!("{at}.replicas"), "not a list")),
         };
+        for (j, replica) in replicas.iter().enumerate() {
+            check_target(replica).map_err(|why| invalid(&format!("{at}.replicas[{j}]"), why))?;
+        }
         out.push(ManagementServer {
             server_uri,
             channel_creds: first_supported_creds(entry, &at, embedder)?,
@@ -607,6 +670,58 @@ mod tests {
 
     fn embedder() -> Embedder {
         Embedder::new("test-agent", "1.2.3")
+    }
+
+    fn with_uri(uri: &str) -> Result<BootstrapFile, BootstrapFileError> {
+        let json = format!(
+            r#"{{"xds_servers": [{{"server_uri": {uri:?}, "channel_creds": [{{"type": "insecure"}}]}}]}}"#
+        );
+        BootstrapFile::from_json(&json, &embedder())
+    }
+
+    #[test]
+    fn a_malformed_server_uri_is_refused_naming_the_field() {
+        for good in [
+            "localhost:18000",
+            "xds.example.com:443",
+            "dns:///xds.example.com:443",
+            "dns:xds.example.com",
+            "http://127.0.0.1:18000",
+            "https://xds.example.com/prefix",
+            "[::1]:18000",
+            "xds.example.com",
+        ] {
+            assert!(
+                with_uri(good).is_ok(),
+                "{good} refused: {:?}",
+                with_uri(good).err()
+            );
+        }
+        for bad in [
+            "local host:18000",
+            "localhost:99999",
+            "localhost:port",
+            ":18000",
+            "http://",
+            "unix:///tmp/xds.sock",
+            "xds:///listener",
+            "[::1:18000",
+        ] {
+            match with_uri(bad) {
+                Err(BootstrapFileError::Invalid(field, why)) => {
+                    assert_eq!(field, "xds_servers[0].server_uri", "{bad}: {why}");
+                }
+                other => panic!("{bad} accepted: {other:?}"),
+            }
+        }
+        let json = r#"{"xds_servers": [{"server_uri": "a:1", "replicas": ["b:2", "c d:3"],
+                       "channel_creds": [{"type": "insecure"}]}]}"#;
+        match BootstrapFile::from_json(json, &embedder()) {
+            Err(BootstrapFileError::Invalid(field, _)) => {
+                assert_eq!(field, "xds_servers[0].replicas[1]")
+            }
+            other => panic!("a malformed replica accepted: {other:?}"),
+        }
     }
 
     #[test]

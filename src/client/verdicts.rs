@@ -1,18 +1,49 @@
-//! A response's way into one type: held while a verdict is pending, checked by its variant,
-//! judged (synchronously or by a deferred verdict), then applied; the verdict and the
-//! responses held behind it.
+//! Verdicts: a response's way into one type, held while a verdict is pending, checked by
+//! its variant, judged (synchronously or by a deferred verdict), then applied; the verdict
+//! waited for and the responses held behind it ([`Verdicts`], changed only here).
 
+use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
 use hashbrown::HashMap;
 
 use super::defect::ResponseDefect;
 use super::event::{ClientEvent, PendingResource, VerdictTicket};
-use super::type_state::{Ctx, Held, TypeState};
+use super::type_state::{Ctx, TypeState};
 use super::update::Update;
 use super::variant;
 use crate::message::Response;
 use crate::text::SharedStr;
+
+/// A response held back while a verdict is pending.
+#[derive(Clone, Debug)]
+pub(crate) enum Held {
+    Response(Response),
+    /// Over [`Limits::max_held_responses`](super::Limits): NACKed when its turn comes.
+    Overflow {
+        nonce: SharedStr,
+        version: SharedStr,
+    },
+}
+
+/// The verdict a type waits for, and the responses held behind it (answered in order).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Verdicts {
+    pending: Option<(VerdictTicket, Update)>,
+    held: VecDeque<Held>,
+}
+
+impl Verdicts {
+    /// Whether a verdict is awaited.
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Whether the verdict awaited is `ticket`'s.
+    pub(crate) fn waits_on(&self, ticket: VerdictTicket) -> bool {
+        self.pending.as_ref().is_some_and(|(t, _)| *t == ticket)
+    }
+}
 
 impl TypeState {
     /// A response of this type arrived on the stream: handled now, or held behind a pending
@@ -23,21 +54,21 @@ impl TypeState {
         self.control_plane = response
             .control_plane()
             .map(|cp| SharedStr::from(cp.identifier.as_str()));
-        if self.pending.is_none() {
+        if !self.verdicts.is_waiting() {
             self.handle_response(response, cx);
             return;
         }
-        if self.held.len() >= cx.config.limits.max_held_responses {
+        if self.verdicts.held.len() >= cx.config.limits.max_held_responses {
             let version = match &response {
                 Response::Sotw(r) => SharedStr::from(r.version_info.as_str()),
                 Response::Delta(r) => SharedStr::from(r.system_version_info.as_str()),
             };
-            self.held.push_back(Held::Overflow {
+            self.verdicts.held.push_back(Held::Overflow {
                 nonce: self.turn.nonce().clone(),
                 version,
             });
         } else {
-            self.held.push_back(Held::Response(response));
+            self.verdicts.held.push_back(Held::Response(response));
         }
     }
 
@@ -62,7 +93,7 @@ impl TypeState {
                 version: update.version.clone(),
                 resources: pending_resources(&update),
             });
-            self.pending = Some((ticket, update));
+            self.verdicts.pending = Some((ticket, update));
             return;
         }
         let rejections: Vec<(SharedStr, String)> = match cx.judges.validators.get(url.as_str()) {
@@ -86,7 +117,7 @@ impl TypeState {
     /// reason)`. Applies the response to what is still wanted, then handles the responses
     /// held behind it, in order, until one waits for a verdict again.
     pub(crate) fn verdict(&mut self, rejections: &[(&str, &str)], cx: &mut Ctx<'_>) {
-        let Some((_, mut update)) = self.pending.take() else {
+        let Some((_, mut update)) = self.verdicts.pending.take() else {
             return;
         };
         // Interest may have changed while the verdict was pending.
@@ -103,8 +134,8 @@ impl TypeState {
             })
             .collect();
         self.apply(update, rejected, cx);
-        while self.pending.is_none() {
-            match self.held.pop_front() {
+        while !self.verdicts.is_waiting() {
+            match self.verdicts.held.pop_front() {
                 None => break,
                 Some(Held::Response(r)) => self.handle_response(r, cx),
                 Some(Held::Overflow { nonce, version }) => {

@@ -1,0 +1,151 @@
+//! Per-node applied state: for every open stream (its node and group) and every type, the
+//! version the client ACKed, the version it NACKed with its error, the response in flight,
+//! and when, in wall-clock time. Read with [`XdsServer::applied`](super::XdsServer::applied),
+//! as JSON ([`XdsServer::applied_json`](super::XdsServer::applied_json), for a debug page),
+//! through the CSDS service ([`crate::csds::CsdsService::for_server`]), and told to
+//! [`Callbacks::applied`](super::Callbacks::applied) as it changes. The state is the core's
+//! ([`xds_sansio::server::ServerStream::applied`]); this only keeps it per stream.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use serde_json::{json, Value};
+use xds_sansio::pb::envoy::config::core::v3::Node;
+use xds_sansio::server::AppliedState;
+use xds_sansio::time::{Instant, StdClock};
+
+/// One open stream's applied state.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct NodeApplied {
+    /// The stream ([`StreamInfo::id`](super::StreamInfo::id)).
+    pub stream: u64,
+    /// Its node, once identified.
+    pub node: Option<Node>,
+    /// Its node group, once authorized.
+    pub group: Option<Arc<str>>,
+    /// Each type it requested, in ADS order.
+    pub types: Vec<TypeApplied>,
+}
+
+/// One type's applied state on a stream, in wall-clock time.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct TypeApplied {
+    /// The type URL.
+    pub type_url: String,
+    /// The version last ACKed, and when.
+    pub acked: Option<(String, SystemTime)>,
+    /// The version NACKed since the last ACK: version, `error_detail` code and message,
+    /// when.
+    pub nacked: Option<(String, i32, String, SystemTime)>,
+    /// The response not answered yet: nonce, version, sent when.
+    pub in_flight: Option<(String, String, SystemTime)>,
+}
+
+impl TypeApplied {
+    fn from_core(state: AppliedState, wall: impl Fn(Instant) -> SystemTime) -> TypeApplied {
+        TypeApplied {
+            type_url: state.type_url,
+            acked: state.acked.map(|(v, at)| (v, wall(at))),
+            nacked: state
+                .nacked
+                .map(|n| (n.version, n.error.code, n.error.message, wall(n.at))),
+            in_flight: state.in_flight.map(|f| (f.nonce, f.version, wall(f.since))),
+        }
+    }
+}
+
+/// The applied state of every open stream.
+pub(crate) struct Registry {
+    streams: Mutex<BTreeMap<u64, NodeApplied>>,
+    /// One reading of both clocks, so a time converts to the same wall time every time.
+    anchor: (std::time::Instant, SystemTime),
+}
+
+impl Default for Registry {
+    fn default() -> Registry {
+        Registry {
+            streams: Mutex::new(BTreeMap::new()),
+            anchor: (std::time::Instant::now(), SystemTime::now()),
+        }
+    }
+}
+
+impl Registry {
+    /// Stream `id` (of `node`, reading `group`) now stands at `states`; returns its entry.
+    pub(crate) fn update(
+        &self,
+        id: u64,
+        node: Option<&Node>,
+        group: Option<&Arc<str>>,
+        states: Vec<AppliedState>,
+        clock: &StdClock,
+    ) -> NodeApplied {
+        let (std_anchor, wall_anchor) = self.anchor;
+        let wall = |at: Instant| {
+            let at = clock.to_std(at);
+            match at.checked_duration_since(std_anchor) {
+                Some(after) => wall_anchor + after,
+                None => wall_anchor - std_anchor.saturating_duration_since(at),
+            }
+        };
+        let entry = NodeApplied {
+            stream: id,
+            node: node.cloned(),
+            group: group.cloned(),
+            types: states
+                .into_iter()
+                .map(|s| TypeApplied::from_core(s, wall))
+                .collect(),
+        };
+        self.lock().insert(id, entry.clone());
+        entry
+    }
+
+    /// Stream `id` ended.
+    pub(crate) fn remove(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    /// Every open stream's entry, by stream id.
+    pub(crate) fn all(&self) -> Vec<NodeApplied> {
+        self.lock().values().cloned().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, NodeApplied>> {
+        self.streams.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn seconds(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The JSON of a debug page: one object per stream.
+pub(crate) fn to_json(all: &[NodeApplied]) -> Value {
+    Value::Array(
+        all.iter()
+            .map(|n| {
+                json!({
+                    "stream": n.stream,
+                    "node": n.node.as_ref().map(|node| node.id.clone()),
+                    "cluster": n.node.as_ref().map(|node| node.cluster.clone()),
+                    "group": n.group.as_deref(),
+                    "types": n.types.iter().map(|t| json!({
+                        "type_url": t.type_url,
+                        "acked": t.acked.as_ref().map(|(v, at)| json!({"version": v, "at": seconds(*at)})),
+                        "nacked": t.nacked.as_ref().map(|(v, code, message, at)| json!({
+                            "version": v, "code": code, "message": message, "at": seconds(*at)
+                        })),
+                        "in_flight": t.in_flight.as_ref().map(|(nonce, v, since)| json!({
+                            "nonce": nonce, "version": v, "since": seconds(*since)
+                        })),
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect(),
+    )
+}
