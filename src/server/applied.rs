@@ -48,22 +48,21 @@ pub struct InFlight {
     pub since: Instant,
 }
 
-/// The applied state of one type, kept as the stream sends and the client answers.
+/// The applied state of one type, kept as the stream sends and the client answers. Cheap
+/// on the send path (one time stamp); the response in flight is read from the type's
+/// nonce bookkeeping, and the ACKed version reuses its buffer.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Applied {
-    acked: Option<(String, Instant)>,
+    acked: Option<Instant>,
+    acked_version: String,
     nacked: Option<Nacked>,
-    in_flight: Option<InFlight>,
+    sent_at: Instant,
 }
 
 impl Applied {
     /// A response left.
-    pub(crate) fn sent(&mut self, nonce: &str, version: &str, now: Instant) {
-        self.in_flight = Some(InFlight {
-            nonce: String::from(nonce),
-            version: String::from(version),
-            since: now,
-        });
+    pub(crate) fn sent(&mut self, now: Instant) {
+        self.sent_at = now;
     }
 
     /// The client answered (an ACK or a NACK of the latest response); other kinds of
@@ -71,9 +70,10 @@ impl Applied {
     pub(crate) fn answered(&mut self, kind: &Kind, now: Instant) {
         match kind {
             Kind::Ack { version, .. } => {
-                self.acked = Some((version.clone(), now));
+                self.acked_version.clear();
+                self.acked_version.push_str(version);
+                self.acked = Some(now);
                 self.nacked = None;
-                self.in_flight = None;
             }
             Kind::Nack { version, error, .. } => {
                 self.nacked = Some(Nacked {
@@ -81,19 +81,23 @@ impl Applied {
                     error: error.clone(),
                     at: now,
                 });
-                self.in_flight = None;
             }
             _ => {}
         }
     }
 
-    /// The state as the application reads it.
-    pub(crate) fn state(&self, type_url: &str) -> AppliedState {
+    /// The state as the application reads it; `in_flight` is the latest response sent
+    /// when it is not answered yet (`(nonce, version)`).
+    pub(crate) fn state(&self, type_url: &str, in_flight: Option<(&str, &str)>) -> AppliedState {
         AppliedState {
             type_url: String::from(type_url),
-            acked: self.acked.clone(),
+            acked: self.acked.map(|at| (self.acked_version.clone(), at)),
             nacked: self.nacked.clone(),
-            in_flight: self.in_flight.clone(),
+            in_flight: in_flight.map(|(nonce, version)| InFlight {
+                nonce: String::from(nonce),
+                version: String::from(version),
+                since: self.sent_at,
+            }),
         }
     }
 }

@@ -57,6 +57,14 @@ impl Flow {
         self.latest.is_none() || (self.answered && !self.nacked)
     }
 
+    /// The nonce and version of the latest response sent, while it is not answered.
+    pub(crate) fn in_flight(&self) -> Option<(&str, &str)> {
+        self.latest
+            .as_ref()
+            .filter(|_| !self.answered)
+            .map(|(nonce, version)| (nonce.as_str(), version.as_str()))
+    }
+
     /// Whether the latest response sent has not been answered yet (no ACK or NACK of its
     /// nonce arrived).
     pub(crate) fn awaiting_answer(&self) -> bool {

@@ -243,7 +243,7 @@ impl TypeState {
 
     /// Records the nonce and version of a response just sent for this type.
     pub(crate) fn sent(&mut self, nonce: String, version: String, now: Instant) {
-        self.applied.sent(&nonce, &version, now);
+        self.applied.sent(now);
         self.flow.sent(nonce, version);
     }
 
@@ -254,7 +254,7 @@ impl TypeState {
 
     /// What the client did with this type's responses.
     pub(crate) fn applied(&self) -> AppliedState {
-        self.applied.state(&self.type_url)
+        self.applied.state(&self.type_url, self.flow.in_flight())
     }
 
     /// The `(type, name)` pairs subscribed, `*` for wildcard.
