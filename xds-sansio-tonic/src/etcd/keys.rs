@@ -62,7 +62,7 @@ impl std::error::Error for KeyError {}
 
 /// A key's parts.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ResourceKey {
+pub struct EtcdKey {
     /// The node group.
     pub group: String,
     /// The full type URL.
@@ -93,7 +93,7 @@ pub fn group_prefix(prefix: &str, group: &str) -> String {
 }
 
 /// The key of a resource.
-pub fn encode(prefix: &str, key: &ResourceKey) -> Result<String, KeyError> {
+pub fn encode(prefix: &str, key: &EtcdKey) -> Result<String, KeyError> {
     check_prefix(prefix)?;
     check_group(&key.group)?;
     let message = key
@@ -108,7 +108,7 @@ pub fn encode(prefix: &str, key: &ResourceKey) -> Result<String, KeyError> {
 }
 
 /// Reads a key under `prefix`.
-pub fn decode(prefix: &str, key: &[u8]) -> Result<ResourceKey, KeyError> {
+pub fn decode(prefix: &str, key: &[u8]) -> Result<EtcdKey, KeyError> {
     let key = std::str::from_utf8(key).map_err(|_| KeyError::NotUtf8)?;
     let rest = key.strip_prefix(prefix).ok_or(KeyError::OutsidePrefix)?;
     let (group, rest) = rest.split_once('/').ok_or(KeyError::Incomplete("type"))?;
@@ -120,7 +120,7 @@ pub fn decode(prefix: &str, key: &[u8]) -> Result<ResourceKey, KeyError> {
     if name.is_empty() {
         return Err(KeyError::Incomplete("name"));
     }
-    Ok(ResourceKey {
+    Ok(EtcdKey {
         group: group.to_string(),
         type_url: format!("{TYPE_URL_HOST}{message}"),
         name: name.to_string(),
@@ -131,8 +131,8 @@ pub fn decode(prefix: &str, key: &[u8]) -> Result<ResourceKey, KeyError> {
 mod tests {
     use super::*;
 
-    fn key(group: &str, type_url: &str, name: &str) -> ResourceKey {
-        ResourceKey {
+    fn key(group: &str, type_url: &str, name: &str) -> EtcdKey {
+        EtcdKey {
             group: group.into(),
             type_url: type_url.into(),
             name: name.into(),

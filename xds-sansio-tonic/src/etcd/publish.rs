@@ -38,7 +38,7 @@ use xds_sansio::pb::discovery::DiscoveryResponse;
 use xds_sansio::server::{BodyChecks, Consistency, ResourceEntry, ResourceStore, StoreError};
 use xds_sansio::types::{CATALOG, RESOURCE_WRAPPER_TYPE_URL};
 
-use super::keys::{self, KeyError, ResourceKey};
+use super::keys::{self, EtcdKey, KeyError};
 use super::wire::{self, Compare, DeleteRangeRequest, Member, PutRequest, RequestOp, TxnRequest};
 
 /// How many times [`publish`] goes through the endpoints when etcd fails (a leader
@@ -202,7 +202,7 @@ impl Publication {
                 for entry in entries {
                     let key = keys::encode(
                         prefix,
-                        &ResourceKey {
+                        &EtcdKey {
                             group: group.clone(),
                             type_url: type_url.clone(),
                             name: entry.name.clone(),

@@ -50,7 +50,7 @@ use tokio::task::JoinHandle;
 use xds_sansio::server::{ResourceEntry, StoreError, StoreOp};
 use xds_sansio::types::CATALOG;
 
-use super::keys::{self, KeyError, ResourceKey};
+use super::keys::{self, EtcdKey, KeyError};
 use super::wire::{self, KeyValue, Member, RangeRequest, WatchCreateRequest};
 use crate::XdsServer;
 use xds_sansio::client::session::{os_seed, Backoff, BackoffConfig};
@@ -420,7 +420,7 @@ impl Feed {
     async fn load(&mut self, member: &mut Member) -> Result<(), Lost> {
         let prefix = self.config.prefix.clone();
         let (revision, kvs) = self.read_all(member, prefix.as_bytes(), 0).await?;
-        let mut groups: BTreeMap<String, Vec<(ResourceKey, Bytes)>> = BTreeMap::new();
+        let mut groups: BTreeMap<String, Vec<(EtcdKey, Bytes)>> = BTreeMap::new();
         for kv in kvs {
             if let Some(key) = self.parse_key(&kv.key) {
                 groups
@@ -456,7 +456,7 @@ impl Feed {
     }
 
     /// Makes `group` hold exactly `entries` (every type of the catalog), as one revision.
-    fn snapshot(&mut self, group: &str, entries: Vec<(ResourceKey, Bytes)>, revision: i64) {
+    fn snapshot(&mut self, group: &str, entries: Vec<(EtcdKey, Bytes)>, revision: i64) {
         let mut types: BTreeMap<String, Vec<ResourceEntry>> = CATALOG
             .iter()
             .map(|t| (t.type_url.to_string(), Vec::new()))
@@ -476,7 +476,7 @@ impl Feed {
         }
     }
 
-    fn parse_key(&mut self, key: &[u8]) -> Option<ResourceKey> {
+    fn parse_key(&mut self, key: &[u8]) -> Option<EtcdKey> {
         match keys::decode(&self.config.prefix, key) {
             Ok(key) => Some(key),
             Err(error) => {
