@@ -36,6 +36,24 @@ async fn fetch(
     .map(|r| r.into_inner())
 }
 
+/// A client of node `id` whose validator rejects CDS bodies that contain "bad".
+fn rejecting_bad(uri: &str, id: &str) -> xds_sansio_tonic::client::XdsClientBuilder {
+    let node = Node {
+        id: id.into(),
+        ..Node::default()
+    };
+    XdsClient::builder(Bootstrap::single(uri, node)).validator(
+        CDS,
+        |_: &str, _: &str, b: &Bytes| {
+            if contains(b, b"bad") {
+                Err("bad content".to_string())
+            } else {
+                Ok(())
+            }
+        },
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_through_the_csds_rpc() {
     let server = Killable::start(|s| {
@@ -43,18 +61,7 @@ async fn status_through_the_csds_rpc() {
         s.set(CDS, "c2", body("c2", "a")).unwrap();
     })
     .await;
-    let node = Node {
-        id: "csds-node".into(),
-        ..Node::default()
-    };
-    let client = XdsClient::builder(Bootstrap::single(server.uri(), node))
-        .validator(CDS, |_: &str, _: &str, b: &Bytes| {
-            if contains(b, b"bad") {
-                Err("bad content".to_string())
-            } else {
-                Ok(())
-            }
-        })
+    let client = rejecting_bad(&server.uri(), "csds-node")
         .client_config(|c| c.does_not_exist_timeout = Some(Duration::from_secs(1)))
         .build()
         .unwrap();
@@ -242,18 +249,7 @@ async fn the_server_reports_what_each_node_applied() {
     })
     .await;
     let xds = server.server.clone().unwrap();
-    let node = Node {
-        id: "applied-node".into(),
-        ..Node::default()
-    };
-    let client = XdsClient::builder(Bootstrap::single(server.uri(), node))
-        .validator(CDS, |_: &str, _: &str, b: &Bytes| {
-            if contains(b, b"bad") {
-                Err("bad content".to_string())
-            } else {
-                Ok(())
-            }
-        })
+    let client = rejecting_bad(&server.uri(), "applied-node")
         .build()
         .unwrap();
     let mut c1 = client.watch(CDS, "c1").unwrap();
