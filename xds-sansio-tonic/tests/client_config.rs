@@ -10,14 +10,15 @@
 //! update (an error, the configuration kept); Envoy's shape. Each test is bounded and
 //! stops by itself.
 
+mod envoy_bodies;
 mod support;
 
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use envoy_bodies::endpoints_body;
 use envoy_types::pb::envoy::config::cluster::v3 as cluster;
 use envoy_types::pb::envoy::config::core::v3 as core;
-use envoy_types::pb::envoy::config::endpoint::v3 as endpoint;
 use envoy_types::pb::envoy::config::listener::v3 as listener;
 use envoy_types::pb::envoy::config::route::v3 as route;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
@@ -142,36 +143,6 @@ fn cluster_body(name: &str) -> Bytes {
                 eds_config: ads(),
                 service_name: String::new(),
             }),
-            ..Default::default()
-        }
-        .encode_to_vec(),
-    )
-}
-
-/// One endpoint, 127.0.0.1:`port`.
-fn endpoints_body(name: &str, port: u32) -> Bytes {
-    let address = core::Address {
-        address: Some(core::address::Address::SocketAddress(core::SocketAddress {
-            address: "127.0.0.1".into(),
-            port_specifier: Some(core::socket_address::PortSpecifier::PortValue(port)),
-            ..Default::default()
-        })),
-    };
-    Bytes::from(
-        endpoint::ClusterLoadAssignment {
-            cluster_name: name.into(),
-            endpoints: vec![endpoint::LocalityLbEndpoints {
-                lb_endpoints: vec![endpoint::LbEndpoint {
-                    host_identifier: Some(endpoint::lb_endpoint::HostIdentifier::Endpoint(
-                        endpoint::Endpoint {
-                            address: Some(address),
-                            ..Default::default()
-                        },
-                    )),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
             ..Default::default()
         }
         .encode_to_vec(),

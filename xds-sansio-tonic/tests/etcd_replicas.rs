@@ -28,6 +28,7 @@
 //! The whole test is bounded (`TEST_BOUND`) and every wait has its own bound.
 #![cfg(feature = "etcd")]
 
+mod envoy_bodies;
 mod etcd_support;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -102,32 +103,7 @@ fn cluster_body(name: &str, gen: u32) -> Bytes {
 
 /// One endpoint, 127.0.0.1:(10000 + `gen`).
 fn endpoints_body(name: &str, gen: u32) -> Bytes {
-    let address = core::Address {
-        address: Some(core::address::Address::SocketAddress(core::SocketAddress {
-            address: "127.0.0.1".into(),
-            port_specifier: Some(core::socket_address::PortSpecifier::PortValue(10_000 + gen)),
-            ..Default::default()
-        })),
-    };
-    Bytes::from(
-        endpoint::ClusterLoadAssignment {
-            cluster_name: name.into(),
-            endpoints: vec![endpoint::LocalityLbEndpoints {
-                lb_endpoints: vec![endpoint::LbEndpoint {
-                    host_identifier: Some(endpoint::lb_endpoint::HostIdentifier::Endpoint(
-                        endpoint::Endpoint {
-                            address: Some(address),
-                            ..Default::default()
-                        },
-                    )),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        }
-        .encode_to_vec(),
-    )
+    envoy_bodies::endpoints_body(name, 10_000 + gen)
 }
 
 /// The generation a body carries.
