@@ -19,7 +19,7 @@
 //!
 //! [`parse`] reads a file into a [`Scenario`] (errors name the line); [`run`] replays it
 //! through the model on a simulated stream and reports every line ([`Report`], with each
-//! side's view of the conversation for the checker).
+//! side's view of the conversation for the checker); [`diagram`] draws a report.
 //!
 //! The language is documented once, for implementers of any language, in the reference
 //! page `docs/scenario-language.md` of the repository: every header, step, message field,
@@ -27,6 +27,7 @@
 //! replays, and how to write a scenario for one's own implementation.
 
 mod ast;
+mod diagram;
 pub mod generate;
 mod parse;
 mod run;
@@ -36,6 +37,7 @@ mod run;
 pub use crate::transcript::notation as render;
 
 pub use ast::*;
+pub use diagram::diagram;
 pub use parse::{parse, parse_duration, resolve_type, ScriptError};
 pub use run::{run, run_against, LineKind, LineReport, Refused, Remote, Report, Transcriber, Wire};
 

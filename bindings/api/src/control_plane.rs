@@ -1,0 +1,224 @@
+//! A scripted control plane in-process: the adapter's management server on a loopback
+//! port, serving the resources it is given, recording every stream with the adapter's
+//! recorder; its findings are the toolkit checker's on that recording. A test starts it,
+//! points the implementation under test at `127.0.0.1:port()`, changes resources as its
+//! story goes, and asserts on `findings()`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::Deserialize;
+use xds_sansio::codec::json::JsonCodec;
+use xds_sansio::server::StoreOp;
+use xds_sansio_conformance::check::{self as checker, CheckSide};
+use xds_sansio_tonic::record::Recorder;
+use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
+
+use crate::check::{codec, findings, sides, Finding};
+use crate::error::{Error, ErrorKind};
+use crate::resources::{entry, Resources};
+
+/// How to start a [`ControlPlane`].
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ControlPlaneOptions {
+    /// Where to listen; `127.0.0.1:0` (a free loopback port) when absent.
+    pub listen: Option<String>,
+    /// The resources to serve first, as text: `{"resources": [Any, ...]}`
+    /// ([`Resources::from_json`]).
+    pub resources: Option<String>,
+    /// The resources to serve first, from a file or a directory ([`Resources::from_path`]).
+    pub resources_path: Option<String>,
+    /// `FileDescriptorSet` files with the resource schemas, for canonical JSON resources
+    /// (and for the recording's JSON).
+    pub descriptors: Vec<String>,
+}
+
+/// The adapter's management server, running on its own tokio runtime until [`stop`].
+///
+/// [`stop`]: ControlPlane::stop
+pub struct ControlPlane {
+    runtime: tokio::runtime::Runtime,
+    server: XdsServer,
+    recorder: Arc<Recorder>,
+    codec: JsonCodec,
+    address: SocketAddr,
+    serving: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ControlPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControlPlane")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long [`ControlPlane::stop`] waits for the server to wind down.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+impl ControlPlane {
+    /// Starts serving (ADS and every per-type service, SotW and delta) with the resources
+    /// of `options`, if any.
+    pub fn start(options: &ControlPlaneOptions) -> Result<ControlPlane, Error> {
+        let codec = codec(&options.descriptors)?;
+        let mut initial = Resources::default();
+        if let Some(text) = &options.resources {
+            initial = Resources::from_json(text, &codec)?;
+        }
+        if let Some(path) = &options.resources_path {
+            let more = Resources::from_path(std::path::Path::new(path), &codec)?;
+            for (type_url, entries) in more.types {
+                initial.types.entry(type_url).or_default().extend(entries);
+            }
+        }
+        let listen = options.listen.as_deref().unwrap_or("127.0.0.1:0");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("xds-sansio-control-plane")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::new(ErrorKind::Io, format!("tokio runtime: {e}")))?;
+        let recorder = Arc::new(Recorder::with_codec(None, codec.clone()));
+        let server = XdsServer::builder().callbacks(recorder.clone()).build();
+        let mut plane = ControlPlane {
+            address: "127.0.0.1:0"
+                .parse()
+                .map_err(|e| Error::new(ErrorKind::Usage, format!("{e}")))?,
+            runtime,
+            server,
+            recorder,
+            codec,
+            serving: None,
+        };
+        plane.replace(initial)?;
+        let listener = plane
+            .runtime
+            .block_on(tokio::net::TcpListener::bind(listen))
+            .map_err(|e| Error::new(ErrorKind::Io, format!("listen on {listen}: {e}")))?;
+        plane.address = listener
+            .local_addr()
+            .map_err(|e| Error::new(ErrorKind::Io, format!("listen on {listen}: {e}")))?;
+        let server = plane.server.clone();
+        plane.serving = Some(plane.runtime.spawn(async move {
+            let _ = server
+                .serve_with_listener(listener, std::future::pending())
+                .await;
+        }));
+        Ok(plane)
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.address.port()
+    }
+
+    /// The address it listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Makes the served configuration exactly `resources` (every type of the catalog not
+    /// in it is emptied), as one publication: only what changed is pushed.
+    pub fn replace(&self, resources: Resources) -> Result<(), Error> {
+        let mut types = resources.types;
+        for resource_type in xds_sansio::types::CATALOG {
+            types.entry(resource_type.type_url.to_string()).or_default();
+        }
+        self.publish_snapshot(types)
+    }
+
+    /// Makes the served configuration exactly the resources in `text`
+    /// ([`Resources::from_json`]).
+    pub fn replace_json(&self, text: &str) -> Result<(), Error> {
+        self.replace(Resources::from_json(text, &self.codec)?)
+    }
+
+    /// Adds or replaces one encoded resource of `type_url`, named as its body says.
+    pub fn set(&self, type_url: &str, body: Bytes) -> Result<(), Error> {
+        let entry = entry(body)?;
+        self.publish(vec![StoreOp::Set {
+            type_url: type_url.to_string(),
+            entry,
+        }])
+    }
+
+    /// Removes a resource (nothing happens when it is not served).
+    pub fn remove(&self, type_url: &str, name: &str) -> Result<(), Error> {
+        self.publish(vec![StoreOp::Remove {
+            type_url: type_url.to_string(),
+            name: name.to_string(),
+        }])
+    }
+
+    /// Ends every open stream (clients reconnect and resume).
+    pub fn end_streams(&self) {
+        self.server.end_streams();
+    }
+
+    /// How many streams are open now.
+    pub fn stream_count(&self) -> usize {
+        self.server.stream_count()
+    }
+
+    /// How many lines the recording holds so far (requests, responses, store changes).
+    pub fn recorded(&self) -> usize {
+        self.recorder.recorded()
+    }
+
+    /// The recording so far, in the record format (JSON lines behind the header line), as
+    /// the server saw it.
+    pub fn records(&self) -> Result<String, Error> {
+        checker::write_jsonl(
+            &self.recorder.entries(),
+            Some(CheckSide::Server),
+            &self.codec,
+        )
+        .map_err(|e| Error::new(ErrorKind::Resources, format!("recording: {e}")))
+    }
+
+    /// The checker's findings on the recording so far: the client's (what the
+    /// implementation under test did) and the server's (ours), or only `side`'s.
+    pub fn findings(&self, side: Option<&str>) -> Result<Vec<Finding>, Error> {
+        let sides = sides(side)?;
+        Ok(findings(&self.recorder.entries(), &sides))
+    }
+
+    /// Stops serving: every stream ends, the port is released. Reads still work after.
+    pub fn stop(&mut self) {
+        self.server.shutdown();
+        if let Some(serving) = self.serving.take() {
+            let _ = self
+                .runtime
+                .block_on(async { tokio::time::timeout(STOP_WAIT, serving).await });
+        }
+    }
+
+    fn publish(&self, ops: Vec<StoreOp>) -> Result<(), Error> {
+        let _guard = self.runtime.enter();
+        self.server
+            .publish(DEFAULT_GROUP, ops)
+            .map(|_| ())
+            .map_err(|e| Error::new(ErrorKind::Resources, e.to_string()))
+    }
+
+    fn publish_snapshot(
+        &self,
+        types: BTreeMap<String, Vec<xds_sansio::server::ResourceEntry>>,
+    ) -> Result<(), Error> {
+        let _guard = self.runtime.enter();
+        self.server
+            .publish_snapshot(DEFAULT_GROUP, types)
+            .map(|_| ())
+            .map_err(|e| Error::new(ErrorKind::Resources, e.to_string()))
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
