@@ -57,4 +57,16 @@ bounded 600 "pip install (maturin, pytest, grpcio, xds-protos)" \
   bounded 300 "pytest" python -m pytest -q tests
 )
 
+step "Go: gofmt, go vet, go test against grpc-go's xDS client and a go-control-plane conversation"
+need go "the Go package (cgo)"
+(
+  cd go
+  export CGO_ENABLED=1 CGO_LDFLAGS="-L$libdir"
+  bounded 300 "go mod download" go mod download
+  unformatted=$(gofmt -l .)
+  [ -z "$unformatted" ] || die "gofmt would change: $unformatted"
+  bounded 300 "go vet" go vet ./...
+  bounded 300 "go test" go test -count=1 ./...
+)
+
 printf '\nbindings: every package built and its tests passed\n'
