@@ -69,4 +69,14 @@ need go "the Go package (cgo)"
   bounded 300 "go test" go test -count=1 ./...
 )
 
+step "JavaScript: the napi-rs addon, node:test against @grpc/grpc-js-xds"
+need node "the node package"
+need npm "the node package"
+(
+  cd js
+  bounded 300 "npm ci" npm ci --no-audit --no-fund
+  bounded 900 "napi build" npm run build:debug
+  bounded 300 "node --test" npm test
+)
+
 printf '\nbindings: every package built and its tests passed\n'

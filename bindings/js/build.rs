@@ -1,0 +1,4 @@
+//! napi-rs's link set-up for a node addon.
+fn main() {
+    napi_build::setup();
+}
