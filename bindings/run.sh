@@ -40,7 +40,7 @@ bounded 60 "cargo fmt" cargo fmt --all -- --check
 bounded 900 "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 
 step "native library (built once, $profile) and the API's tests, incl. the C header's freshness"
-bounded 900 "cargo build" cargo build -p xds-sansio-ffi -p xds-sansio-bindings
+bounded 900 "cargo build" cargo build -p xds-sansio-bindings -p xds-sansio-ffi -p xds-sansio-jni
 bounded 600 "cargo test" cargo test -p xds-sansio-bindings -p xds-sansio-ffi
 libdir=$CARGO_TARGET_DIR/$profile
 
@@ -77,6 +77,17 @@ need npm "the node package"
   bounded 300 "npm ci" npm ci --no-audit --no-fund
   bounded 900 "napi build" npm run build:debug
   bounded 300 "node --test" npm test
+)
+
+step "Java: the jar over JNI, JUnit 5 against grpc-java's xDS client"
+need java "the Java package (JDK 17)"
+need mvn "the Java package (Maven)"
+(
+  cd java
+  # Resolves from Maven Central (every version pinned in pom.xml), builds the jar and runs
+  # the tests with the JNI library of this build.
+  bounded 900 "mvn package" mvn -q -B package "-Dxds.sansio.libdir=$libdir"
+  grep -h "Tests run" target/surefire-reports/*.txt
 )
 
 printf '\nbindings: every package built and its tests passed\n'

@@ -1,0 +1,55 @@
+package io.github.xdssansio;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+/** Errors with their lines, the replay and the stepper, through JNI. */
+class ApiTest {
+  static final String EDS = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
+
+  @Test
+  void aMalformedRecordThrowsNamingItsLine() {
+    String text = "{\"record\":\"xds-sansio\",\"version\":1}\n{\"dir\":\"C->S\",\"message\":{}}\n{oops\n";
+    XdsSansioException e = assertThrows(XdsSansioException.class, () -> XdsSansio.check(text));
+    assertEquals("record", e.kind());
+    assertEquals(3, e.line());
+  }
+
+  @Test
+  void replayDrawsTheScenarioAndNamesABadLine() {
+    String scenario = "title: Simple ACK\nmodel: both\nvariant: sotw\n\nclient subscribe EDS foo\n"
+        + "server set EDS foo:a\nC->S (V=,R={foo},N=,T=EDS)\nS->C (V=X,R={foo:a},N=A,T=EDS)\n"
+        + "C->S (V=X,R={foo},N=A,T=EDS) [ack]\n";
+    Report report = XdsSansio.replay(scenario, "ack.xds");
+    assertTrue(report.passed(), report.diagram());
+    assertTrue(report.diagram().contains("=> PASS"));
+    assertFalse(XdsSansio.replay(scenario.replace("N=A,T=EDS) [ack]", "N=B,T=EDS) [ack]"), "x").passed());
+    XdsSansioException e = assertThrows(XdsSansioException.class,
+        () -> XdsSansio.replay("model: both\n\nclient frobnicate EDS foo\n", "bad"));
+    assertEquals("scenario", e.kind());
+    assertEquals(3, e.line());
+  }
+
+  @Test
+  void theStepperAnswersAsTheModelDoes() {
+    try (Stepper client = new Stepper("client", "sotw", "n");
+        Stepper server = new Stepper("server", "sotw", null)) {
+      server.set(EDS, "\n\u0003foo".getBytes(StandardCharsets.ISO_8859_1));
+      client.subscribe(EDS, "foo");
+      Stepper.Message first = client.connected().messages().get(0);
+      Stepper.Message answer = server.handle(first.bytes()).messages().get(0);
+      Stepper.Step step = client.handle(answer.bytes());
+      assertTrue(step.has("Upserted"), step.events().toString());
+      assertTrue(server.handle(step.messages().get(0).bytes()).has("Acked"));
+      XdsSansioException e = assertThrows(XdsSansioException.class,
+          () -> server.handle(new byte[] {(byte) 0xff, (byte) 0xff}));
+      assertEquals("message", e.kind());
+    }
+    assertThrows(XdsSansioException.class, () -> new Stepper("nobody", "sotw", null));
+  }
+}
