@@ -22,6 +22,11 @@
 //! | | `remove` | `type_url`, `name` | a step |
 //! | | `handle` | `bytes` (base64) | a step |
 //! | | `advance` | `millis` | a step |
+//!
+//! Every function here catches a panic of the native side and answers it as an error of
+//! kind `internal`: a binding built on this layer never crashes its host.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use base64::Engine;
 use serde::Serialize;
@@ -39,6 +44,16 @@ pub fn answer<T: Serialize>(result: Result<T, Error>) -> String {
         Err(error) => json!({ "error": error }),
     };
     value.to_string()
+}
+
+/// Runs `body`, a panic becoming an `internal` error.
+fn guarded<T>(body: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
+        Err(Error::new(
+            ErrorKind::Internal,
+            "the native library panicked (a bug of xds-sansio: please report it)",
+        ))
+    })
 }
 
 /// The error answer for a failure outside the API (a caught panic, bad UTF-8).
@@ -89,22 +104,25 @@ fn bytes(args: &Map<String, Value>, key: &str) -> Result<Vec<u8>, Error> {
 
 /// [`crate::check()`]: `options` is [`CheckOptions`] as JSON (empty: the defaults).
 pub fn check(records: &str, options_json: &str) -> String {
-    answer(options::<CheckOptions>(options_json).and_then(|o| crate::check(records, &o)))
+    answer(guarded(|| {
+        options::<CheckOptions>(options_json).and_then(|o| crate::check(records, &o))
+    }))
 }
 
 /// [`crate::replay()`].
 pub fn replay(scenario: &str, name: &str) -> String {
-    answer(crate::replay(scenario, name))
+    answer(guarded(|| crate::replay(scenario, name)))
 }
 
 /// [`ControlPlane::start`] with [`ControlPlaneOptions`] as JSON.
 pub fn control_plane(options_json: &str) -> Result<ControlPlane, Error> {
-    ControlPlane::start(&options::<ControlPlaneOptions>(options_json)?)
+    guarded(|| ControlPlane::start(&options::<ControlPlaneOptions>(options_json)?))
 }
 
 /// A control plane's method by name (the table above).
 pub fn control_plane_call(plane: &mut ControlPlane, method: &str, args_json: &str) -> String {
-    let result = args(args_json).and_then(|a| -> Result<Value, Error> {
+    let result = guarded(|| -> Result<Value, Error> {
+        let a = args(args_json)?;
         Ok(match method {
             "port" => json!(plane.port()),
             "set" => {
@@ -143,40 +161,43 @@ pub fn control_plane_call(plane: &mut ControlPlane, method: &str, args_json: &st
 
 /// [`Stepper::new`] with [`StepperOptions`] as JSON.
 pub fn stepper(options_json: &str) -> Result<Stepper, Error> {
-    Stepper::new(&options::<StepperOptions>(options_json)?)
+    guarded(|| Stepper::new(&options::<StepperOptions>(options_json)?))
 }
 
 /// A stepper's method by name (the table above).
 pub fn stepper_call(stepper: &mut Stepper, method: &str, args_json: &str) -> String {
-    let result = args(args_json).and_then(|a| match method {
-        "connected" => stepper.connected(),
-        "disconnected" => stepper.disconnected(),
-        "subscribe" => {
-            let names: Vec<&str> = match a.get("names") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-                Some(_) => {
-                    return Err(Error::new(
+    let result = guarded(|| {
+        let a = args(args_json)?;
+        match method {
+            "connected" => stepper.connected(),
+            "disconnected" => stepper.disconnected(),
+            "subscribe" => {
+                let names: Vec<&str> = match a.get("names") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+                    Some(_) => {
+                        return Err(Error::new(
+                            ErrorKind::Usage,
+                            "argument \"names\" must be a list of strings",
+                        ))
+                    }
+                };
+                stepper.subscribe(text(&a, "type_url")?, &names)
+            }
+            "set" => stepper.set(text(&a, "type_url")?, bytes(&a, "body")?),
+            "remove" => stepper.remove(text(&a, "type_url")?, text(&a, "name")?),
+            "handle" => stepper.handle(&bytes(&a, "bytes")?),
+            "advance" => {
+                let millis = a.get("millis").and_then(Value::as_u64).ok_or_else(|| {
+                    Error::new(
                         ErrorKind::Usage,
-                        "argument \"names\" must be a list of strings",
-                    ))
-                }
-            };
-            stepper.subscribe(text(&a, "type_url")?, &names)
+                        "argument \"millis\" (a whole number) is required",
+                    )
+                })?;
+                Ok(stepper.advance(millis))
+            }
+            other => Err(unknown("stepper", other)),
         }
-        "set" => stepper.set(text(&a, "type_url")?, bytes(&a, "body")?),
-        "remove" => stepper.remove(text(&a, "type_url")?, text(&a, "name")?),
-        "handle" => stepper.handle(&bytes(&a, "bytes")?),
-        "advance" => {
-            let millis = a.get("millis").and_then(Value::as_u64).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Usage,
-                    "argument \"millis\" (a whole number) is required",
-                )
-            })?;
-            Ok(stepper.advance(millis))
-        }
-        other => Err(unknown("stepper", other)),
     });
     answer(result)
 }

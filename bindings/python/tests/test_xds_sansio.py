@@ -136,13 +136,8 @@ def test_grpcio_xds_client_through_the_control_plane_breaks_no_rule():
     backend_1, port_1 = start_backend("backend-1")
     backend_2, port_2 = start_backend("backend-2")
     with ControlPlane() as plane, tempfile.TemporaryDirectory() as workdir:
-        for type_url, message in [
-            (LDS, listener()),
-            (RDS, route()),
-            (CDS, cluster()),
-            (EDS, endpoints(port_1)),
-        ]:
-            plane.set(type_url, message.SerializeToString())
+        for message in [listener(), route(), cluster(), endpoints(port_1)]:
+            plane.set_resource(message)
         bootstrap = os.path.join(workdir, "bootstrap.json")
         with open(bootstrap, "w") as f:
             json.dump(
@@ -240,7 +235,7 @@ def test_the_stepper_speaks_the_generated_messages():
     (first,) = client.connected().messages
     request = discovery_pb2.DiscoveryRequest.FromString(first.data)
     assert (request.node.id, list(request.resource_names)) == ("n", ["cluster-1"])
-    (answer,) = server.handle(first.data).messages
+    (answer,) = server.handle(request).messages  # a generated message, or its bytes
     response = discovery_pb2.DiscoveryResponse.FromString(answer.data)
     assert [r.type_url for r in response.resources] == [EDS]
     step = client.handle(answer.data)

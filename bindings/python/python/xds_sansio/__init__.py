@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Union
 
 from . import _native
 
@@ -32,6 +32,7 @@ __all__ = [
     "replay",
     "ControlPlane",
     "Stepper",
+    "type_url",
 ]
 
 
@@ -139,8 +140,31 @@ def replay(scenario: str, name: str = "scenario") -> Report:
     return Report(**value)
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
+class ProtoMessage(Protocol):
+    """A generated protobuf message (``google.protobuf.message.Message``)."""
+
+    DESCRIPTOR: Any
+
+    def SerializeToString(self) -> bytes: ...
+
+
+Encoded = Union[bytes, ProtoMessage]
+"""An encoded message, or a generated one (encoded with ``SerializeToString``)."""
+
+
+def _bytes(data: Encoded) -> bytes:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    return data.SerializeToString()
+
+
+def type_url(message: ProtoMessage) -> str:
+    """A generated message's type URL (``type.googleapis.com/`` and its full name)."""
+    return "type.googleapis.com/" + message.DESCRIPTOR.full_name
+
+
+def _b64(data: Encoded) -> str:
+    return base64.b64encode(_bytes(data)).decode()
 
 
 class ControlPlane:
@@ -176,9 +200,13 @@ class ControlPlane:
         """``127.0.0.1:PORT``, for a bootstrap's ``server_uri``."""
         return f"127.0.0.1:{self.port}"
 
-    def set(self, type_url: str, body: bytes) -> None:
-        """Adds or replaces an encoded resource (named as its body says)."""
+    def set(self, type_url: str, body: Encoded) -> None:
+        """Adds or replaces a resource of ``type_url`` (named as its body says)."""
         self._call("set", type_url=type_url, body=_b64(body))
+
+    def set_resource(self, message: ProtoMessage) -> None:
+        """Adds or replaces a generated resource (a Cluster, a Listener, ...)."""
+        self.set(type_url(message), message)
 
     def remove(self, type_url: str, name: str) -> None:
         """Removes a resource."""
@@ -261,16 +289,17 @@ class Stepper:
         """Client: subscribe to names (none: the wildcard)."""
         return self._call("subscribe", type_url=type_url, names=list(names))
 
-    def set(self, type_url: str, body: bytes) -> Step:
-        """Server: add or replace an encoded resource in the store."""
+    def set(self, type_url: str, body: Encoded) -> Step:
+        """Server: add or replace a resource in the store."""
         return self._call("set", type_url=type_url, body=_b64(body))
 
     def remove(self, type_url: str, name: str) -> Step:
         """Server: remove a resource from the store."""
         return self._call("remove", type_url=type_url, name=name)
 
-    def handle(self, data: bytes) -> Step:
-        """The peer's encoded message (a response to a client, a request to a server)."""
+    def handle(self, data: Encoded) -> Step:
+        """The peer's message, encoded or generated (a ``DiscoveryResponse`` to a client, a
+        ``DiscoveryRequest`` to a server, or their delta forms)."""
         return self._call("handle", bytes=_b64(data))
 
     def advance(self, millis: int) -> Step:
