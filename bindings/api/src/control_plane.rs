@@ -57,8 +57,9 @@ impl std::fmt::Debug for ControlPlane {
     }
 }
 
-/// How long [`ControlPlane::stop`] waits for the server to wind down.
-const STOP_WAIT: Duration = Duration::from_secs(5);
+/// How long [`ControlPlane::stop`] waits for connections to close before dropping them (a
+/// client whose host is blocked in `stop`, as node's event loop is, never answers).
+const STOP_WAIT: Duration = Duration::from_secs(1);
 
 impl ControlPlane {
     /// Starts serving (ADS and every per-type service, SotW and delta) with the resources
@@ -190,10 +191,13 @@ impl ControlPlane {
     /// Stops serving: every stream ends, the port is released. Reads still work after.
     pub fn stop(&mut self) {
         self.server.shutdown();
-        if let Some(serving) = self.serving.take() {
-            let _ = self
+        if let Some(mut serving) = self.serving.take() {
+            let closed = self
                 .runtime
-                .block_on(async { tokio::time::timeout(STOP_WAIT, serving).await });
+                .block_on(async { tokio::time::timeout(STOP_WAIT, &mut serving).await.is_ok() });
+            if !closed {
+                serving.abort();
+            }
         }
     }
 

@@ -115,3 +115,39 @@ fn the_control_plane_listens_serves_and_stops() {
     .unwrap_err();
     assert_eq!(error.kind, ErrorKind::Resources);
 }
+
+#[test]
+fn the_control_plane_reads_a_directory_of_resources() {
+    let dir = std::env::temp_dir().join(format!("xds-sansio-bindings-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Two files in two of the core's formats, each a DiscoveryResponse of resources.
+    std::fs::write(
+        dir.join("a.json"),
+        format!(r#"{{"resources":[{{"@type":"{EDS}","value":"CgNmb28="}}]}}"#),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.yaml"),
+        format!("resources:\n- '@type': {EDS}\n  value: CgNiYXI=\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a resource file").unwrap();
+    let plane = ControlPlane::start(&ControlPlaneOptions {
+        resources_path: Some(dir.to_string_lossy().into_owned()),
+        ..ControlPlaneOptions::default()
+    })
+    .unwrap();
+    let records = plane.records().unwrap();
+    for name in ["\"foo\"", "\"bar\""] {
+        assert!(records.contains(name), "{name} not served: {records}");
+    }
+    std::fs::write(dir.join("c.json"), "{\"resources\": 7}").unwrap();
+    let error = ControlPlane::start(&ControlPlaneOptions {
+        resources_path: Some(dir.to_string_lossy().into_owned()),
+        ..ControlPlaneOptions::default()
+    })
+    .unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Resources);
+    assert!(error.message.contains("c.json"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

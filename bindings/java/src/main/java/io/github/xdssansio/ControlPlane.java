@@ -33,6 +33,17 @@ public final class ControlPlane implements AutoCloseable {
     return new ControlPlane(Answers.unwrap(Native.startControlPlane(options.toString())).getAsLong());
   }
 
+  /**
+   * Starts serving the resources of a file or a directory of files (each a
+   * DiscoveryResponse in .json, .yaml or .pb), canonical JSON read with {@code descriptors}.
+   */
+  public static ControlPlane startFromPath(String path, String... descriptors) {
+    JsonObject options = new JsonObject();
+    options.addProperty("resources_path", path);
+    options.add("descriptors", Answers.GSON.toJsonTree(descriptors));
+    return new ControlPlane(Answers.unwrap(Native.startControlPlane(options.toString())).getAsLong());
+  }
+
   private synchronized com.google.gson.JsonElement call(String method, JsonObject args) {
     if (handle == 0) {
       throw new XdsSansioException("usage", 0, "the control plane is closed");

@@ -36,6 +36,20 @@ class ApiTest {
   }
 
   @Test
+  void aControlPlaneReadsADirectoryAndNamesABadFile(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws java.io.IOException {
+    java.nio.file.Files.writeString(dir.resolve("a.json"),
+        "{\"resources\":[{\"@type\":\"" + EDS + "\",\"value\":\"CgNmb28=\"}]}");
+    try (ControlPlane plane = ControlPlane.startFromPath(dir.toString())) {
+      assertTrue(plane.records().contains("\"foo\""), plane.records());
+    }
+    java.nio.file.Files.writeString(dir.resolve("b.json"), "{\"resources\": 7}");
+    XdsSansioException e = assertThrows(XdsSansioException.class, () -> ControlPlane.startFromPath(dir.toString()));
+    assertEquals("resources", e.kind());
+    assertTrue(e.getMessage().contains("b.json"), e.getMessage());
+  }
+
+  @Test
   void theStepperAnswersAsTheModelDoes() {
     try (Stepper client = new Stepper("client", "sotw", "n");
         Stepper server = new Stepper("server", "sotw", null)) {
