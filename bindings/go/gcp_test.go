@@ -94,4 +94,76 @@ func TestGoControlPlaneConversationIsChecked(t *testing.T) {
 	for _, f := range findings {
 		t.Errorf("%s line %d: %s: %s (%s)", f.Side, f.Line, f.Rule, f.Detail, f.Passage)
 	}
+	compareWithTheModelClient(t, node, records)
+}
+
+// compareWithTheModelClient steps the model's client through the same conversation: it
+// subscribes to what grpc-go subscribed to, when grpc-go did, and is handed every response
+// go-control-plane sent. Each response must be answered alike by both clients: an ACK of
+// the same version, or a NACK by both.
+func compareWithTheModelClient(t *testing.T, node, records string) {
+	model, err := xdssansio.NewStepper(xdssansio.StepperOptions{NodeID: node})
+	must(t, err)
+	defer model.Close()
+	_, err = model.Connected()
+	must(t, err)
+	subscribed := map[string]map[string]bool{}
+	real := map[string]*discoveryv3.DiscoveryRequest{}   // response nonce -> grpc-go's answer
+	theirs := map[string]*discoveryv3.DiscoveryRequest{} // response nonce -> the model's answer
+	for _, text := range strings.Split(records, "\n") {
+		var entry struct {
+			Dir    string `json:"dir"`
+			Binary []byte `json:"binary"`
+		}
+		must(t, json.Unmarshal([]byte(text), &entry))
+		if entry.Dir == "C->S" {
+			var request discoveryv3.DiscoveryRequest
+			must(t, proto.Unmarshal(entry.Binary, &request))
+			if subscribed[request.TypeUrl] == nil {
+				subscribed[request.TypeUrl] = map[string]bool{}
+			}
+			var added []string
+			for _, name := range request.ResourceNames {
+				if !subscribed[request.TypeUrl][name] {
+					subscribed[request.TypeUrl][name] = true
+					added = append(added, name)
+				}
+			}
+			if len(added) > 0 {
+				_, err := model.Subscribe(request.TypeUrl, added...)
+				must(t, err)
+			}
+			if _, seen := real[request.ResponseNonce]; request.ResponseNonce != "" && !seen {
+				real[request.ResponseNonce] = &request
+			}
+			continue
+		}
+		var response discoveryv3.DiscoveryResponse
+		must(t, proto.Unmarshal(entry.Binary, &response))
+		step, err := model.HandleMessage(&response)
+		must(t, err)
+		for _, m := range step.Messages {
+			var request discoveryv3.DiscoveryRequest
+			must(t, proto.Unmarshal(m.Bytes, &request))
+			if request.ResponseNonce == response.Nonce {
+				theirs[response.Nonce] = &request
+			}
+		}
+	}
+	if len(real) < 4 {
+		t.Fatalf("grpc-go answered only %d responses", len(real))
+	}
+	for nonce, answer := range real {
+		model, ok := theirs[nonce]
+		switch {
+		case !ok:
+			t.Errorf("response %s: grpc-go answered (version %q), the model did not", nonce, answer.VersionInfo)
+		case model.VersionInfo != answer.VersionInfo || (model.ErrorDetail == nil) != (answer.ErrorDetail == nil):
+			t.Errorf("response %s: grpc-go answered version %q (error %v), the model %q (error %v)",
+				nonce, answer.VersionInfo, answer.ErrorDetail, model.VersionInfo, model.ErrorDetail)
+		}
+	}
+	if !t.Failed() {
+		t.Logf("grpc-go and the model answered %d responses of go-control-plane alike", len(real))
+	}
 }
