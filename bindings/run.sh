@@ -48,12 +48,13 @@ step "Python: the wheel (maturin, PyO3), pytest against grpcio's xDS client"
 need python3 "the Python package"
 venv=$bindings/python/.venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || die "cannot create $venv"
-bounded 600 "pip install (maturin, pytest, grpcio, xds-protos)" \
-  "$venv/bin/pip" install -q "maturin==1.9.6" "pytest==8.4.2" "grpcio==1.85.1" "xds-protos==1.85.0"
+bounded 600 "pip install (maturin, pytest, mypy, grpcio, xds-protos)" \
+  "$venv/bin/pip" install -q "maturin==1.9.6" "pytest==8.4.2" "mypy==1.18.2" "grpcio==1.85.1" "xds-protos==1.85.0"
 (
   export PATH=$venv/bin:$PATH MATURIN_PEP517_ARGS="--profile dev"
   bounded 900 "pip install ./python" pip install -q --no-build-isolation --force-reinstall --no-deps ./python
   cd python
+  bounded 300 "mypy --strict (the package's types)" python -m mypy --strict python/xds_sansio
   bounded 300 "pytest" python -m pytest -q tests
 )
 

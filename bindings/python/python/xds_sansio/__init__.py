@@ -160,7 +160,7 @@ def _bytes(data: Encoded) -> bytes:
 
 def type_url(message: ProtoMessage) -> str:
     """A generated message's type URL (``type.googleapis.com/`` and its full name)."""
-    return "type.googleapis.com/" + message.DESCRIPTOR.full_name
+    return "type.googleapis.com/" + str(message.DESCRIPTOR.full_name)
 
 
 def _b64(data: Encoded) -> str:
@@ -222,15 +222,15 @@ class ControlPlane:
 
     def stream_count(self) -> int:
         """How many streams are open."""
-        return self._call("stream_count")
+        return int(self._call("stream_count"))
 
     def recorded(self) -> int:
         """How many lines the recording holds."""
-        return self._call("recorded")
+        return int(self._call("recorded"))
 
     def records(self) -> str:
         """The recording so far (JSON lines, the record format)."""
-        return self._call("records")
+        return str(self._call("records"))
 
     def findings(self, side: Optional[str] = None) -> List[Finding]:
         """The checker's findings on the recording so far: the client's and the
