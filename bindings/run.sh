@@ -39,9 +39,10 @@ step "cargo fmt --check, clippy (warnings denied)"
 bounded 60 "cargo fmt" cargo fmt --all -- --check
 bounded 900 "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 
-step "native library (built once, $profile) and the API's tests, incl. the C header's freshness"
+step "native library (built once, $profile), the API's and the C ABI's tests (incl. the header's freshness), docs"
 bounded 900 "cargo build" cargo build -p xds-sansio-bindings -p xds-sansio-ffi -p xds-sansio-jni
 bounded 600 "cargo test" cargo test -p xds-sansio-bindings -p xds-sansio-ffi
+RUSTDOCFLAGS="-D warnings" bounded 300 "cargo doc" cargo doc --no-deps -q -p xds-sansio-bindings -p xds-sansio-ffi
 libdir=$CARGO_TARGET_DIR/$profile
 
 step "Python: the wheel (maturin, PyO3), pytest against grpcio's xDS client"

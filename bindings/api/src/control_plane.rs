@@ -83,26 +83,23 @@ impl ControlPlane {
             .enable_all()
             .build()
             .map_err(|e| Error::new(ErrorKind::Io, format!("tokio runtime: {e}")))?;
+        let io = |e: std::io::Error| Error::new(ErrorKind::Io, format!("listen on {listen}: {e}"));
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(listen))
+            .map_err(io)?;
+        let address = listener.local_addr().map_err(io)?;
         let recorder = Arc::new(Recorder::with_codec(None, codec.clone()));
         let server = XdsServer::builder().callbacks(recorder.clone()).build();
         let mut plane = ControlPlane {
-            address: "127.0.0.1:0"
-                .parse()
-                .map_err(|e| Error::new(ErrorKind::Usage, format!("{e}")))?,
             runtime,
             server,
             recorder,
             codec,
+            address,
             serving: None,
         };
+        // Published before serving: the first client sees the whole configuration.
         plane.replace(initial)?;
-        let listener = plane
-            .runtime
-            .block_on(tokio::net::TcpListener::bind(listen))
-            .map_err(|e| Error::new(ErrorKind::Io, format!("listen on {listen}: {e}")))?;
-        plane.address = listener
-            .local_addr()
-            .map_err(|e| Error::new(ErrorKind::Io, format!("listen on {listen}: {e}")))?;
         let server = plane.server.clone();
         plane.serving = Some(plane.runtime.spawn(async move {
             let _ = server
