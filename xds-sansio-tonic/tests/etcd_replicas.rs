@@ -525,15 +525,13 @@ fn new_client(kind: Kind, i: usize) -> (Client, View) {
 /// driver), written out here so the test can see every response and count resends.
 async fn run_client(
     i: usize,
-    kind: Kind,
+    mut client: Client,
     addrs: Arc<Vec<SocketAddr>>,
     shared: Option<Arc<Vec<tonic::transport::Channel>>>,
     view: Arc<Mutex<View>>,
     mut commands: mpsc::UnboundedReceiver<StreamCommand>,
 ) {
     let clock = StdClock::new();
-    let (mut client, fresh) = new_client(kind, i);
-    *view.lock().unwrap() = fresh;
     let observer = Observer { view: view.clone() };
     let mut replica = i % addrs.len();
     let mut stream = 0;
@@ -603,9 +601,12 @@ impl Clients {
         };
         for i in 0..n {
             let kind = KINDS[i % KINDS.len()];
-            let view = Arc::new(Mutex::new(View::default()));
+            // The view knows what the client must hold before its task runs, so a wait
+            // never passes for a client that has not started yet.
+            let (client, view) = new_client(kind, i);
+            let view = Arc::new(Mutex::new(view));
             let (tx, rx) = mpsc::unbounded_channel();
-            let client = run_client(i, kind, addrs.clone(), shared.clone(), view.clone(), rx);
+            let client = run_client(i, client, addrs.clone(), shared.clone(), view.clone(), rx);
             let task = tokio::spawn(client);
             clients.views.push((kind, view));
             clients.stops.push(tx);
@@ -623,7 +624,10 @@ impl Clients {
                 let v = view.lock().unwrap();
                 if filter(&v) {
                     if let Err(why) = v.holds(gen) {
-                        missing = Some(format!("client {i} (replica {}): {why}", v.replica));
+                        missing = Some(format!(
+                            "client {i} (replica {}, {} streams, answered {:?}): {why}",
+                            v.replica, v.streams, v.answered
+                        ));
                         break;
                     }
                 }
