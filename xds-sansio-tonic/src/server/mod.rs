@@ -451,12 +451,14 @@ impl XdsServer {
 
     /// Makes each listed type of `group` hold exactly its entries, as one revision
     /// ([`ResourceStore::replace_types`]; types not listed are left as they are): a
-    /// snapshot.
+    /// snapshot, for example a [`ResourceSet`](xds_sansio::server::ResourceSet) of typed
+    /// messages.
     pub fn publish_snapshot(
         &self,
         group: &str,
-        types: BTreeMap<String, Vec<ResourceEntry>>,
+        types: impl Into<BTreeMap<String, Vec<ResourceEntry>>>,
     ) -> Result<Revision, StoreError> {
+        let types = types.into();
         self.update(group, |store| store.replace_types(types))
     }
 
