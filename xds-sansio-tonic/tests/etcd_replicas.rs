@@ -617,6 +617,25 @@ impl Clients {
 
     /// Waits until every client accepted by `filter` holds `gen` everywhere.
     async fn wait_gen(&self, gen: u32, filter: impl Fn(&View) -> bool) {
+        if let Err(why) = self.try_wait_gen(gen, filter).await {
+            panic!("{why}");
+        }
+    }
+
+    /// Waits until every client holds `gen` everywhere; a failure also says how each
+    /// replica's etcd feed stands.
+    async fn wait_all_fed(&self, gen: u32, replicas: &[Replica]) {
+        if let Err(why) = self.try_wait_gen(gen, |_| true).await {
+            let feeds: Vec<String> = replicas
+                .iter()
+                .enumerate()
+                .map(|(r, replica)| format!("replica {r}: {:?}", replica.source().status()))
+                .collect();
+            panic!("{why}\n{}", feeds.join("\n"));
+        }
+    }
+
+    async fn try_wait_gen(&self, gen: u32, filter: impl Fn(&View) -> bool) -> Result<(), String> {
         let deadline = StdInstant::now() + WAIT;
         loop {
             let mut missing = None;
@@ -632,11 +651,12 @@ impl Clients {
                     }
                 }
             }
-            let Some(why) = missing else { return };
-            assert!(
-                StdInstant::now() < deadline,
-                "generation {gen} did not reach every client within {WAIT:?}: {why}"
-            );
+            let Some(why) = missing else { return Ok(()) };
+            if StdInstant::now() >= deadline {
+                return Err(format!(
+                    "generation {gen} did not reach every client within {WAIT:?}: {why}"
+                ));
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -783,11 +803,11 @@ async fn scenario() {
     ];
     let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.addr).collect();
     let clients = Clients::start(100, addrs);
-    clients.wait_all(1).await;
+    clients.wait_all_fed(1, &replicas).await;
 
     // A publication reaches every client through every replica.
     publish(&endpoints, 2).await;
-    clients.wait_all(2).await;
+    clients.wait_all_fed(2, &replicas).await;
     for r in 0..REPLICAS {
         assert!(clients.on_replica(r) >= 30, "replica {r} serves its share");
     }
