@@ -410,3 +410,59 @@ async fn a_fleet_restarted_together_spreads_its_reconnects() {
         "a fixed seed should reconnect closer together: {lock_sd} vs {sd}"
     );
 }
+
+/// A server whose authorization refuses the client (PERMISSION_DENIED) is told to the
+/// watch as `Refused` with the status, not as unreachable; once it lets the client in,
+/// the resource arrives and the watch is told the server is reachable again (issue 29,
+/// item 4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_typed_and_its_end_is_told() {
+    use std::sync::atomic::AtomicBool;
+    let allow = Arc::new(AtomicBool::new(false));
+    let gate = allow.clone();
+    let server = xds_sansio_tonic::XdsServer::builder()
+        .body_checks(xds_sansio::server::BodyChecks::Off)
+        .authorize(move |_: &xds_sansio_tonic::Peer, _: &Node, group: &str| {
+            match gate.load(Ordering::SeqCst) {
+                true => Ok(()),
+                false => Err(format!("no token for group {group}")),
+            }
+        })
+        .build();
+    server
+        .update(xds_sansio_tonic::DEFAULT_GROUP, |s| {
+            s.set(CDS, "c1", body("c1", "v1"))
+        })
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let uri = listener.local_addr().unwrap().to_string();
+    let serving = tokio::spawn(
+        server
+            .clone()
+            .serve_with_listener(listener, std::future::pending()),
+    );
+    let client = client(&[uri]);
+    let mut watch = client.watch(CDS, "c1").unwrap();
+    let (refused, before) = until(&mut watch, "a refusal", |e| {
+        matches!(e, WatchEvent::Error { .. })
+    })
+    .await;
+    match refused {
+        WatchEvent::Error {
+            name: None,
+            error: WatchError::Refused { code, message, .. },
+        } => {
+            assert_eq!(code, 7, "PERMISSION_DENIED");
+            assert!(message.contains("no token for group"), "{message}");
+        }
+        other => panic!("not a refusal: {other:?} (before: {before:?})"),
+    }
+    allow.store(true, Ordering::SeqCst);
+    until(&mut watch, "c1 once allowed", changed_to("c1", "v1")).await;
+    until(&mut watch, "reachable again", |e| {
+        matches!(e, WatchEvent::Reachable { .. })
+    })
+    .await;
+    server.shutdown();
+    let _ = serving.await;
+}

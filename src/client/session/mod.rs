@@ -76,6 +76,7 @@ pub mod backoff;
 pub mod bootstrap;
 mod channels;
 mod deps;
+pub mod ending;
 mod fallback;
 pub mod queue;
 mod view;
@@ -102,6 +103,7 @@ pub use bootstrap::{
     ServerEntry, WatchRefused, FAIL_ON_DATA_ERRORS, IGNORE_RESOURCE_DELETION,
     RESOURCE_TIMER_IS_TRANSIENT_ERROR,
 };
+pub use ending::StreamEnd;
 pub use queue::{Coalesce, WatchQueue};
 pub use watch::{ConfigEvent, DumpEntry, ServerUse, WatchError, WatchEvent};
 
@@ -184,7 +186,7 @@ pub enum SessionEvent {
         /// The slot.
         key: StreamKey,
         /// Why, as reported.
-        error: String,
+        end: StreamEnd,
         /// The backoff delay.
         retry_in: Duration,
     },
@@ -193,7 +195,7 @@ pub enum SessionEvent {
         /// The slot.
         key: StreamKey,
         /// Why, as reported.
-        error: String,
+        end: StreamEnd,
     },
     /// An authority fell back to its next server (gRPC A71).
     FellBack {

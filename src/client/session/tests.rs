@@ -77,7 +77,7 @@ fn falls_back_when_missing_then_reverts_on_the_primary_s_first_response() {
     s.watch(t(0), 1, CLUSTER.type_url, Some("c1")).unwrap();
     assert_eq!(drain(&mut s).0, vec![(0, 1)]);
     // The primary cannot be reached: c1 is missing, so b is started (A71).
-    s.handle_ended(t(1), key(0), 1, "refused");
+    s.handle_ended(t(1), key(0), 1, &StreamEnd::transport("refused"));
     assert_eq!(drain(&mut s).0, vec![(1, 2)]);
     let ev = events(&mut s);
     assert!(ev.iter().any(|e| matches!(
@@ -139,10 +139,10 @@ fn no_fallback_when_nothing_is_missing_the_outage_is_told_once() {
     drain(&mut s);
     events(&mut s);
     // Ends after a response: reconnects at once, no failure.
-    s.handle_ended(t(1), key(0), 1, "gone");
+    s.handle_ended(t(1), key(0), 1, &StreamEnd::transport("gone"));
     assert_eq!(drain(&mut s).0, vec![(0, 2)]);
     // Fails before answering: c1 is held, so no fallback; watchers told once.
-    s.handle_ended(t(1), key(0), 2, "refused");
+    s.handle_ended(t(1), key(0), 2, &StreamEnd::transport("refused"));
     assert!(drain(&mut s).0.is_empty());
     let unreachable = |ev: &[SessionEvent]| {
         ev.iter()
@@ -164,7 +164,7 @@ fn no_fallback_when_nothing_is_missing_the_outage_is_told_once() {
     let at = s.poll_timeout().unwrap();
     s.handle_timeout(at);
     assert_eq!(drain(&mut s).0, vec![(0, 3)]);
-    s.handle_ended(at, key(0), 3, "refused");
+    s.handle_ended(at, key(0), 3, &StreamEnd::transport("refused"));
     assert_eq!(unreachable(&events(&mut s)), 0);
 }
 
@@ -197,7 +197,7 @@ fn federation_routes_xdstp_names_to_their_authority_and_refuses_unknown_ones() {
         Err(WatchRefused::DuplicateId(1))
     );
     // The federated server fails: only its authority's watch hears of it.
-    s.handle_ended(t, key(1), 2, "refused");
+    s.handle_ended(t, key(1), 2, &StreamEnd::transport("refused"));
     let told: Vec<u64> = events(&mut s)
         .iter()
         .filter_map(|e| match e {

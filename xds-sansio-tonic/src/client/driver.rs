@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
-use xds_sansio::client::session::{Session, SessionCommand, SessionEvent, StreamKey as SlotKey};
+use xds_sansio::client::session::{
+    Session, SessionCommand, SessionEvent, StreamEnd, StreamKey as SlotKey,
+};
 use xds_sansio::client::SharedStr;
 use xds_sansio::time::StdClock;
 use xds_sansio::{Request, Response, Transport, Variant};
@@ -64,7 +66,7 @@ enum Io {
     Ended {
         key: SlotKey,
         stream: u64,
-        error: String,
+        end: StreamEnd,
     },
 }
 
@@ -114,13 +116,11 @@ impl Sinks {
                     sink.push(event);
                 }
             }
-            SessionEvent::StreamFailed {
-                error, retry_in, ..
-            } => {
-                tracing::info!(%error, delay = ?retry_in, "xDS stream failed; retrying after backoff")
+            SessionEvent::StreamFailed { end, retry_in, .. } => {
+                tracing::info!(%end, delay = ?retry_in, "xDS stream failed; retrying after backoff")
             }
-            SessionEvent::StreamEnded { error, .. } => {
-                tracing::info!(%error, "xDS stream ended after responses; reconnecting")
+            SessionEvent::StreamEnded { end, .. } => {
+                tracing::info!(%end, "xDS stream ended after responses; reconnecting")
             }
             SessionEvent::FellBack {
                 authority, from, ..
@@ -272,11 +272,11 @@ async fn run(
                     }
                     session.handle_response(clock.now(), key, stream, response);
                 }
-                Some(Io::Ended { key, stream, error }) => {
+                Some(Io::Ended { key, stream, end }) => {
                     if live.get(&key).is_some_and(|l| l.stream == stream) {
                         live.remove(&key);
                     }
-                    session.handle_ended(clock.now(), key, stream, &error);
+                    session.handle_ended(clock.now(), key, stream, &end);
                 }
                 None => return,
             },
@@ -299,7 +299,11 @@ async fn open(
             stream,
             channel,
         },
-        Err(error) => Io::Ended { key, stream, error },
+        Err(error) => Io::Ended {
+            key,
+            stream,
+            end: StreamEnd::transport(error),
+        },
     });
 }
 
@@ -322,11 +326,11 @@ async fn pump(
         .is_ok()
     })
     .await;
-    let error = match end {
-        Ok(()) => "the server closed the stream".to_string(),
-        Err(status) => format!("{:?}: {}", status.code(), status.message()),
+    let end = match end {
+        Ok(()) => StreamEnd::status(0, "the server closed the stream"),
+        Err(status) => StreamEnd::status(status.code() as i32, status.message()),
     };
-    let _ = io.send(Io::Ended { key, stream, error });
+    let _ = io.send(Io::Ended { key, stream, end });
 }
 
 /// Watch ids, unique per process.
