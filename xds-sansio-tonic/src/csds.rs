@@ -303,7 +303,8 @@ pub fn generic(entry: DumpEntry, exclude_contents: bool) -> pb::GenericXdsConfig
         config_status: 0,
         client_status: client_status as i32,
         error_state,
-        is_static_resource: false,
+        // What the fail-static cache serves (a former run's, no server having answered).
+        is_static_resource: entry.restored,
     }
 }
 

@@ -39,6 +39,8 @@ impl Session {
             let Some(auth) = self.authorities.get_mut(a) else {
                 continue;
             };
+            auth.ever_answered = true;
+            auth.on_cache = false;
             if core::mem::take(&mut auth.unreachable) {
                 let server = self
                     .channels
@@ -177,6 +179,7 @@ impl Session {
                     },
                 );
                 self.config_unreachable(a, &error);
+                self.apply_restored(a);
             }
         }
         self.flush();

@@ -210,8 +210,11 @@ pub struct DumpEntry {
     pub status: StatusEntry,
     /// Its body, when held.
     pub body: Option<Bytes>,
-    /// The server it came from (`server_uri`).
+    /// The server it came from (`server_uri`; empty when restored).
     pub server: String,
+    /// It comes from the fail-static cache (a former run's), no server having answered
+    /// yet ([`Session::restore`](super::Session::restore)).
+    pub restored: bool,
 }
 
 /// A server of the top-level authority, as [`Session::servers`](super::Session::servers)

@@ -20,6 +20,7 @@ use xds_sansio::{Request, Response, Transport, Variant};
 use super::bootstrap::ManagementServer;
 use super::watch::{ConfigEvent, Sink, Unwatch, WatchEvent};
 use crate::call::{self, sleep_until, ConnectOptions, Tap};
+use crate::fail_static::{CacheDir, Persist};
 
 /// What the handles ask of the driver.
 pub(crate) enum Op {
@@ -36,10 +37,8 @@ pub(crate) enum Op {
         listener: Option<SharedStr>,
         sink: Arc<Sink<ConfigEvent>>,
     },
-    /// Ends a watch or a configuration watch.
-    Unwatch {
-        id: u64,
-    },
+    /// Ends a watch or a configuration watch (its id).
+    Unwatch(u64),
     /// Reads the session (a dump, the dependencies, the servers) for a handle.
     Read(Box<dyn FnOnce(&Session) + Send>),
     Shutdown,
@@ -47,7 +46,7 @@ pub(crate) enum Op {
 
 impl Unwatch for mpsc::UnboundedSender<Op> {
     fn unwatch(&self, id: u64) {
-        let _ = self.send(Op::Unwatch { id });
+        let _ = self.send(Op::Unwatch(id));
     }
 }
 
@@ -95,26 +94,18 @@ struct Sinks {
 
 impl Sinks {
     fn close(&mut self, id: u64) {
-        if let Some(sink) = self.watches.remove(&id) {
-            sink.close();
-        }
-        if let Some(sink) = self.configs.remove(&id) {
-            sink.close();
-        }
+        self.watches.remove(&id).inspect(|sink| sink.close());
+        self.configs.remove(&id).inspect(|sink| sink.close());
     }
 
     /// Hands an event of the session to its sink, or to the log.
     fn deliver(&self, event: SessionEvent) {
         match event {
             SessionEvent::Watch { id, event } => {
-                if let Some(sink) = self.watches.get(&id) {
-                    sink.push(event);
-                }
+                self.watches.get(&id).inspect(|sink| sink.push(event));
             }
             SessionEvent::Config { id, event } => {
-                if let Some(sink) = self.configs.get(&id) {
-                    sink.push(event);
-                }
+                self.configs.get(&id).inspect(|sink| sink.push(event));
             }
             SessionEvent::StreamFailed { end, retry_in, .. } => {
                 tracing::info!(%end, delay = ?retry_in, "xDS stream failed; retrying after backoff")
@@ -142,19 +133,24 @@ pub(crate) fn spawn(
     mut session: Session,
     servers: Vec<ManagementServer>,
     connect: Connect,
-    clock: StdClock,
+    cache: Option<CacheDir>,
     ops: mpsc::UnboundedReceiver<Op>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move { run(&mut session, &servers, connect, clock, ops).await })
+    tokio::spawn(async move {
+        let persist = Persist::restore(&mut session, cache).await;
+        run(&mut session, &servers, connect, persist, ops).await
+    })
 }
 
 async fn run(
     session: &mut Session,
     servers: &[ManagementServer],
     connect: Connect,
-    clock: StdClock,
+    mut persist: Persist,
     mut ops: mpsc::UnboundedReceiver<Op>,
 ) {
+    let clock = StdClock::new();
+    let mut persist_tick = tokio::time::interval(std::time::Duration::from_secs(1));
     let (io_tx, mut io_rx) = mpsc::unbounded_channel();
     let mut live: HashMap<SlotKey, Live> = HashMap::new();
     let mut sinks = Sinks::default();
@@ -241,7 +237,7 @@ async fn run(
                         }
                     }
                 }
-                Some(Op::Unwatch { id }) => {
+                Some(Op::Unwatch(id)) => {
                     sinks.close(id);
                     session.unwatch(clock.now(), id);
                 }
@@ -281,6 +277,7 @@ async fn run(
                 None => return,
             },
             () = sleep_until(deadline) => session.handle_timeout(clock.now()),
+            _ = persist_tick.tick(), if persist.cache.is_some() => persist.tick(session),
         }
     }
 }
@@ -326,11 +323,11 @@ async fn pump(
         .is_ok()
     })
     .await;
-    let end = match end {
-        Ok(()) => StreamEnd::status(0, "the server closed the stream"),
-        Err(status) => StreamEnd::status(status.code() as i32, status.message()),
-    };
-    let _ = io.send(Io::Ended { key, stream, end });
+    let _ = io.send(Io::Ended {
+        key,
+        stream,
+        end: call::ended(end),
+    });
 }
 
 /// Watch ids, unique per process.
