@@ -77,7 +77,7 @@ pub mod bootstrap;
 mod channels;
 mod deps;
 pub mod ending;
-mod fail_static;
+pub mod fail_static;
 mod fallback;
 pub mod queue;
 mod view;
