@@ -8,6 +8,8 @@
 //!
 //! The messages are `envoy-types`' own (built in `examples/chain/`): the server reads each
 //! one's type URL from its type and its name from its body, so neither is written twice.
+// The same file from here and from the crate docs that include this example.
+#[path = "../examples/chain/mod.rs"]
 mod chain;
 
 use chain::{eds_cluster, endpoints, listener, route_to};
