@@ -334,6 +334,16 @@ pub fn ads_order(a: &str, b: &str) -> Ordering {
         .then_with(|| a.cmp(b))
 }
 
+/// The type URL of a message type: `type.googleapis.com/` and its full protobuf name (for
+/// example `type_url_of::<envoy_types::pb::envoy::config::cluster::v3::Cluster>()` is
+/// [`CLUSTER`]'s). The message's own [`prost::Name::type_url`] is not used: a generator may
+/// leave its domain out, and xDS compares type URLs as strings.
+pub fn type_url_of<M: prost::Name>() -> alloc::string::String {
+    let mut url = alloc::string::String::from(TYPE_URL_PREFIX);
+    url.push_str(&M::full_name());
+    url
+}
+
 /// Whether `type_url` has the `type.googleapis.com/` form (any other prefix is accepted by
 /// the protocol, but worth telling apart from typos).
 pub fn has_standard_prefix(type_url: &str) -> bool {

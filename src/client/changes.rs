@@ -10,7 +10,7 @@
 
 use alloc::vec::Vec;
 
-use super::cache::CachedResource;
+use super::cache::record::CachedResource;
 use crate::text::SharedStr;
 
 /// Why a resource left the cache.

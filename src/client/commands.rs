@@ -61,10 +61,10 @@ impl Client {
             list.push(canonical_name(n)?);
         }
         let held = self.index.get(type_url).and_then(|&i| self.types.get(i));
-        let current = held.map_or(0, |ts| ts.sub.desired.len());
+        let current = held.map_or(0, |ts| ts.sub.desired().len());
         let new = list
             .iter()
-            .filter(|n| held.is_none_or(|ts| !ts.sub.desired.contains(*n)))
+            .filter(|n| held.is_none_or(|ts| !ts.sub.desired().contains(*n)))
             .count();
         if current.saturating_add(new) > limits.max_names_per_type {
             return Err(ClientError::LimitExceeded);
@@ -182,7 +182,7 @@ impl Client {
         let idx = self
             .types
             .iter()
-            .position(|t| t.verdicts.waits_on(ticket))
+            .position(|t| t.waits_on(ticket))
             .ok_or(ClientError::UnknownTicket)?;
         if let Some((ts, mut cx)) = self.split(idx) {
             ts.verdict(rejections, &mut cx);

@@ -1,5 +1,5 @@
 //! Incremental: the protocol checks of a `DeltaDiscoveryResponse` and the shape of a
-//! `DeltaDiscoveryRequest`. Everything else is shared (see `type_state` and `update`).
+//! `DeltaDiscoveryRequest`. Everything else is shared (see `type_state` and `cache`).
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -7,9 +7,9 @@ use alloc::vec::Vec;
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
+use super::incoming::{self, Incoming, Reject, Update};
 use super::turn::{Due, DueKind};
-use super::type_state::TypeState;
-use super::update::{self, Incoming, Reject, Update};
+use super::type_view::{TypeParts, TypeView};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse};
 use crate::pb::envoy::config::core::v3::Node;
 use crate::text::SharedStr;
@@ -19,7 +19,7 @@ use crate::text::SharedStr;
 pub(crate) fn parse(
     resp: DeltaDiscoveryResponse,
     type_url: &str,
-    ts: &TypeState,
+    ts: TypeView<'_>,
     limits: &Limits,
 ) -> Result<Update, Reject> {
     let DeltaDiscoveryResponse {
@@ -36,7 +36,7 @@ pub(crate) fn parse(
         .saturating_add(removed_resources.len())
         .saturating_add(removed_resource_names.len())
         .saturating_add(resource_errors.len());
-    let checked = update::check_count("resources and removals", total, limits).and_then(|()| {
+    let checked = incoming::check_count("resources and removals", total, limits).and_then(|()| {
         let mut removed = Vec::with_capacity(
             removed_resources
                 .len()
@@ -44,14 +44,14 @@ pub(crate) fn parse(
         );
         let removed_names = removed_resource_names.into_iter().map(|r| r.name);
         for name in removed_resources.into_iter().chain(removed_names) {
-            update::check_name_len("removed name", None, &name, limits)?;
-            removed.push(update::received_name(SharedStr::from(name))?);
+            incoming::check_name_len("removed name", None, &name, limits)?;
+            removed.push(incoming::received_name(SharedStr::from(name))?);
         }
         let resources = check(resources, type_url, &removed, ts, limits)?;
-        let errors = update::read_resource_errors(resource_errors, limits)?;
+        let errors = incoming::read_resource_errors(resource_errors, limits)?;
         Ok((resources, removed, errors))
     });
-    update::finish(
+    incoming::finish(
         SharedStr::from(nonce),
         SharedStr::from(system_version_info),
         false,
@@ -63,25 +63,25 @@ fn check(
     resources: Vec<crate::pb::discovery::Resource>,
     type_url: &str,
     removed: &[SharedStr],
-    ts: &TypeState,
+    ts: TypeView<'_>,
     limits: &Limits,
 ) -> Result<Vec<Incoming>, ResponseDefect> {
     let mut out = Vec::with_capacity(resources.len());
     for (i, r) in resources.into_iter().enumerate() {
-        let name = update::wrapper_name(r.name, r.resource_name)
+        let name = incoming::wrapper_name(r.name, r.resource_name)
             .ok_or(ResponseDefect::Nameless { at: i })?;
-        update::check_name_len("name or alias", Some(At::Index(i)), &name, limits)?;
-        let name = update::received_name(SharedStr::from(name))?;
+        incoming::check_name_len("name or alias", Some(At::Index(i)), &name, limits)?;
+        let name = incoming::received_name(SharedStr::from(name))?;
         let mut aliases: Vec<SharedStr> = Vec::with_capacity(r.aliases.len());
         for alias in r.aliases {
-            update::check_name_len("name or alias", Some(At::Index(i)), &alias, limits)?;
+            incoming::check_name_len("name or alias", Some(At::Index(i)), &alias, limits)?;
             aliases.push(SharedStr::from(alias));
         }
         let body = r
             .resource
-            .map(|any| update::body_of(any, type_url, || At::Name(name.clone()), false))
+            .map(|any| incoming::body_of(any, type_url, || At::Name(name.clone()), false))
             .transpose()?;
-        let ttl = update::ttl_of(r.ttl, || At::Name(name.clone()))?;
+        let ttl = incoming::ttl_of(r.ttl, || At::Name(name.clone()))?;
         out.push(Incoming {
             name,
             version: Some(SharedStr::from(r.version)),
@@ -90,11 +90,12 @@ fn check(
             ttl,
         });
     }
-    update::check_duplicates(&out, removed)?;
+    incoming::check_duplicates(&out, removed)?;
     if !ts.sub.is_wildcard() {
-        out.retain(|inc| ts.wants(&inc.name, &inc.aliases));
+        out.retain(|inc| ts.sub.wants(&inc.name, &inc.aliases));
     }
-    update::check_capacity(&ts.records, &out, false, limits)?;
+    ts.cache
+        .check_capacity(&out, false, limits.max_names_per_type)?;
     Ok(out)
 }
 
@@ -102,8 +103,8 @@ fn check(
 /// stream first, then the answers to responses in order (each may carry unsent interest
 /// changes), then a spontaneous interest change. While a verdict is pending, only the
 /// answers owed to responses before it may leave.
-pub(crate) fn due(ts: &TypeState) -> Option<DueKind> {
-    if ts.verdicts.is_waiting() {
+pub(crate) fn due(ts: TypeView<'_>) -> Option<DueKind> {
+    if ts.waits_for_verdict {
         return ts.turn.owes_reply().then_some(DueKind::Reply);
     }
     if !ts.turn.sent_first() && ts.sub.has_interest() {
@@ -118,7 +119,7 @@ pub(crate) fn due(ts: &TypeState) -> Option<DueKind> {
 /// Builds the request and records what the server is now told. Returns it with the names
 /// newly subscribed (for the does-not-exist timers).
 pub(crate) fn build(
-    ts: &mut TypeState,
+    ts: TypeParts<'_>,
     due: Due,
     node: Option<Node>,
 ) -> (DeltaDiscoveryRequest, Vec<SharedStr>) {
@@ -133,13 +134,9 @@ pub(crate) fn build(
             // Only what was received, accepted, and is still held (not removed, expired or
             // rejected): the cache holds exactly that.
             req.initial_resource_versions = ts
-                .records
-                .iter()
-                .filter_map(|(n, r)| {
-                    r.cached
-                        .as_ref()
-                        .map(|c| (String::from(n.as_str()), String::from(c.version.as_str())))
-                })
+                .cache
+                .held_resources()
+                .map(|(n, c)| (String::from(n.as_str()), String::from(c.version.as_str())))
                 .collect::<BTreeMap<_, _>>();
         }
         Due::Reply(reply) => {

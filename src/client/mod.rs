@@ -200,12 +200,12 @@ mod cache;
 mod changes;
 mod commands;
 mod config;
+mod context;
 mod defect;
 mod delta;
 pub mod deps;
 mod event;
 mod inputs;
-mod interest;
 mod outputs;
 mod readiness;
 mod reads;
@@ -214,10 +214,11 @@ mod sotw;
 mod status;
 mod subscription;
 
+mod incoming;
 mod timers;
 mod turn;
 mod type_state;
-mod update;
+mod type_view;
 mod validation;
 mod variant;
 mod verdicts;
@@ -237,7 +238,8 @@ pub use status::{Rejection, ResourceState, ResourceStatus, ServerError, StatusEn
 pub use subscription::WILDCARD;
 pub use validation::{cap_message, Validator, MAX_ERROR_MESSAGE, NACK_CODE, TRUNCATION_MARKER};
 
-use type_state::{Ctx, TypeState};
+use context::Ctx;
+use type_state::TypeState;
 use validation::Judges;
 
 use crate::time::Instant;

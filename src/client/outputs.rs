@@ -53,8 +53,7 @@ impl Client {
             && self.send_queue.iter().any(|&i| {
                 self.types
                     .get(i)
-                    .and_then(|ts| super::variant::due(self.config.variant, ts))
-                    .is_some()
+                    .is_some_and(|ts| ts.owes_request(self.config.variant))
             });
         if !self.events.is_empty() || request_ready {
             return Some(self.last_now);

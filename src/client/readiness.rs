@@ -7,8 +7,8 @@ use alloc::collections::VecDeque;
 use hashbrown::HashSet;
 
 use super::event::ClientEvent;
+use super::incoming::is_collection;
 use super::subscription::WILDCARD;
-use super::update::is_collection;
 use crate::text::SharedStr;
 
 /// What a type waits for before it is ready.

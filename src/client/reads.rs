@@ -7,7 +7,6 @@ use super::{
     CachedResource, Change, ChangeBatch, ChangeView, Client, ClientEvent, ResourceStatus,
     SharedStr, StatusEntry,
 };
-use crate::message::Variant;
 use crate::name::comparable;
 
 impl Client {
@@ -16,7 +15,9 @@ impl Client {
     /// The accepted resource `name` (or alias) of `type_url`, if held.
     pub fn resource(&self, type_url: &str, name: &str) -> Option<&CachedResource> {
         let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
-        ts.record(&comparable(name)).and_then(|r| r.cached.as_ref())
+        ts.cache
+            .record(&comparable(name))
+            .and_then(|r| r.cached.as_ref())
     }
 
     /// The changes of a [`ClientEvent::Changed`] of `type_url`,
@@ -31,7 +32,7 @@ impl Client {
         batch.iter().map(move |(name, change)| ChangeView {
             name,
             change,
-            resource: ts.and_then(|ts| ts.records.get(name.as_str())?.cached.as_ref()),
+            resource: ts.and_then(|ts| ts.cache.held(name.as_str())),
         })
     }
 
@@ -76,7 +77,7 @@ impl Client {
         self.index
             .get(type_url)
             .and_then(|&i| self.types.get(i))
-            .map(|ts| ts.sub.desired.iter().cloned().collect())
+            .map(|ts| ts.sub.desired().iter().cloned().collect())
             .unwrap_or_default()
     }
 
@@ -86,13 +87,7 @@ impl Client {
             .index
             .get(type_url)
             .and_then(|&i| self.types.get(i))
-            .map(|ts| {
-                ts.records
-                    .iter()
-                    .filter(|(_, r)| r.cached.is_some())
-                    .map(|(n, _)| n.clone())
-                    .collect()
-            })
+            .map(|ts| ts.cache.held_resources().map(|(n, _)| n.clone()).collect())
             .unwrap_or_default();
         names.sort_unstable();
         names
@@ -102,24 +97,21 @@ impl Client {
     /// `system_version_info`).
     pub fn version(&self, type_url: &str) -> Option<&str> {
         let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
-        Some(match self.config.variant {
-            Variant::Sotw => ts.version.as_str(),
-            Variant::Delta => ts.system_version.as_str(),
-        })
+        Some(ts.cache.accepted_version(self.config.variant).as_str())
     }
 
     /// The CSDS status of `name` (or alias) of `type_url`: subscribed names and held
     /// resources have one.
     pub fn status(&self, type_url: &str, name: &str) -> Option<ResourceStatus> {
         let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
-        ts.record(&comparable(name)).map(Record::status)
+        ts.cache.record(&comparable(name)).map(Record::status)
     }
 
     /// The `control_plane.identifier` of the last response of `type_url`: which management
     /// server answered (a CSDS view shows it).
     pub fn control_plane(&self, type_url: &str) -> Option<&str> {
         let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
-        ts.control_plane.as_deref()
+        ts.cache.control_plane().map(SharedStr::as_str)
     }
 
     /// Every status, sorted by type URL then name: the material of a CSDS dump.
@@ -128,11 +120,11 @@ impl Client {
             .types
             .iter()
             .flat_map(|ts| {
-                ts.records.iter().map(|(n, r)| StatusEntry {
+                ts.cache.records().map(|(n, r)| StatusEntry {
                     type_url: ts.url.clone(),
                     name: n.clone(),
                     status: r.status(),
-                    control_plane: ts.control_plane.clone(),
+                    control_plane: ts.cache.control_plane().cloned(),
                 })
             })
             .collect();

@@ -1,5 +1,5 @@
 //! State of the World: the protocol checks of a `DiscoveryResponse` and the shape of a
-//! `DiscoveryRequest`. Everything else is shared (see `type_state` and `update`).
+//! `DiscoveryRequest`. Everything else is shared (see `type_state` and `cache`).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -8,9 +8,9 @@ use prost::Message;
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
+use super::incoming::{self, Incoming, Reject, Update};
 use super::turn::{Due, DueKind};
-use super::type_state::TypeState;
-use super::update::{self, Incoming, Reject, Update};
+use super::type_view::{TypeParts, TypeView};
 use crate::pb::discovery::{DiscoveryRequest, DiscoveryResponse, Resource};
 use crate::pb::envoy::config::core::v3::Node;
 use crate::resource::{shared_name_field_1, NameExtractor};
@@ -22,7 +22,7 @@ use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 pub(crate) fn parse(
     resp: DiscoveryResponse,
     type_url: &str,
-    ts: &TypeState,
+    ts: TypeView<'_>,
     limits: &Limits,
     extractor: Option<NameExtractor>,
 ) -> Result<Update, Reject> {
@@ -35,13 +35,13 @@ pub(crate) fn parse(
     } = resp;
     let version = SharedStr::from(version_info);
     let full_state = ts.info.full_state_in_sotw();
-    let checked = update::check_count("resource errors", resource_errors.len(), limits)
+    let checked = incoming::check_count("resource errors", resource_errors.len(), limits)
         .and_then(|()| check(resources, type_url, &version, ts, limits, extractor))
         .and_then(|resources| {
-            let errors = update::read_resource_errors(resource_errors, limits)?;
+            let errors = incoming::read_resource_errors(resource_errors, limits)?;
             Ok((resources, Vec::new(), errors))
         });
-    update::finish(SharedStr::from(nonce), version, full_state, checked)
+    incoming::finish(SharedStr::from(nonce), version, full_state, checked)
 }
 
 fn name_of(
@@ -56,7 +56,7 @@ fn name_of(
         Some(extract) => SharedStr::from_utf8(extract(body).map_err(unreadable)?)
             .map_err(|_| ResponseDefect::NameNotUtf8 { at })?,
     };
-    update::received_name(name)
+    incoming::received_name(name)
 }
 
 /// One entry of `resources`: an `Any` of the response's type, or a `Resource` wrapper.
@@ -67,7 +67,7 @@ fn incoming(
     extractor: Option<NameExtractor>,
 ) -> Result<Incoming, ResponseDefect> {
     if any.type_url != RESOURCE_WRAPPER_TYPE_URL {
-        let body = update::body_of(any, type_url, || At::Index(at), false)?;
+        let body = incoming::body_of(any, type_url, || At::Index(at), false)?;
         return Ok(Incoming {
             name: name_of(&body, extractor, at)?,
             version: None,
@@ -80,16 +80,16 @@ fn incoming(
         at,
         error: alloc::format!("{e}"),
     })?;
-    let ttl = update::ttl_of(wrapper.ttl, || At::Index(at))?;
+    let ttl = incoming::ttl_of(wrapper.ttl, || At::Index(at))?;
     let body = wrapper
         .resource
-        .map(|inner| update::body_of(inner, type_url, || At::Index(at), true))
+        .map(|inner| incoming::body_of(inner, type_url, || At::Index(at), true))
         .transpose()?;
     let name = match (
-        update::wrapper_name(wrapper.name, wrapper.resource_name),
+        incoming::wrapper_name(wrapper.name, wrapper.resource_name),
         &body,
     ) {
-        (Some(name), _) => update::received_name(SharedStr::from(name))?,
+        (Some(name), _) => incoming::received_name(SharedStr::from(name))?,
         (None, Some(body)) => name_of(body, extractor, at)?,
         (None, None) => return Err(ResponseDefect::NamelessHeartbeat { at }),
     };
@@ -106,26 +106,26 @@ fn check(
     resources: Vec<crate::pb::google::protobuf::Any>,
     type_url: &str,
     response_version: &SharedStr,
-    ts: &TypeState,
+    ts: TypeView<'_>,
     limits: &Limits,
     extractor: Option<NameExtractor>,
 ) -> Result<Vec<Incoming>, ResponseDefect> {
-    update::check_count("resources", resources.len(), limits)?;
+    incoming::check_count("resources", resources.len(), limits)?;
     let mut out = Vec::with_capacity(resources.len());
     for (i, any) in resources.into_iter().enumerate() {
         let inc = incoming(any, type_url, i, extractor)?;
-        update::check_name_len("name", Some(At::Index(i)), &inc.name, limits)?;
+        incoming::check_name_len("name", Some(At::Index(i)), &inc.name, limits)?;
         out.push(inc);
     }
-    update::check_duplicates(&out, &[])?;
+    incoming::check_duplicates(&out, &[])?;
     if !ts.sub.is_wildcard() {
-        out.retain(|inc| ts.wants(&inc.name, &[]));
+        out.retain(|inc| ts.sub.wants(&inc.name, &[]));
     }
     // A body-less wrapper is a heartbeat only at the version held ("a response that
     // doesn't change the resource version", discovery.proto, `Resource.resource`).
     for inc in out.iter().filter(|inc| inc.body.is_none()) {
         let version = inc.version.as_ref().unwrap_or(response_version);
-        let held = ts.record(&inc.name).and_then(|r| r.cached.as_ref());
+        let held = ts.cache.record(&inc.name).and_then(|r| r.cached.as_ref());
         if held.is_none_or(|c| c.version != *version) {
             return Err(ResponseDefect::BodylessAtOtherVersion {
                 name: inc.name.clone(),
@@ -133,7 +133,11 @@ fn check(
             });
         }
     }
-    update::check_capacity(&ts.records, &out, ts.info.full_state_in_sotw(), limits)?;
+    ts.cache.check_capacity(
+        &out,
+        ts.info.full_state_in_sotw(),
+        limits.max_names_per_type,
+    )?;
     Ok(out)
 }
 
@@ -141,11 +145,11 @@ fn check(
 /// first (a response that beat our first request is answered by it), then the first
 /// request, then an interest change (or a version reset). While a verdict is pending, only
 /// the answers owed to responses before it may leave.
-pub(crate) fn due(ts: &TypeState) -> Option<DueKind> {
+pub(crate) fn due(ts: TypeView<'_>) -> Option<DueKind> {
     if ts.turn.owes_reply() {
         return Some(DueKind::Reply);
     }
-    if ts.verdicts.is_waiting() {
+    if ts.waits_for_verdict {
         return None;
     }
     if !ts.turn.sent_first() {
@@ -156,16 +160,20 @@ pub(crate) fn due(ts: &TypeState) -> Option<DueKind> {
 
 /// Builds the request and records what was sent. Returns it with the names it carries.
 pub(crate) fn build(
-    ts: &mut TypeState,
+    ts: TypeParts<'_>,
     due: Due,
     node: Option<Node>,
 ) -> (DiscoveryRequest, Vec<SharedStr>) {
     let names = ts.sub.sotw_names(ts.info.legacy_wildcard());
     let (version, nonce, error) = match due {
         // Never a nonce from another stream; the last accepted version survives.
-        Due::Initial => (ts.version.clone(), SharedStr::EMPTY, None),
+        Due::Initial => (ts.cache.sotw_version().clone(), SharedStr::EMPTY, None),
         Due::Reply(r) => (r.version, r.nonce, r.error),
-        Due::Change => (ts.version.clone(), ts.turn.nonce().clone(), None),
+        Due::Change => (
+            ts.cache.sotw_version().clone(),
+            ts.turn.nonce().clone(),
+            None,
+        ),
     };
     ts.turn.sent();
     let req = DiscoveryRequest {

@@ -14,28 +14,42 @@ pub const WILDCARD: &str = "*";
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Subscription {
     /// Names wanted, `*` included when wildcard; sorted, so requests are deterministic.
-    pub(crate) desired: BTreeSet<SharedStr>,
+    desired: BTreeSet<SharedStr>,
     /// The wildcard came from an empty subscribe (legacy wildcard of LDS/CDS).
-    pub(crate) legacy: bool,
+    legacy: bool,
     /// SotW: the name list of the last request sent on this stream.
-    pub(crate) last_sent: Option<Vec<SharedStr>>,
+    last_sent: Option<Vec<SharedStr>>,
     /// SotW: a request with names was sent on this stream, so an empty list now means
     /// "nothing" rather than legacy wildcard.
-    pub(crate) named_on_stream: bool,
+    named_on_stream: bool,
     /// Incremental: the names this stream's server tracks for us.
-    pub(crate) told: BTreeSet<SharedStr>,
+    told: BTreeSet<SharedStr>,
     /// Incremental: subscriptions not sent yet.
-    pub(crate) pending_sub: BTreeSet<SharedStr>,
+    pending_sub: BTreeSet<SharedStr>,
     /// Incremental: unsubscriptions not sent yet.
-    pub(crate) pending_unsub: BTreeSet<SharedStr>,
+    pending_unsub: BTreeSet<SharedStr>,
     /// Names the application unsubscribed while the wildcard still covers them: never
     /// subscribed again on its behalf (TTL recovery).
-    pub(crate) dropped: BTreeSet<SharedStr>,
+    dropped: BTreeSet<SharedStr>,
     /// How many of the names are `xdstp://` glob collections (xDS TP1).
-    pub(crate) globs: usize,
+    globs: usize,
 }
 
 impl Subscription {
+    /// The names wanted, sorted (`*` for the wildcard).
+    pub(crate) fn desired(&self) -> &BTreeSet<SharedStr> {
+        &self.desired
+    }
+
+    /// Whether a resource named `name` (with `aliases`) is wanted: by the wildcard, by
+    /// name, through an alias, or as a member of a subscribed glob collection.
+    pub(crate) fn wants(&self, name: &str, aliases: &[SharedStr]) -> bool {
+        self.is_wildcard()
+            || self.names(name)
+            || aliases.iter().any(|a| self.names(a))
+            || self.in_glob(name)
+    }
+
     pub(crate) fn is_wildcard(&self) -> bool {
         self.desired.contains(WILDCARD)
     }

@@ -297,7 +297,9 @@ pub use consistency::{Consistency, ConsistencyReport, Dangling};
 pub use dangling::TwoPhase;
 pub use event::{Ignored, Limit, ProtocolError, ServerEvent};
 pub use index::{StreamId, StreamSet, UnknownStream};
-pub use publication::{LogTruncated, ResourceEntry, Revision, StoreChange, StoreError, StoreOp};
+pub use publication::{
+    LogTruncated, ResourceEntry, ResourceSet, Revision, StoreChange, StoreError, StoreOp,
+};
 pub use resource_errors::TYPE_WIDE;
 pub use store::{ResourceStore, StoredResource, DEFAULT_LOG_CAPACITY};
 pub use stream::ServerStream;

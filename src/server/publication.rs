@@ -2,6 +2,7 @@
 //! operations), what the store answers (revisions, changes, errors). Below the store and
 //! its checks, so each of them reads it and none of them reads another through it.
 
+use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
@@ -44,6 +45,27 @@ impl ResourceEntry {
             ttl: None,
             aliases: Vec::new(),
         }
+    }
+
+    /// An entry for a typed message (an `envoy-types` `Cluster`, any prost message): its
+    /// encoding is the body, and its name is read from that body where every client reads
+    /// it (field 1, [`crate::resource::name_of`]), so the name is never written twice and
+    /// can never disagree with the body. A message without a name is refused
+    /// ([`StoreError::Name`]).
+    ///
+    /// ```
+    /// use xds_sansio::pb::envoy::config::core::v3::Node;
+    /// use xds_sansio::server::ResourceEntry;
+    ///
+    /// // Node's field 1 is its id: any message whose field 1 is a string has a name.
+    /// let entry = ResourceEntry::of(&Node { id: "n1".into(), ..Node::default() }).unwrap();
+    /// assert_eq!(entry.name, "n1");
+    /// assert!(ResourceEntry::of(&Node::default()).is_err());
+    /// ```
+    pub fn of<M: prost::Message>(message: &M) -> Result<ResourceEntry, StoreError> {
+        let body = Bytes::from(message.encode_to_vec());
+        let name = String::from(crate::resource::name_of(&body).map_err(StoreError::Name)?);
+        Ok(ResourceEntry::new(name, body))
     }
 
     /// Sets an application-chosen version.
@@ -231,4 +253,87 @@ pub enum StoreOp {
         /// The resource name, or [`TYPE_WIDE`](super::TYPE_WIDE).
         name: String,
     },
+}
+
+impl StoreOp {
+    /// Sets a typed message: its type URL from the message
+    /// ([`type_url_of`](crate::types::type_url_of)), its entry from its body
+    /// ([`ResourceEntry::of`]).
+    pub fn set<M: prost::Message + prost::Name>(message: &M) -> Result<StoreOp, StoreError> {
+        Ok(StoreOp::Set {
+            type_url: crate::types::type_url_of::<M>(),
+            entry: ResourceEntry::of(message)?,
+        })
+    }
+}
+
+/// Resources by type URL, built from typed messages: what a snapshot publishes
+/// ([`ResourceStore::replace_types`](super::ResourceStore::replace_types): every type it
+/// lists holds exactly its entries afterwards). Each message's type URL comes from its
+/// [`prost::Name`] and its name from its body, so neither is written twice.
+///
+/// ```
+/// use xds_sansio::pb::envoy::config::core::v3::Node;
+/// use xds_sansio::server::{ResourceSet, ResourceStore};
+///
+/// let node = |id: &str| Node { id: id.into(), ..Node::default() };
+/// let set = ResourceSet::new().with(&node("a"))?.with(&node("b"))?;
+/// let mut store = ResourceStore::new();
+/// store.replace_types(set.into())?;
+/// assert!(store.get("type.googleapis.com/envoy.config.core.v3.Node", "b").is_some());
+/// # Ok::<(), xds_sansio::server::StoreError>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResourceSet {
+    types: BTreeMap<String, Vec<ResourceEntry>>,
+}
+
+impl ResourceSet {
+    /// An empty set.
+    pub fn new() -> ResourceSet {
+        ResourceSet::default()
+    }
+
+    /// The set with `message` added ([`ResourceSet::add`]), for chaining.
+    pub fn with<M: prost::Message + prost::Name>(
+        mut self,
+        message: &M,
+    ) -> Result<ResourceSet, StoreError> {
+        self.add(message)?;
+        Ok(self)
+    }
+
+    /// Adds a typed message under its type URL.
+    pub fn add<M: prost::Message + prost::Name>(
+        &mut self,
+        message: &M,
+    ) -> Result<&mut ResourceSet, StoreError> {
+        let entry = ResourceEntry::of(message)?;
+        Ok(self.add_entry(crate::types::type_url_of::<M>(), entry))
+    }
+
+    /// Adds an entry made by hand (a version, a TTL or aliases of its own) under
+    /// `type_url`.
+    pub fn add_entry(&mut self, type_url: impl Into<String>, entry: ResourceEntry) -> &mut Self {
+        self.types.entry(type_url.into()).or_default().push(entry);
+        self
+    }
+
+    /// Lists `type_url` even if it holds nothing, so the snapshot serves it empty (and
+    /// empties it if it held something).
+    pub fn serve_type(&mut self, type_url: impl Into<String>) -> &mut Self {
+        self.types.entry(type_url.into()).or_default();
+        self
+    }
+
+    /// Type URL -> entries, as [`ResourceStore::replace_types`](super::ResourceStore::replace_types) takes them.
+    pub fn into_types(self) -> BTreeMap<String, Vec<ResourceEntry>> {
+        self.types
+    }
+}
+
+impl From<ResourceSet> for BTreeMap<String, Vec<ResourceEntry>> {
+    fn from(set: ResourceSet) -> Self {
+        set.types
+    }
 }

@@ -15,7 +15,7 @@ step "our client (run_stream, and the XdsClient driver) <-> our server over the 
 timeout 900 cargo test -p xds-sansio-tonic --all-features --test loopback --test client_driver
 
 step "build ads_server (on the adapter) and the checker"
-timeout 900 cargo build -p xds-sansio-tonic --features record,gzip --example ads_server
+timeout 900 cargo build -p xds-sansio-tonic --features record,gzip --example ads_server --example hello
 timeout 900 cargo build -p xds-sansio-cli --bins --examples
 ADS_SERVER=$PWD/target/debug/examples/ads_server
 CHECK=$PWD/target/debug/xds-sansio
@@ -60,6 +60,10 @@ if command -v python3 >/dev/null; then
   timeout 300 "$VENV/bin/python" -u tests/interop/grpc_python/xds_flow.py \
     "$ADS_SERVER" "$WORK/envoy.desc" "$WORK/grpc_python"
   check_record "$WORK/grpc_python/record.jsonl" server client "$WORK/grpc_python/peer-violations.txt"
+
+  step "the hello example (the README's first server) <-> the gRPC C-core xDS client"
+  timeout 120 "$VENV/bin/python" -u tests/interop/grpc_python/hello.py \
+    "$PWD/target/debug/examples/hello" "$WORK/hello"
 
   step "xds-sansio tap between the gRPC C-core client and our server"
   rm -rf "$WORK/grpc_python_tap"

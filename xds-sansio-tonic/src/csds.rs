@@ -34,6 +34,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio_stream::StreamExt;
@@ -45,7 +46,7 @@ use tonic_prost::ProstCodec;
 use xds_sansio::client::ResourceState;
 
 use crate::client::{DumpEntry, XdsClient};
-use crate::server::{NodeApplied, XdsServer};
+use crate::server::applied::{NodeApplied, Registry};
 
 /// The CSDS wire messages, wire-compatible with `envoy.service.status.v3` and the parts
 /// of `envoy.admin.v3` they use.
@@ -165,11 +166,12 @@ const FETCH: &str = "/envoy.service.status.v3.ClientStatusDiscoveryService/Fetch
 const STREAM: &str = "/envoy.service.status.v3.ClientStatusDiscoveryService/StreamClientStatus";
 
 /// The CSDS service of one or more [`XdsClient`]s, or of a management server's
-/// connected nodes ([`CsdsService::for_server`]). See the [module docs](self).
+/// connected nodes ([`XdsServer::csds_service`](crate::server::XdsServer::csds_service)). See the [module docs](self).
 #[derive(Clone, Debug)]
 pub struct CsdsService {
     clients: Vec<(String, XdsClient)>,
-    server: Option<XdsServer>,
+    /// A management server's connected nodes.
+    nodes: Option<Arc<Registry>>,
 }
 
 impl CsdsService {
@@ -177,7 +179,7 @@ impl CsdsService {
     pub fn new(client: XdsClient) -> CsdsService {
         CsdsService {
             clients: vec![(String::new(), client)],
-            server: None,
+            nodes: None,
         }
     }
 
@@ -187,15 +189,12 @@ impl CsdsService {
         self
     }
 
-    /// The service of a management server: one `ClientConfig` per open stream, its node,
-    /// and per type one `GenericXdsConfig` without a name: the version its client ACKed
-    /// (`ACKED`, `last_updated` when), or `NACKED` with `error_state` (the rejected
-    /// version, the client's message, when), or `REQUESTED` while the first response is
-    /// unanswered ([`XdsServer::applied`]).
-    pub fn for_server(server: XdsServer) -> CsdsService {
+    /// The service of a management server's connected nodes (built by
+    /// [`XdsServer::csds_service`](crate::server::XdsServer::csds_service)).
+    pub(crate) fn of_nodes(nodes: Arc<Registry>) -> CsdsService {
         CsdsService {
             clients: Vec::new(),
-            server: Some(server),
+            nodes: Some(nodes),
         }
     }
 
@@ -210,8 +209,8 @@ impl CsdsService {
             ));
         }
         let mut config = Vec::with_capacity(self.clients.len());
-        if let Some(server) = &self.server {
-            config.extend(server.applied().into_iter().map(node_config));
+        if let Some(nodes) = &self.nodes {
+            config.extend(nodes.all().into_iter().map(node_config));
         }
         for (scope, client) in &self.clients {
             let dump = client.dump().await;
@@ -304,7 +303,8 @@ pub fn generic(entry: DumpEntry, exclude_contents: bool) -> pb::GenericXdsConfig
         config_status: 0,
         client_status: client_status as i32,
         error_state,
-        is_static_resource: false,
+        // What the fail-static cache serves (a former run's, no server having answered).
+        is_static_resource: entry.restored,
     }
 }
 

@@ -119,6 +119,7 @@ pub mod csds;
 pub mod envoy_types;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod fail_static;
 #[cfg(feature = "record")]
 pub mod record;
 pub mod server;

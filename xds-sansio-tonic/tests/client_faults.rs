@@ -272,15 +272,17 @@ async fn garbage_servers_back_off_and_fall_back() {
     let before = grpc_garbage.streams.load(Ordering::Relaxed);
     let client = client(&[grpc_garbage.uri()]);
     let mut w = client.watch(CDS, "c1").unwrap();
-    let (event, _) = until(&mut w, "unreachable", |e| {
+    let (event, _) = until(&mut w, "a protocol failure", |e| {
         matches!(e, WatchEvent::Error { .. })
     })
     .await;
+    // Frames that do not decode end the call with INTERNAL: a broken protocol, told as
+    // such (client::session::ending), and retried with backoff all the same.
     assert!(
         matches!(
             event,
             WatchEvent::Error {
-                error: WatchError::Unreachable { .. },
+                error: WatchError::Protocol { code: 13, .. },
                 ..
             }
         ),
@@ -409,4 +411,129 @@ async fn a_fleet_restarted_together_spreads_its_reconnects() {
         lock_sd < sd,
         "a fixed seed should reconnect closer together: {lock_sd} vs {sd}"
     );
+}
+
+/// A server whose authorization refuses the client (PERMISSION_DENIED) is told to the
+/// watch as `Refused` with the status, not as unreachable; once it lets the client in,
+/// the resource arrives and the watch is told the server is reachable again (issue 29,
+/// item 4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_typed_and_its_end_is_told() {
+    use std::sync::atomic::AtomicBool;
+    let allow = Arc::new(AtomicBool::new(false));
+    let gate = allow.clone();
+    let server = xds_sansio_tonic::XdsServer::builder()
+        .body_checks(xds_sansio::server::BodyChecks::Off)
+        .authorize(move |_: &xds_sansio_tonic::Peer, _: &Node, group: &str| {
+            match gate.load(Ordering::SeqCst) {
+                true => Ok(()),
+                false => Err(format!("no token for group {group}")),
+            }
+        })
+        .build();
+    server
+        .update(xds_sansio_tonic::DEFAULT_GROUP, |s| {
+            s.set(CDS, "c1", body("c1", "v1"))
+        })
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let uri = listener.local_addr().unwrap().to_string();
+    let serving = tokio::spawn(
+        server
+            .clone()
+            .serve_with_listener(listener, std::future::pending()),
+    );
+    let client = client(&[uri]);
+    let mut watch = client.watch(CDS, "c1").unwrap();
+    let (refused, before) = until(&mut watch, "a refusal", |e| {
+        matches!(e, WatchEvent::Error { .. })
+    })
+    .await;
+    match refused {
+        WatchEvent::Error {
+            name: None,
+            error: WatchError::Refused { code, message, .. },
+        } => {
+            assert_eq!(code, 7, "PERMISSION_DENIED");
+            assert!(message.contains("no token for group"), "{message}");
+        }
+        other => panic!("not a refusal: {other:?} (before: {before:?})"),
+    }
+    allow.store(true, Ordering::SeqCst);
+    until(&mut watch, "c1 once allowed", changed_to("c1", "v1")).await;
+    until(&mut watch, "reachable again", |e| {
+        matches!(e, WatchEvent::Reachable { .. })
+    })
+    .await;
+    server.shutdown();
+    let _ = serving.await;
+}
+
+/// The fail-static cache (issue 29, item 8): what a client was served is on disk; a new
+/// client whose server is down starts with it (marked as restored in its dump), and the
+/// server's own answer replaces it when it comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_static_start_with_the_server_down() {
+    use xds_sansio_tonic::fail_static::CacheDir;
+    let dir = std::env::temp_dir().join(format!("xds-fail-static-start-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let with_cache = |uri: String| {
+        XdsClient::builder(bootstrap(&[uri]))
+            .backoff(fast())
+            .fail_static(CacheDir::new(&dir))
+            .build()
+            .unwrap()
+    };
+    // A first run is served c1 and writes it down.
+    let mut server = Killable::start(|s| {
+        s.set(CDS, "c1", body("c1", "first")).unwrap();
+    })
+    .await;
+    let first = with_cache(server.uri());
+    let mut w = first.watch(CDS, "c1").unwrap();
+    until(&mut w, "c1 from the server", changed_to("c1", "first")).await;
+    let deadline = Instant::now() + STEP;
+    while CacheDir::new(&dir).load().is_empty() {
+        assert!(Instant::now() < deadline, "the cache was not written");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop((w, first));
+    server.kill().await;
+
+    // The next run starts with the server down: the outage, then c1 as the cache held it.
+    let second = with_cache(server.uri());
+    let mut w = second.watch(CDS, "c1").unwrap();
+    let (_, before) = until(&mut w, "c1 from the cache", changed_to("c1", "first")).await;
+    assert!(
+        before.iter().any(|e| matches!(
+            e,
+            WatchEvent::Error {
+                error: WatchError::Unreachable { .. },
+                ..
+            }
+        )),
+        "the outage comes first: {before:?}"
+    );
+    let dump = second.dump().await;
+    assert!(
+        dump.iter()
+            .any(|e| e.restored && e.status.name.as_str() == "c1"),
+        "{dump:?}"
+    );
+
+    // The server comes back with another c1: it replaces the cached one.
+    server
+        .restart(|s| {
+            s.set(CDS, "c1", body("c1", "second")).unwrap();
+        })
+        .await;
+    until(
+        &mut w,
+        "c1 from the server again",
+        changed_to("c1", "second"),
+    )
+    .await;
+    let dump = second.dump().await;
+    assert!(dump.iter().all(|e| !e.restored), "{dump:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

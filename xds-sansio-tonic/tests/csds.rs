@@ -272,7 +272,7 @@ async fn the_server_reports_what_each_node_applied() {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(
         tonic::transport::Server::builder()
-            .add_service(CsdsService::for_server(xds.clone()))
+            .add_service(xds.csds_service())
             .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
     );
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))

@@ -525,15 +525,13 @@ fn new_client(kind: Kind, i: usize) -> (Client, View) {
 /// driver), written out here so the test can see every response and count resends.
 async fn run_client(
     i: usize,
-    kind: Kind,
+    mut client: Client,
     addrs: Arc<Vec<SocketAddr>>,
     shared: Option<Arc<Vec<tonic::transport::Channel>>>,
     view: Arc<Mutex<View>>,
     mut commands: mpsc::UnboundedReceiver<StreamCommand>,
 ) {
     let clock = StdClock::new();
-    let (mut client, fresh) = new_client(kind, i);
-    *view.lock().unwrap() = fresh;
     let observer = Observer { view: view.clone() };
     let mut replica = i % addrs.len();
     let mut stream = 0;
@@ -603,9 +601,12 @@ impl Clients {
         };
         for i in 0..n {
             let kind = KINDS[i % KINDS.len()];
-            let view = Arc::new(Mutex::new(View::default()));
+            // The view knows what the client must hold before its task runs, so a wait
+            // never passes for a client that has not started yet.
+            let (client, view) = new_client(kind, i);
+            let view = Arc::new(Mutex::new(view));
             let (tx, rx) = mpsc::unbounded_channel();
-            let client = run_client(i, kind, addrs.clone(), shared.clone(), view.clone(), rx);
+            let client = run_client(i, client, addrs.clone(), shared.clone(), view.clone(), rx);
             let task = tokio::spawn(client);
             clients.views.push((kind, view));
             clients.stops.push(tx);
@@ -616,6 +617,25 @@ impl Clients {
 
     /// Waits until every client accepted by `filter` holds `gen` everywhere.
     async fn wait_gen(&self, gen: u32, filter: impl Fn(&View) -> bool) {
+        if let Err(why) = self.try_wait_gen(gen, filter).await {
+            panic!("{why}");
+        }
+    }
+
+    /// Waits until every client holds `gen` everywhere; a failure also says how each
+    /// replica's etcd feed stands.
+    async fn wait_all_fed(&self, gen: u32, replicas: &[Replica]) {
+        if let Err(why) = self.try_wait_gen(gen, |_| true).await {
+            let feeds: Vec<String> = replicas
+                .iter()
+                .enumerate()
+                .map(|(r, replica)| format!("replica {r}: {:?}", replica.source().status()))
+                .collect();
+            panic!("{why}\n{}", feeds.join("\n"));
+        }
+    }
+
+    async fn try_wait_gen(&self, gen: u32, filter: impl Fn(&View) -> bool) -> Result<(), String> {
         let deadline = StdInstant::now() + WAIT;
         loop {
             let mut missing = None;
@@ -623,16 +643,20 @@ impl Clients {
                 let v = view.lock().unwrap();
                 if filter(&v) {
                     if let Err(why) = v.holds(gen) {
-                        missing = Some(format!("client {i} (replica {}): {why}", v.replica));
+                        missing = Some(format!(
+                            "client {i} (replica {}, {} streams, answered {:?}): {why}",
+                            v.replica, v.streams, v.answered
+                        ));
                         break;
                     }
                 }
             }
-            let Some(why) = missing else { return };
-            assert!(
-                StdInstant::now() < deadline,
-                "generation {gen} did not reach every client within {WAIT:?}: {why}"
-            );
+            let Some(why) = missing else { return Ok(()) };
+            if StdInstant::now() >= deadline {
+                return Err(format!(
+                    "generation {gen} did not reach every client within {WAIT:?}: {why}"
+                ));
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -779,11 +803,11 @@ async fn scenario() {
     ];
     let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.addr).collect();
     let clients = Clients::start(100, addrs);
-    clients.wait_all(1).await;
+    clients.wait_all_fed(1, &replicas).await;
 
     // A publication reaches every client through every replica.
     publish(&endpoints, 2).await;
-    clients.wait_all(2).await;
+    clients.wait_all_fed(2, &replicas).await;
     for r in 0..REPLICAS {
         assert!(clients.on_replica(r) >= 30, "replica {r} serves its share");
     }

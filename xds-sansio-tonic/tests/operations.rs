@@ -58,9 +58,32 @@ impl Counts {
         let mut cells = self.0.lock().unwrap();
         cells.entry(key.name().to_string()).or_default().clone()
     }
+    /// The cell of one labelled series: `name{label=value,...}`, labels as given.
+    fn labelled(&self, key: &metrics::Key) -> Arc<AtomicU64> {
+        let labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        let series = format!("{}{{{}}}", key.name(), labels.join(","));
+        self.0.lock().unwrap().entry(series).or_default().clone()
+    }
     fn get(&self, name: &str) -> u64 {
         let cells = self.0.lock().unwrap();
         cells.get(name).map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+}
+
+/// A counter counted under its name (labels summed) and under its labelled series.
+struct Both(Arc<AtomicU64>, Arc<AtomicU64>);
+
+impl metrics::CounterFn for Both {
+    fn increment(&self, value: u64) {
+        self.0.fetch_add(value, Ordering::Relaxed);
+        self.1.fetch_add(value, Ordering::Relaxed);
+    }
+    fn absolute(&self, value: u64) {
+        self.0.fetch_max(value, Ordering::Relaxed);
+        self.1.fetch_max(value, Ordering::Relaxed);
     }
 }
 
@@ -87,7 +110,7 @@ impl metrics::Recorder for &'static Counts {
     ) {
     }
     fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
-        metrics::Counter::from_arc(self.cell(key))
+        metrics::Counter::from_arc(Arc::new(Both(self.cell(key), self.labelled(key))))
     }
     fn register_gauge(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
         metrics::Gauge::from_arc(self.cell(key))
@@ -312,6 +335,14 @@ async fn callbacks_metrics_wakes_health_and_graceful_shutdown() {
     assert_eq!(r1b.resources[0].value, body("e1", "b"));
     assert_eq!(counts.get(names::STREAMS_WOKEN) - woken_before, 1);
     assert!(counts.get(names::ACKS) >= 1 && counts.get(names::NACKS) >= 1);
+    // A NACK is counted by type and group (issue 29, item 7).
+    assert_eq!(
+        counts.get(&format!(
+            "{}{{type_url={EDS},group={DEFAULT_GROUP}}}",
+            names::NACKS
+        )),
+        1
+    );
     assert!(counts.get(names::RESPONSES) >= 3 && counts.get(names::RESPONSE_BYTES) > 0);
     tx1.send(request(EDS, &["e1"], &r1b.version_info, &r1b.nonce))
         .await

@@ -28,7 +28,7 @@ use crate::types::TypeInfo;
 use crate::{Client, ClientConfig, Response, Transport};
 
 use super::{
-    Backoff, ServerEntry, ServerId, Session, SessionCommand, SessionEvent, StreamKey,
+    Backoff, ServerEntry, ServerId, Session, SessionCommand, SessionEvent, StreamEnd, StreamKey,
     FAIL_ON_DATA_ERRORS, IGNORE_RESOURCE_DELETION, RESOURCE_TIMER_IS_TRANSIENT_ERROR,
 };
 
@@ -125,8 +125,8 @@ impl Session {
     }
 
     /// The connection attempt of `key`'s stream `stream` failed, or the stream ended
-    /// (`error` says why).
-    pub fn handle_ended(&mut self, now: Instant, key: StreamKey, stream: u64, error: &str) {
+    /// (`end` says why).
+    pub fn handle_ended(&mut self, now: Instant, key: StreamKey, stream: u64, end: &StreamEnd) {
         self.advance(now);
         let Some(slot) = self.slot_mut(key) else {
             return;
@@ -138,7 +138,6 @@ impl Session {
             slot.client.disconnected(now);
         }
         let failed = !slot.got_response;
-        let error = error.to_string();
         // The next attempt goes to the server's next replica (a no-op with none); the
         // server has failed, for fallback and watchers, once a whole round has.
         let addresses = self
@@ -156,20 +155,20 @@ impl Session {
             slot.phase = Phase::Waiting(now.saturating_add(delay));
             self.events.push_back(SessionEvent::StreamFailed {
                 key,
-                error: error.clone(),
+                end: end.clone(),
                 retry_in: delay,
             });
         } else {
             slot.phase = Phase::Idle;
             self.events.push_back(SessionEvent::StreamEnded {
                 key,
-                error: error.clone(),
+                end: end.clone(),
             });
             self.start(key);
         }
         self.flush();
         if round_failed {
-            self.failed(key.server.0, &error);
+            self.failed(key.server.0, end);
         }
     }
 

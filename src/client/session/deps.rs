@@ -456,22 +456,39 @@ impl Session {
     /// watcher whose manager subscribed something there is told, and keeps its
     /// configuration.
     pub(super) fn config_unreachable(&mut self, a: usize, error: &WatchError) {
+        self.tell_configs_of(
+            a,
+            &ConfigEvent::Error {
+                resource: None,
+                error: error.clone(),
+            },
+        );
+    }
+
+    /// Authority `a`'s outage is over: `server` answered.
+    pub(super) fn config_reachable(&mut self, a: usize, server: &str) {
+        self.tell_configs_of(
+            a,
+            &ConfigEvent::Reachable {
+                server: String::from(server),
+            },
+        );
+    }
+
+    /// Tells `event` to every configuration watch that reaches authority `a`.
+    fn tell_configs_of(&mut self, a: usize, event: &ConfigEvent) {
         let mut out = Vec::new();
         for (id, root) in &self.config_watches {
             let concerned = self
                 .managers
                 .get(root)
                 .is_some_and(|deps| deps.subscribed.iter().any(|(x, _, _)| *x == a));
-            if !concerned {
-                continue;
+            if concerned {
+                out.push(SessionEvent::Config {
+                    id: *id,
+                    event: event.clone(),
+                });
             }
-            out.push(SessionEvent::Config {
-                id: *id,
-                event: ConfigEvent::Error {
-                    resource: None,
-                    error: error.clone(),
-                },
-            });
         }
         self.events.extend(out);
     }

@@ -14,17 +14,19 @@
 //!   take the reverting server's held value or does-not-exist at once, and otherwise stay,
 //!   marked as the reverting server's, until it speaks.
 //! - **An outage is told once** (A88's ambient error, A57): when the lowest server in use
-//!   fails and no server is started, every watcher of the authority gets
-//!   [`WatchError::Unreachable`] once, until a server answers again; values held stay in
-//!   use.
+//!   fails and no server is started, every watcher of the authority gets one
+//!   [`WatchError`] ([`Unreachable`](super::WatchError::Unreachable),
+//!   [`Refused`](super::WatchError::Refused) or [`Protocol`](super::WatchError::Protocol),
+//!   by how the last server failed: [`StreamEnd`]) once, until a server answers again;
+//!   values held stay in use. The first response after that tells them
+//!   [`WatchEvent::Reachable`].
 
-use alloc::string::ToString;
 use alloc::vec::Vec;
 
 use crate::client::{ResourceState, WILDCARD};
 
 use super::view::{view_event, Key, Seen};
-use super::{ServerId, Session, SessionEvent, WatchError, WatchEvent};
+use super::{ServerId, Session, SessionEvent, StreamEnd, WatchEvent};
 
 impl Session {
     /// A response arrived on channel `c`: the authorities using it below the lowest
@@ -37,7 +39,25 @@ impl Session {
             let Some(auth) = self.authorities.get_mut(a) else {
                 continue;
             };
-            auth.unreachable = false;
+            auth.ever_answered = true;
+            auth.on_cache = false;
+            if core::mem::take(&mut auth.unreachable) {
+                let server = self
+                    .channels
+                    .get(c)
+                    .map(|ch| ch.server.server_uri.clone())
+                    .unwrap_or_default();
+                self.notify_authority(
+                    a,
+                    &WatchEvent::Reachable {
+                        server: server.clone(),
+                    },
+                );
+                self.config_reachable(a, &server);
+            }
+            let Some(auth) = self.authorities.get_mut(a) else {
+                continue;
+            };
             if p >= auth.depth {
                 continue;
             }
@@ -105,7 +125,7 @@ impl Session {
     }
 
     /// Channel `c` failed before answering: fall back (A71) or tell the watchers (A57).
-    pub(super) fn failed(&mut self, c: usize, error: &str) {
+    pub(super) fn failed(&mut self, c: usize, end: &StreamEnd) {
         for a in 0..self.authorities.len() {
             let Some(p) = self.position(a, c) else {
                 continue;
@@ -150,10 +170,7 @@ impl Session {
                 if let Some(auth) = self.authorities.get_mut(a) {
                     auth.unreachable = true;
                 }
-                let error = WatchError::Unreachable {
-                    server,
-                    error: error.to_string(),
-                };
+                let error = end.watch_error(server);
                 self.notify_authority(
                     a,
                     &WatchEvent::Error {
@@ -162,6 +179,7 @@ impl Session {
                     },
                 );
                 self.config_unreachable(a, &error);
+                self.apply_restored(a);
             }
         }
         self.flush();

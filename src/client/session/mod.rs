@@ -76,6 +76,8 @@ pub mod backoff;
 pub mod bootstrap;
 mod channels;
 mod deps;
+pub mod ending;
+pub mod fail_static;
 mod fallback;
 pub mod queue;
 mod view;
@@ -89,7 +91,7 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::client::deps::DepsConfig;
-use crate::client::{SharedStr, Validator};
+use crate::client::{ResourceState, ResourceStatus, SharedStr, StatusEntry, Validator};
 use crate::pb::envoy::config::core::v3::Node;
 use crate::time::Instant;
 use crate::{ClientConfig, Request, Transport, Variant};
@@ -102,6 +104,8 @@ pub use bootstrap::{
     ServerEntry, WatchRefused, FAIL_ON_DATA_ERRORS, IGNORE_RESOURCE_DELETION,
     RESOURCE_TIMER_IS_TRANSIENT_ERROR,
 };
+pub use ending::StreamEnd;
+pub use fail_static::RestoredResource;
 pub use queue::{Coalesce, WatchQueue};
 pub use watch::{ConfigEvent, DumpEntry, ServerUse, WatchError, WatchEvent};
 
@@ -184,7 +188,7 @@ pub enum SessionEvent {
         /// The slot.
         key: StreamKey,
         /// Why, as reported.
-        error: String,
+        end: StreamEnd,
         /// The backoff delay.
         retry_in: Duration,
     },
@@ -193,7 +197,7 @@ pub enum SessionEvent {
         /// The slot.
         key: StreamKey,
         /// Why, as reported.
-        error: String,
+        end: StreamEnd,
     },
     /// An authority fell back to its next server (gRPC A71).
     FellBack {
@@ -411,9 +415,39 @@ impl Session {
                             status: entry,
                             body,
                             server: channel.server.server_uri.clone(),
+                            restored: false,
                         });
                     }
                 }
+            }
+            // What the fail-static cache serves.
+            for ((type_url, name), entry) in &auth.view {
+                let view::Seen::Held { version, body } = &entry.seen else {
+                    continue;
+                };
+                if entry.source != fail_static::RESTORED
+                    || !seen.insert((type_url.clone(), name.clone()))
+                {
+                    continue;
+                }
+                out.push(DumpEntry {
+                    status: StatusEntry {
+                        type_url: type_url.clone(),
+                        name: name.clone(),
+                        status: ResourceStatus {
+                            state: ResourceState::Acked,
+                            version: Some(version.clone()),
+                            rejected: None,
+                            ttl_deadline: None,
+                            server_error: None,
+                            deletion_ignored: false,
+                        },
+                        control_plane: None,
+                    },
+                    body: Some(body.clone()),
+                    server: String::new(),
+                    restored: true,
+                });
             }
         }
         watch::sort_dump(&mut out);

@@ -27,7 +27,9 @@ impl Coalesce for WatchEvent {
     fn slot(&self) -> (SharedStr, u8) {
         let class = match self {
             WatchEvent::Changed { .. } | WatchEvent::DoesNotExist { .. } => 0,
-            WatchEvent::Error { .. } => 1,
+            // The end of an outage takes the outage's slot: a reader that never saw the
+            // error is told only that the server answers again.
+            WatchEvent::Error { .. } | WatchEvent::Reachable { .. } => 1,
         };
         (self.name().cloned().unwrap_or_default(), class)
     }
@@ -44,6 +46,7 @@ impl Coalesce for ConfigEvent {
                     .unwrap_or_default();
                 (SharedStr::from(key), 1)
             }
+            ConfigEvent::Reachable { .. } => (SharedStr::default(), 1),
         }
     }
 }

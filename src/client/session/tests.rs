@@ -1,7 +1,7 @@
 //! The session's rules in virtual time, without sockets (the scenarios under
 //! `scenarios/client/session/` tell the same stories on the wire).
 
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -77,7 +77,7 @@ fn falls_back_when_missing_then_reverts_on_the_primary_s_first_response() {
     s.watch(t(0), 1, CLUSTER.type_url, Some("c1")).unwrap();
     assert_eq!(drain(&mut s).0, vec![(0, 1)]);
     // The primary cannot be reached: c1 is missing, so b is started (A71).
-    s.handle_ended(t(1), key(0), 1, "refused");
+    s.handle_ended(t(1), key(0), 1, &StreamEnd::transport("refused"));
     assert_eq!(drain(&mut s).0, vec![(1, 2)]);
     let ev = events(&mut s);
     assert!(ev.iter().any(|e| matches!(
@@ -139,10 +139,10 @@ fn no_fallback_when_nothing_is_missing_the_outage_is_told_once() {
     drain(&mut s);
     events(&mut s);
     // Ends after a response: reconnects at once, no failure.
-    s.handle_ended(t(1), key(0), 1, "gone");
+    s.handle_ended(t(1), key(0), 1, &StreamEnd::transport("gone"));
     assert_eq!(drain(&mut s).0, vec![(0, 2)]);
     // Fails before answering: c1 is held, so no fallback; watchers told once.
-    s.handle_ended(t(1), key(0), 2, "refused");
+    s.handle_ended(t(1), key(0), 2, &StreamEnd::transport("refused"));
     assert!(drain(&mut s).0.is_empty());
     let unreachable = |ev: &[SessionEvent]| {
         ev.iter()
@@ -164,7 +164,7 @@ fn no_fallback_when_nothing_is_missing_the_outage_is_told_once() {
     let at = s.poll_timeout().unwrap();
     s.handle_timeout(at);
     assert_eq!(drain(&mut s).0, vec![(0, 3)]);
-    s.handle_ended(at, key(0), 3, "refused");
+    s.handle_ended(at, key(0), 3, &StreamEnd::transport("refused"));
     assert_eq!(unreachable(&events(&mut s)), 0);
 }
 
@@ -197,7 +197,7 @@ fn federation_routes_xdstp_names_to_their_authority_and_refuses_unknown_ones() {
         Err(WatchRefused::DuplicateId(1))
     );
     // The federated server fails: only its authority's watch hears of it.
-    s.handle_ended(t, key(1), 2, "refused");
+    s.handle_ended(t, key(1), 2, &StreamEnd::transport("refused"));
     let told: Vec<u64> = events(&mut s)
         .iter()
         .filter_map(|e| match e {
@@ -255,4 +255,99 @@ fn replica_addresses_wrap_and_a_server_without_replicas_keeps_its_uri() {
     assert_eq!(all, ["top", "r1", "r2", "top"]);
     let alone = server("alone");
     assert_eq!((alone.address_count(), alone.address(5)), (1, "alone"));
+}
+
+fn restored(name: &str, version: &str) -> RestoredResource {
+    RestoredResource {
+        authority: String::new(),
+        type_url: SharedStr::from_static(CLUSTER.type_url),
+        name: SharedStr::from(name),
+        version: SharedStr::from(version),
+        body: cluster(name).value,
+    }
+}
+
+/// What watch `id` was told, as (kind, name).
+fn told(ev: &[SessionEvent], id: u64) -> Vec<(&'static str, String)> {
+    ev.iter()
+        .filter_map(|e| match e {
+            SessionEvent::Watch { id: i, event } if *i == id => Some(match event {
+                WatchEvent::Changed { name, .. } => ("changed", name.to_string()),
+                WatchEvent::DoesNotExist { name } => ("does-not-exist", name.to_string()),
+                WatchEvent::Error { .. } => ("error", String::new()),
+                WatchEvent::Reachable { .. } => ("reachable", String::new()),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn fail_static_serves_what_a_former_run_held_only_while_no_server_ever_answered() {
+    let mut s = session(BootstrapServers::new(vec![server("a")]));
+    let t = Instant::from_secs;
+    // c3 is wanted only through the wildcard.
+    s.restore(vec![
+        restored("c1", "old"),
+        restored("c2", "old"),
+        restored("c3", "old"),
+    ]);
+    s.watch(t(0), 1, CLUSTER.type_url, Some("c1")).unwrap();
+    s.watch(t(0), 2, CLUSTER.type_url, None).unwrap();
+    drain(&mut s);
+    // Nothing restored is served while the server may still answer.
+    assert!(told(&events(&mut s), 1).is_empty());
+    // Every server failed before any answered: the restored resources are served, marked
+    // as such in the dump.
+    s.handle_ended(t(1), key(0), 1, &StreamEnd::transport("refused"));
+    let ev = events(&mut s);
+    assert_eq!(
+        told(&ev, 1),
+        [("error", String::new()), ("changed", "c1".into())]
+    );
+    let mut wildcard = told(&ev, 2);
+    wildcard.sort();
+    assert_eq!(
+        wildcard[..2],
+        [("changed", "c1".into()), ("changed", "c2".into())]
+    );
+    let dump = s.dump();
+    assert!(dump.iter().all(|e| e.restored), "{dump:?}");
+    assert_eq!(s.served().len(), 3);
+    // A new watch starts with what is restored.
+    s.watch(t(1), 3, CLUSTER.type_url, Some("c2")).unwrap();
+    assert_eq!(told(&events(&mut s), 3), [("changed", "c2".into())]);
+    // The server answers with c1 only: c1 is replaced at once, c2 stays in use until the
+    // type is ready (its does-not-exist timer says the server does not have it), then goes.
+    let at = s.poll_timeout().unwrap();
+    s.handle_timeout(at);
+    drain(&mut s);
+    s.handle_connected(at, key(0), 2);
+    s.handle_response(at, key(0), 2, response("new", &["c1"]));
+    drain(&mut s);
+    let ev = events(&mut s);
+    assert_eq!(
+        told(&ev, 1),
+        [("changed", "c1".into()), ("reachable", String::new())]
+    );
+    assert_eq!(told(&ev, 3), [("reachable", String::new())]);
+    let dne = s.poll_timeout().unwrap();
+    s.handle_timeout(dne);
+    drain(&mut s);
+    let ev = events(&mut s);
+    assert_eq!(told(&ev, 3), [("does-not-exist", "c2".into())]);
+    // The type is ready now: c3, which the server's answer left out, goes too.
+    assert!(
+        told(&ev, 2).contains(&("does-not-exist", "c3".into())),
+        "{ev:?}"
+    );
+    assert!(s.dump().iter().all(|e| !e.restored));
+    let at = dne;
+    // Once a server has answered, nothing is restored again, whatever fails later.
+    s.restore(vec![restored("c9", "old")]);
+    s.handle_ended(at, key(0), 2, &StreamEnd::transport("gone"));
+    drain(&mut s);
+    s.handle_ended(at, key(0), 3, &StreamEnd::transport("refused"));
+    s.watch(at, 4, CLUSTER.type_url, Some("c9")).unwrap();
+    assert!(told(&events(&mut s), 4).is_empty());
 }

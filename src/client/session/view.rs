@@ -58,6 +58,12 @@ pub(super) struct Authority {
     pub(super) answered: BTreeSet<SharedStr>,
     /// An outage was reported to the watchers and nothing answered since.
     pub(super) unreachable: bool,
+    /// Resources a former run accepted (the fail-static cache), by key.
+    pub(super) restored: BTreeMap<Key, (SharedStr, Bytes)>,
+    /// The restored resources are served: the outage was told before any server answered.
+    pub(super) on_cache: bool,
+    /// A server of the authority answered since the session started.
+    pub(super) ever_answered: bool,
 }
 
 impl Authority {
@@ -70,6 +76,9 @@ impl Authority {
             view: BTreeMap::new(),
             answered: BTreeSet::new(),
             unreachable: false,
+            restored: BTreeMap::new(),
+            on_cache: false,
+            ever_answered: false,
         }
     }
 }
@@ -100,6 +109,7 @@ impl Session {
         };
         self.advance(now);
         let type_url = SharedStr::from(type_url);
+        let first = self.add_interest(a, &type_url, &name);
         let mut known = Vec::new();
         if let Some(auth) = self.authorities.get(a) {
             if name.as_str() == WILDCARD {
@@ -119,7 +129,6 @@ impl Session {
                 .into_iter()
                 .map(|event| SessionEvent::Watch { id, event }),
         );
-        let first = self.add_interest(a, &type_url, &name);
         self.watchers
             .entry((a, type_url.clone(), name.clone()))
             .or_default()
@@ -184,6 +193,9 @@ impl Session {
         if first && name.as_str() == WILDCARD {
             // The type is answered for the wildcard once the client says it is ready again.
             auth.answered.remove(type_url);
+        }
+        if first {
+            self.restore_interest(a, type_url, name);
         }
         first
     }
@@ -364,6 +376,7 @@ impl Session {
                 }
             }
             ClientEvent::Ready { .. } => {
+                self.drop_unconfirmed(a, p, &type_url);
                 if let Some(auth) = self.authorities.get_mut(a) {
                     auth.answered.insert(type_url);
                 }
@@ -437,6 +450,11 @@ impl Session {
             self.notify(a, &key.0, &key.1, &state_event(&key.1, &seen));
         }
         true
+    }
+
+    /// Tells the watchers of `key` what the view now holds of it.
+    pub(super) fn notify_key(&mut self, a: usize, key: &Key, seen: &Seen) {
+        self.notify(a, &key.0, &key.1, &state_event(&key.1, seen));
     }
 
     /// To the watchers of `name` and the wildcard watchers of its type.

@@ -46,6 +46,12 @@ pub enum WatchEvent {
         /// What.
         error: WatchError,
     },
+    /// The outage told before ([`WatchError::Unreachable`], [`WatchError::Refused`],
+    /// [`WatchError::Protocol`]) is over: `server` answered.
+    Reachable {
+        /// The server that answered (`server_uri`).
+        server: String,
+    },
 }
 
 impl WatchEvent {
@@ -54,6 +60,7 @@ impl WatchEvent {
         match self {
             WatchEvent::Changed { name, .. } | WatchEvent::DoesNotExist { name } => Some(name),
             WatchEvent::Error { name, .. } => name.as_ref(),
+            WatchEvent::Reachable { .. } => None,
         }
     }
 }
@@ -85,6 +92,29 @@ pub enum WatchError {
         /// Why it failed.
         error: String,
     },
+    /// Every server that could be tried failed, the last one refusing this client with a
+    /// gRPC status (`PERMISSION_DENIED`, `UNAUTHENTICATED`, `INVALID_ARGUMENT`,
+    /// `FAILED_PRECONDITION`: its authorization, the node sent); the client keeps trying,
+    /// with backoff, but what it sends must change (or the server's mind) first.
+    Refused {
+        /// The last server tried (`server_uri`).
+        server: String,
+        /// The `google.rpc.Code`.
+        code: i32,
+        /// The status message.
+        message: String,
+    },
+    /// Every server that could be tried failed, the last one ending the stream for a broken
+    /// protocol or limit (`UNIMPLEMENTED`, `OUT_OF_RANGE`, `INTERNAL`, `DATA_LOSS`); the
+    /// client keeps trying, with backoff.
+    Protocol {
+        /// The last server tried (`server_uri`).
+        server: String,
+        /// The `google.rpc.Code`.
+        code: i32,
+        /// The status message.
+        message: String,
+    },
 }
 
 impl fmt::Display for WatchError {
@@ -97,6 +127,24 @@ impl fmt::Display for WatchError {
             WatchError::Unreachable { server, error } => {
                 write!(f, "management server {server} unreachable: {error}")
             }
+            WatchError::Refused {
+                server,
+                code,
+                message,
+            } => write!(
+                f,
+                "management server {server} refused this client: {} ({code}): {message}",
+                super::ending::code_name(*code)
+            ),
+            WatchError::Protocol {
+                server,
+                code,
+                message,
+            } => write!(
+                f,
+                "management server {server} ended the stream: {} ({code}): {message}",
+                super::ending::code_name(*code)
+            ),
         }
     }
 }
@@ -147,6 +195,12 @@ pub enum ConfigEvent {
         /// What.
         error: WatchError,
     },
+    /// The outage told before is over: `server` answered (the configuration delivered
+    /// before is still the one in use).
+    Reachable {
+        /// The server that answered (`server_uri`).
+        server: String,
+    },
 }
 
 /// One resource as the session holds it, for a status dump (CSDS).
@@ -156,8 +210,11 @@ pub struct DumpEntry {
     pub status: StatusEntry,
     /// Its body, when held.
     pub body: Option<Bytes>,
-    /// The server it came from (`server_uri`).
+    /// The server it came from (`server_uri`; empty when restored).
     pub server: String,
+    /// It comes from the fail-static cache (a former run's), no server having answered
+    /// yet ([`Session::restore`](super::Session::restore)).
+    pub restored: bool,
 }
 
 /// A server of the top-level authority, as [`Session::servers`](super::Session::servers)

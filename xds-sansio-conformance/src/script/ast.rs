@@ -196,8 +196,10 @@ pub enum SessionStep {
     Unwatch(u64),
     /// `up a`: the connection the session asked for to server `a` is up.
     Up(String),
-    /// `down a "why"`: server `a`'s connection attempt failed, or its stream ended.
-    Down(String, String),
+    /// `down a "why"` (no gRPC status: the transport failed) or `down a status=CODE
+    /// "why"` (the call ended with that status): server `a`'s connection attempt failed,
+    /// or its stream ended.
+    Down(String, xds_sansio::client::session::StreamEnd),
     /// `a C->S (..)` or `a S->C (..)`: a message on server `a`'s stream.
     Message {
         /// The server.

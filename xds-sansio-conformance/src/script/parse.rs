@@ -9,6 +9,7 @@ use core::time::Duration;
 
 use super::ast::*;
 use crate::transcript::notation;
+use xds_sansio::client::session::StreamEnd;
 use xds_sansio::client::{DataErrors, EventShape, NackPolicy};
 use xds_sansio::message::Variant;
 use xds_sansio::server::NotFoundReporting;
@@ -978,8 +979,18 @@ fn step(cursor: &mut Cursor<'_>, variant: Variant) -> Result<Action, ScriptError
         "up" => Action::Session(SessionStep::Up(cursor.word("a server")?)),
         "down" => {
             let server = cursor.word("a server")?;
-            let (why, _) = cursor.quoted_token("")?;
-            Action::Session(SessionStep::Down(server, why))
+            let (first, quoted) = cursor.quoted_token("")?;
+            let end = match first.strip_prefix("status=").filter(|_| !quoted) {
+                Some(code) => {
+                    let code: i32 = code.parse().map_err(|_| {
+                        error(cursor.line, format!("bad status {code:?}: a google.rpc.Code number"))
+                    })?;
+                    let (why, _) = cursor.quoted_token("")?;
+                    StreamEnd::status(code, why)
+                }
+                None => StreamEnd::transport(first),
+            };
+            Action::Session(SessionStep::Down(server, end))
         }
         "expect" if cursor.rest().trim_start().starts_with("session") => {
             cursor.word("session")?;

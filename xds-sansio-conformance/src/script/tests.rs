@@ -2,6 +2,7 @@ use super::*;
 use alloc::string::ToString;
 use alloc::vec;
 use alloc::vec::Vec;
+use xds_sansio::client::session::StreamEnd;
 use xds_sansio::types::{CLUSTER, ENDPOINT};
 
 const SIMPLE_ACK: &str = "\
@@ -957,7 +958,7 @@ session unwatch 1
         matches!(actions[2], Action::Session(SessionStep::Message { server, direction: Direction::ClientToServer, .. }) if server == "a")
     );
     assert!(
-        matches!(actions[3], Action::Session(SessionStep::Down(s, why)) if s == "a" && why == "refused")
+        matches!(actions[3], Action::Session(SessionStep::Down(s, why)) if s == "a" && *why == StreamEnd::transport("refused"))
     );
     assert!(
         matches!(actions[4], Action::ExpectSession(SessionExpectation::Event(k, args)) if k == "fell-back" && args.len() == 3)

@@ -240,6 +240,16 @@ pub async fn pump(
     Ok(())
 }
 
+/// How a call [`pump`]ed to its end ended, as the core's session takes it: the gRPC status
+/// (`OK` when the server closed the call).
+pub fn ended(end: Result<(), Status>) -> xds_sansio::client::session::StreamEnd {
+    use xds_sansio::client::session::StreamEnd;
+    match end {
+        Ok(()) => StreamEnd::status(0, "the server closed the stream"),
+        Err(status) => StreamEnd::status(status.code() as i32, status.message()),
+    }
+}
+
 /// Sleeps until `deadline`, forever without one: a machine's `poll_timeout` as a branch of
 /// `tokio::select!`.
 pub async fn sleep_until(deadline: Option<impl Into<tokio::time::Instant>>) {

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
-use xds_sansio::client::session::{Session, SessionCommand, SessionEvent, StreamKey as SlotKey};
+use xds_sansio::client::session::{
+    Session, SessionCommand, SessionEvent, StreamEnd, StreamKey as SlotKey,
+};
 use xds_sansio::client::SharedStr;
 use xds_sansio::time::StdClock;
 use xds_sansio::{Request, Response, Transport, Variant};
@@ -18,6 +20,7 @@ use xds_sansio::{Request, Response, Transport, Variant};
 use super::bootstrap::ManagementServer;
 use super::watch::{ConfigEvent, Sink, Unwatch, WatchEvent};
 use crate::call::{self, sleep_until, ConnectOptions, Tap};
+use crate::fail_static::{CacheDir, Persist};
 
 /// What the handles ask of the driver.
 pub(crate) enum Op {
@@ -34,10 +37,8 @@ pub(crate) enum Op {
         listener: Option<SharedStr>,
         sink: Arc<Sink<ConfigEvent>>,
     },
-    /// Ends a watch or a configuration watch.
-    Unwatch {
-        id: u64,
-    },
+    /// Ends a watch or a configuration watch (its id).
+    Unwatch(u64),
     /// Reads the session (a dump, the dependencies, the servers) for a handle.
     Read(Box<dyn FnOnce(&Session) + Send>),
     Shutdown,
@@ -45,7 +46,7 @@ pub(crate) enum Op {
 
 impl Unwatch for mpsc::UnboundedSender<Op> {
     fn unwatch(&self, id: u64) {
-        let _ = self.send(Op::Unwatch { id });
+        let _ = self.send(Op::Unwatch(id));
     }
 }
 
@@ -64,7 +65,7 @@ enum Io {
     Ended {
         key: SlotKey,
         stream: u64,
-        error: String,
+        end: StreamEnd,
     },
 }
 
@@ -93,34 +94,24 @@ struct Sinks {
 
 impl Sinks {
     fn close(&mut self, id: u64) {
-        if let Some(sink) = self.watches.remove(&id) {
-            sink.close();
-        }
-        if let Some(sink) = self.configs.remove(&id) {
-            sink.close();
-        }
+        self.watches.remove(&id).inspect(|sink| sink.close());
+        self.configs.remove(&id).inspect(|sink| sink.close());
     }
 
     /// Hands an event of the session to its sink, or to the log.
     fn deliver(&self, event: SessionEvent) {
         match event {
             SessionEvent::Watch { id, event } => {
-                if let Some(sink) = self.watches.get(&id) {
-                    sink.push(event);
-                }
+                self.watches.get(&id).inspect(|sink| sink.push(event));
             }
             SessionEvent::Config { id, event } => {
-                if let Some(sink) = self.configs.get(&id) {
-                    sink.push(event);
-                }
+                self.configs.get(&id).inspect(|sink| sink.push(event));
             }
-            SessionEvent::StreamFailed {
-                error, retry_in, ..
-            } => {
-                tracing::info!(%error, delay = ?retry_in, "xDS stream failed; retrying after backoff")
+            SessionEvent::StreamFailed { end, retry_in, .. } => {
+                tracing::info!(%end, delay = ?retry_in, "xDS stream failed; retrying after backoff")
             }
-            SessionEvent::StreamEnded { error, .. } => {
-                tracing::info!(%error, "xDS stream ended after responses; reconnecting")
+            SessionEvent::StreamEnded { end, .. } => {
+                tracing::info!(%end, "xDS stream ended after responses; reconnecting")
             }
             SessionEvent::FellBack {
                 authority, from, ..
@@ -142,19 +133,24 @@ pub(crate) fn spawn(
     mut session: Session,
     servers: Vec<ManagementServer>,
     connect: Connect,
-    clock: StdClock,
+    cache: Option<CacheDir>,
     ops: mpsc::UnboundedReceiver<Op>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move { run(&mut session, &servers, connect, clock, ops).await })
+    tokio::spawn(async move {
+        let persist = Persist::restore(&mut session, cache).await;
+        run(&mut session, &servers, connect, persist, ops).await
+    })
 }
 
 async fn run(
     session: &mut Session,
     servers: &[ManagementServer],
     connect: Connect,
-    clock: StdClock,
+    mut persist: Persist,
     mut ops: mpsc::UnboundedReceiver<Op>,
 ) {
+    let clock = StdClock::new();
+    let mut persist_tick = tokio::time::interval(std::time::Duration::from_secs(1));
     let (io_tx, mut io_rx) = mpsc::unbounded_channel();
     let mut live: HashMap<SlotKey, Live> = HashMap::new();
     let mut sinks = Sinks::default();
@@ -241,7 +237,7 @@ async fn run(
                         }
                     }
                 }
-                Some(Op::Unwatch { id }) => {
+                Some(Op::Unwatch(id)) => {
                     sinks.close(id);
                     session.unwatch(clock.now(), id);
                 }
@@ -272,15 +268,16 @@ async fn run(
                     }
                     session.handle_response(clock.now(), key, stream, response);
                 }
-                Some(Io::Ended { key, stream, error }) => {
+                Some(Io::Ended { key, stream, end }) => {
                     if live.get(&key).is_some_and(|l| l.stream == stream) {
                         live.remove(&key);
                     }
-                    session.handle_ended(clock.now(), key, stream, &error);
+                    session.handle_ended(clock.now(), key, stream, &end);
                 }
                 None => return,
             },
             () = sleep_until(deadline) => session.handle_timeout(clock.now()),
+            _ = persist_tick.tick(), if persist.cache.is_some() => persist.tick(session),
         }
     }
 }
@@ -299,7 +296,11 @@ async fn open(
             stream,
             channel,
         },
-        Err(error) => Io::Ended { key, stream, error },
+        Err(error) => Io::Ended {
+            key,
+            stream,
+            end: StreamEnd::transport(error),
+        },
     });
 }
 
@@ -322,11 +323,11 @@ async fn pump(
         .is_ok()
     })
     .await;
-    let error = match end {
-        Ok(()) => "the server closed the stream".to_string(),
-        Err(status) => format!("{:?}: {}", status.code(), status.message()),
-    };
-    let _ = io.send(Io::Ended { key, stream, error });
+    let _ = io.send(Io::Ended {
+        key,
+        stream,
+        end: call::ended(end),
+    });
 }
 
 /// Watch ids, unique per process.

@@ -58,7 +58,6 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use xds_sansio::client::session::{self, Session, SessionConfig};
 use xds_sansio::client::{SharedStr, Validator};
-use xds_sansio::time::StdClock;
 use xds_sansio::types::LISTENER;
 use xds_sansio::{ClientConfig, Variant};
 
@@ -75,6 +74,7 @@ pub use xds_sansio::client::session::{os_seed, Backoff, BackoffConfig};
 pub use xds_sansio::client::session::{DumpEntry, WatchRefused};
 
 use crate::call::ConnectOptions;
+use crate::fail_static::CacheDir;
 use driver::Op;
 use watch::Sink;
 
@@ -102,6 +102,7 @@ pub struct XdsClientBuilder {
     seed: Option<u64>,
     keepalive: Option<(Duration, Duration)>,
     tap: Option<Arc<dyn Tap>>,
+    cache: Option<CacheDir>,
 }
 
 impl XdsClientBuilder {
@@ -167,6 +168,13 @@ impl XdsClientBuilder {
         self
     }
 
+    /// Keeps what the watchers are served in `cache`, served at the next start if every
+    /// server fails before any answers ([`crate::fail_static`]).
+    pub fn fail_static(mut self, cache: CacheDir) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
     /// Starts the driver task on the current tokio runtime. Nothing connects until the
     /// first watch.
     pub fn build(self) -> Result<XdsClient, BuildError> {
@@ -185,7 +193,7 @@ impl XdsClientBuilder {
         let servers = self.bootstrap.servers_by_id(&session);
         let (ops, rx) = mpsc::unbounded_channel();
         let model = Arc::new(session.bootstrap().clone());
-        driver::spawn(session, servers, connect, StdClock::new(), rx);
+        driver::spawn(session, servers, connect, self.cache, rx);
         Ok(XdsClient {
             ops,
             bootstrap: Arc::new(self.bootstrap),
@@ -224,6 +232,7 @@ impl XdsClient {
             seed: None,
             keepalive: None,
             tap: None,
+            cache: None,
         }
     }
 

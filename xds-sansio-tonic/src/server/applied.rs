@@ -2,7 +2,7 @@
 //! version the client ACKed, the version it NACKed with its error, the response in flight,
 //! and when, in wall-clock time. Read with [`XdsServer::applied`](super::XdsServer::applied),
 //! as JSON ([`XdsServer::applied_json`](super::XdsServer::applied_json), for a debug page),
-//! through the CSDS service ([`crate::csds::CsdsService::for_server`]), and told to
+//! through the CSDS service ([`crate::server::XdsServer::csds_service`]), and told to
 //! [`Callbacks::applied`](super::Callbacks::applied) as it changes. The state is the core's
 //! ([`xds_sansio::server::ServerStream::applied`]); this only keeps it per stream.
 
@@ -58,6 +58,7 @@ impl TypeApplied {
 }
 
 /// The applied state of every open stream.
+#[derive(Debug)]
 pub(crate) struct Registry {
     streams: Mutex<BTreeMap<u64, NodeApplied>>,
     /// One reading of both clocks, so a time converts to the same wall time every time.

@@ -32,7 +32,7 @@ pub mod names {
     pub const REQUESTS: &str = "xds_requests_total";
     /// ACKs, by type URL.
     pub const ACKS: &str = "xds_acks_total";
-    /// NACKs, by type URL.
+    /// NACKs, by type URL and node group (which publication the nodes refused).
     pub const NACKS: &str = "xds_nacks_total";
     /// Streams that subscribed to a type their group had not published (held, nothing
     /// sent until it is), by type URL.
@@ -84,8 +84,9 @@ pub(crate) fn held(type_url: &str) {
     metrics::counter!(names::HOLDS, "type_url" => type_url.to_owned()).increment(1);
 }
 
-pub(crate) fn nack(type_url: &str) {
-    metrics::counter!(names::NACKS, "type_url" => type_url.to_owned()).increment(1);
+pub(crate) fn nack(type_url: &str, group: &str) {
+    metrics::counter!(names::NACKS, "type_url" => type_url.to_owned(), "group" => group.to_owned())
+        .increment(1);
 }
 
 pub(crate) fn response(type_url: &str, bytes: usize) {

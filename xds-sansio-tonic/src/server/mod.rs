@@ -36,7 +36,7 @@
 //!   node and group), events for ACK, NACK, subscriptions and every ending; metrics through
 //!   the `metrics` facade ([`metrics::names`]); [`Callbacks`] for the application.
 
-mod applied;
+pub(crate) mod applied;
 mod ending;
 mod group;
 mod hooks;
@@ -90,7 +90,7 @@ struct Options {
     send_compressed: Vec<CompressionEncoding>,
     shutdown_grace: Duration,
     health: bool,
-    /// Whether `routes` serves the per-node CSDS ([`crate::csds::CsdsService::for_server`]).
+    /// Whether `routes` serves the per-node CSDS ([`XdsServer::csds_service`]).
     csds: bool,
     /// Every group's store checks bodies (on by default: see `XdsServerBuilder::body_checks`).
     body_checks: BodyChecks,
@@ -109,7 +109,7 @@ struct Shared {
     groups: Mutex<HashMap<Arc<str>, Arc<Group>>>,
     clock: StdClock,
     /// Every open stream's applied state.
-    applied: applied::Registry,
+    applied: Arc<applied::Registry>,
     next_stream: AtomicU64,
     open_streams: AtomicUsize,
     /// `true` once shutdown began.
@@ -362,7 +362,7 @@ impl XdsServerBuilder {
     }
 
     /// Also serve CSDS on the server's port: what each connected node applied
-    /// ([`XdsServer::applied`] through [`crate::csds::CsdsService::for_server`]). Off by
+    /// ([`XdsServer::applied`] through [`XdsServer::csds_service`]). Off by
     /// default: it names every node and its errors to whoever may call the port.
     pub fn csds(mut self, on: bool) -> Self {
         self.options.csds = on;
@@ -380,7 +380,7 @@ impl XdsServerBuilder {
                 callbacks: self.callbacks,
                 groups: Mutex::new(HashMap::new()),
                 clock: StdClock::new(),
-                applied: applied::Registry::default(),
+                applied: Arc::default(),
                 next_stream: AtomicU64::new(0),
                 open_streams: AtomicUsize::new(0),
                 shutdown: watch::channel(false).0,
@@ -451,12 +451,14 @@ impl XdsServer {
 
     /// Makes each listed type of `group` hold exactly its entries, as one revision
     /// ([`ResourceStore::replace_types`]; types not listed are left as they are): a
-    /// snapshot.
+    /// snapshot, for example a [`ResourceSet`](xds_sansio::server::ResourceSet) of typed
+    /// messages.
     pub fn publish_snapshot(
         &self,
         group: &str,
-        types: BTreeMap<String, Vec<ResourceEntry>>,
+        types: impl Into<BTreeMap<String, Vec<ResourceEntry>>>,
     ) -> Result<Revision, StoreError> {
+        let types = types.into();
         self.update(group, |store| store.replace_types(types))
     }
 
@@ -501,9 +503,19 @@ impl XdsServer {
     /// Every open stream's applied state, by stream id: its node and group, and per type
     /// the version its client ACKed, the one it NACKed with the error, the response in
     /// flight, and when (a management server's per-node status; served as CSDS by
-    /// [`crate::csds::CsdsService::for_server`]).
+    /// [`XdsServer::csds_service`]).
     pub fn applied(&self) -> Vec<NodeApplied> {
         self.shared.applied.all()
+    }
+
+    /// The CSDS service of this server's connected nodes: one `ClientConfig` per open
+    /// stream, its node, and per type one `GenericXdsConfig` without a name: the version
+    /// its client ACKed (`ACKED`, `last_updated` when), or `NACKED` with `error_state`
+    /// (the rejected version, the client's message, when), or `REQUESTED` while the first
+    /// response is unanswered ([`XdsServer::applied`]). [`XdsServerBuilder::csds`] serves
+    /// it on the server's own port; add it to another router where you need it there.
+    pub fn csds_service(&self) -> crate::csds::CsdsService {
+        crate::csds::CsdsService::of_nodes(self.shared.applied.clone())
     }
 
     /// [`XdsServer::applied`] as JSON, for a debug page (one object per stream; times in
@@ -541,7 +553,7 @@ impl XdsServer {
             routes.add_service(tonic_health::pb::health_server::HealthServer::new(service));
         }
         if s.options.csds {
-            routes.add_service(crate::csds::CsdsService::for_server(self.clone()));
+            routes.add_service(self.csds_service());
         }
         routes.routes()
     }

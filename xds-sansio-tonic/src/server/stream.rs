@@ -295,13 +295,14 @@ impl Driver {
                     version,
                     error,
                 } => {
+                    let group = self.info.group.as_deref().unwrap_or_default();
                     tracing::warn!(
-                        %type_url, %nonce, %version,
+                        %type_url, %nonce, %version, group,
                         node = self.info.node.as_ref().map(|n| n.id.as_str()),
                         error = %error.message,
                         "NACK"
                     );
-                    metrics::nack(&type_url);
+                    metrics::nack(&type_url, group);
                     self.pushes.remove(&*type_url);
                     self.shared
                         .callbacks

@@ -593,6 +593,11 @@ fn watch_matches(
 ) -> bool {
     let named = |got: Option<&str>| name.is_none_or(|n| got == Some(n));
     let version_ok = |got: &str| details.iter().all(|(k, v)| k != "version" || v == got);
+    let code_ok = |got: i32| {
+        details
+            .iter()
+            .all(|(k, v)| k != "status" || v.parse::<i32>() == Ok(got))
+    };
     match (kind, event) {
         (
             "changed",
@@ -622,6 +627,21 @@ fn watch_matches(
                 error: WatchError::Server { .. },
             },
         ) => named(n.as_deref()),
+        (
+            "refused",
+            WatchEvent::Error {
+                name: n,
+                error: WatchError::Refused { code, .. },
+            },
+        ) => named(n.as_deref()) && code_ok(*code),
+        (
+            "protocol",
+            WatchEvent::Error {
+                name: n,
+                error: WatchError::Protocol { code, .. },
+            },
+        ) => named(n.as_deref()) && code_ok(*code),
+        ("reachable", WatchEvent::Reachable { .. }) => name.is_none(),
         _ => false,
     }
 }

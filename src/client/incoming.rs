@@ -7,9 +7,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashSet;
 
-use super::cache::Record;
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
 use crate::name::{XdstpName, XDSTP_SCHEME};
@@ -212,33 +211,6 @@ pub(crate) fn check_duplicates(
         if !seen.insert(name.as_str()) {
             return Err(ResponseDefect::DuplicateName(name.clone()));
         }
-    }
-    Ok(())
-}
-
-/// Fails when applying `resources` would make the type hold more than
-/// [`Limits::max_names_per_type`]: a full-state response replaces what is held, any other
-/// adds its new names.
-pub(crate) fn check_capacity(
-    records: &HashMap<SharedStr, Record>,
-    resources: &[Incoming],
-    full_state: bool,
-    limits: &Limits,
-) -> Result<(), ResponseDefect> {
-    let count = if full_state {
-        resources.len()
-    } else {
-        let new_names = resources
-            .iter()
-            .filter(|inc| inc.body.is_some() && !records.contains_key(inc.name.as_str()))
-            .count();
-        records.len().saturating_add(new_names)
-    };
-    if count > limits.max_names_per_type {
-        return Err(ResponseDefect::TooManyHeld {
-            count,
-            limit: limits.max_names_per_type,
-        });
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
-use super::status::{Rejection, ResourceState, ResourceStatus, ServerError};
+use crate::client::status::{Rejection, ResourceState, ResourceStatus, ServerError};
 use crate::text::SharedStr;
 use crate::time::Instant;
 

@@ -1,0 +1,188 @@
+//! What the client holds of one type ([`TypeCache`]): the per-name records (the accepted
+//! resource, if held, and the status a CSDS dump reports, kept together so events and
+//! status can never disagree), the alias index and the accepted versions. Its fields are
+//! private: it changes only through its own methods, here and in [`apply`], so a count can
+//! never drift from the records it counts.
+
+mod apply;
+pub(crate) mod record;
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use hashbrown::HashMap;
+
+use super::defect::ResponseDefect;
+use super::incoming::Incoming;
+use super::status::{Rejection, ResourceState};
+use crate::message::Variant;
+use crate::text::SharedStr;
+
+pub(crate) use apply::{Around, Fired};
+pub use record::CachedResource;
+pub(crate) use record::Record;
+
+/// Everything held of one type. See the [module docs](self).
+#[derive(Clone, Debug)]
+pub(crate) struct TypeCache {
+    records: HashMap<SharedStr, Record>,
+    /// alias -> resource name (incremental).
+    aliases: HashMap<SharedStr, SharedStr>,
+    /// SotW: last accepted `version_info` (survives reconnects).
+    version: SharedStr,
+    /// Incremental: last accepted `system_version_info` (status only).
+    system_version: SharedStr,
+    /// The `control_plane.identifier` of the last response of the type (CSDS: which
+    /// management server answered).
+    control_plane: Option<SharedStr>,
+    /// Counts applied responses; records named by the current one carry it.
+    generation: u64,
+    /// Records holding a resource.
+    cached_count: usize,
+    /// Records holding a resource named by the response being applied.
+    marked: usize,
+}
+
+impl Default for TypeCache {
+    fn default() -> TypeCache {
+        TypeCache {
+            records: HashMap::new(),
+            aliases: HashMap::new(),
+            version: SharedStr::EMPTY,
+            system_version: SharedStr::EMPTY,
+            control_plane: None,
+            generation: 0,
+            cached_count: 0,
+            marked: 0,
+        }
+    }
+}
+
+impl TypeCache {
+    // ---------------------------------------------------------------- reads
+
+    /// The record of exactly `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&Record> {
+        self.records.get(name)
+    }
+
+    /// The record of `name`, following an alias.
+    pub(crate) fn record(&self, name: &str) -> Option<&Record> {
+        self.records.get(name).or_else(|| {
+            self.aliases
+                .get(name)
+                .and_then(|real| self.records.get(real.as_str()))
+        })
+    }
+
+    /// The resource held under exactly `name`.
+    pub(crate) fn held(&self, name: &str) -> Option<&CachedResource> {
+        self.records.get(name)?.cached.as_ref()
+    }
+
+    /// Every record, in no order.
+    pub(crate) fn records(&self) -> impl Iterator<Item = (&SharedStr, &Record)> {
+        self.records.iter()
+    }
+
+    /// Every held resource, in no order.
+    pub(crate) fn held_resources(&self) -> impl Iterator<Item = (&SharedStr, &CachedResource)> {
+        self.records
+            .iter()
+            .filter_map(|(n, r)| r.cached.as_ref().map(|c| (n, c)))
+    }
+
+    /// The last accepted SotW `version_info`: what a SotW request carries.
+    pub(crate) fn sotw_version(&self) -> &SharedStr {
+        &self.version
+    }
+
+    /// The last accepted version of `variant`'s kind (SotW `version_info`, incremental
+    /// `system_version_info`).
+    pub(crate) fn accepted_version(&self, variant: Variant) -> &SharedStr {
+        match variant {
+            Variant::Sotw => &self.version,
+            Variant::Delta => &self.system_version,
+        }
+    }
+
+    /// Which management server answered last.
+    pub(crate) fn control_plane(&self) -> Option<&SharedStr> {
+        self.control_plane.as_ref()
+    }
+
+    /// Fails when applying `resources` would make the type hold more than
+    /// [`Limits::max_names_per_type`](super::Limits::max_names_per_type): a full-state response replaces what is held, any
+    /// other adds its new names.
+    pub(crate) fn check_capacity(
+        &self,
+        resources: &[Incoming],
+        full_state: bool,
+        max_names_per_type: usize,
+    ) -> Result<(), ResponseDefect> {
+        let count = if full_state {
+            resources.len()
+        } else {
+            let new_names = resources
+                .iter()
+                .filter(|inc| inc.body.is_some() && !self.records.contains_key(inc.name.as_str()))
+                .count();
+            self.records.len().saturating_add(new_names)
+        };
+        if count > max_names_per_type {
+            return Err(ResponseDefect::TooManyHeld {
+                count,
+                limit: max_names_per_type,
+            });
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- small changes
+
+    /// A response arrived from `control_plane` (or from a server that names none).
+    pub(crate) fn note_control_plane(&mut self, control_plane: Option<SharedStr>) {
+        self.control_plane = control_plane;
+    }
+
+    /// `version` of `variant`'s kind was accepted (ACKed).
+    pub(crate) fn accept_version(&mut self, variant: Variant, version: SharedStr) {
+        match variant {
+            Variant::Sotw => self.version = version,
+            Variant::Delta => self.system_version = version,
+        }
+    }
+
+    /// Forgets the accepted SotW version, so the next request asks for everything again.
+    pub(crate) fn forget_sotw_version(&mut self) {
+        self.version = SharedStr::EMPTY;
+    }
+
+    /// `name` is subscribed by name: it has a record from now on (its status is
+    /// `Requested` until something is known).
+    pub(crate) fn note_requested(&mut self, name: &SharedStr) {
+        self.records
+            .entry_ref(name)
+            .or_insert_with(Record::requested);
+    }
+
+    /// A new stream: no does-not-exist timer runs (the caller disarms them all).
+    pub(crate) fn reset_stream(&mut self) {
+        for rec in self.records.values_mut() {
+            rec.dne_at = None;
+        }
+    }
+
+    /// The record of `name` for a rejection of this response: `Nacked`, with why.
+    pub(crate) fn note_rejected(&mut self, name: &SharedStr, version: SharedStr, error: String) {
+        let rec = self
+            .records
+            .entry(name.clone())
+            .or_insert_with(Record::requested);
+        rec.state = ResourceState::Nacked;
+        rec.seen = self.generation;
+        if rec.cached.is_some() {
+            self.marked += 1;
+        }
+        rec.rejected = Some(Box::new(Rejection { version, error }));
+    }
+}
