@@ -3,6 +3,8 @@
 //! The typed Python API is `python/xds_sansio/__init__.py`; this module only moves text
 //! across and lets other Python threads run while the native side works.
 
+use std::sync::{Mutex, PoisonError};
+
 use pyo3::prelude::*;
 use xds_sansio_bindings::{wire, ControlPlane as Plane, Stepper as Machine};
 
@@ -18,16 +20,19 @@ fn replay(py: Python<'_>, scenario: &str, name: &str) -> String {
     py.detach(|| wire::replay(scenario, name))
 }
 
-/// A control plane serving on a loopback port.
+/// A control plane serving on a loopback port. Calls from several Python threads (a test
+/// polling the recording while another publishes) take turns.
 #[pyclass(module = "xds_sansio._native")]
-struct ControlPlane(Plane);
+struct ControlPlane(Mutex<Plane>);
 
 #[pymethods]
 impl ControlPlane {
     /// Calls a method by name (`wire`'s table) with JSON arguments.
-    fn call(&mut self, py: Python<'_>, method: &str, args: &str) -> String {
-        let plane = &mut self.0;
-        py.detach(|| wire::control_plane_call(plane, method, args))
+    fn call(&self, py: Python<'_>, method: &str, args: &str) -> String {
+        py.detach(|| {
+            let mut plane = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            wire::control_plane_call(&mut plane, method, args)
+        })
     }
 }
 
@@ -35,7 +40,7 @@ impl ControlPlane {
 #[pyfunction]
 fn start_control_plane(py: Python<'_>, options: &str) -> (Option<ControlPlane>, String) {
     match py.detach(|| wire::control_plane(options)) {
-        Ok(plane) => (Some(ControlPlane(plane)), String::new()),
+        Ok(plane) => (Some(ControlPlane(Mutex::new(plane))), String::new()),
         Err(e) => (None, wire::answer::<()>(Err(e))),
     }
 }

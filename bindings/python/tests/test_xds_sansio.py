@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import tempfile
+import threading
 import time
 from concurrent import futures
 
@@ -202,6 +203,29 @@ def test_grpcio_xds_client_through_the_control_plane_breaks_no_rule():
         broken = xds_sansio.check("\n".join(lines), side="client")
         assert [(f.rule, f.line) for f in broken] == [("nonce-unknown", index + 1)]
         assert broken[0].passage
+
+
+def test_calls_from_several_threads_take_turns():
+    errors = []
+    with ControlPlane() as plane:
+        def publish(port):
+            try:
+                for _ in range(20):
+                    plane.set_resource(endpoints(port))
+                    plane.records()
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=publish, args=(port,)) for port in (1, 2, 3, 4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=WAIT)
+        assert not any(t.is_alive() for t in threads)
+        assert errors == []
+        # Only changes are recorded: the same body set again publishes nothing.
+        assert plane.records().count('"store"') >= 4
+        assert plane.findings() == []
 
 
 def test_a_malformed_record_raises_naming_its_line():
