@@ -142,6 +142,8 @@ impl CacheDir {
 pub(crate) struct Persist {
     pub(crate) cache: Option<CacheDir>,
     written: Vec<(String, SharedStr, SharedStr, SharedStr)>,
+    /// The write under way: the next waits for it, so an older set never lands last.
+    writing: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Persist {
@@ -154,6 +156,7 @@ impl Persist {
         Persist {
             cache,
             written: Vec::new(),
+            writing: None,
         }
     }
 
@@ -162,6 +165,9 @@ impl Persist {
         let Some(cache) = self.cache.clone() else {
             return;
         };
+        if self.writing.as_ref().is_some_and(|w| !w.is_finished()) {
+            return;
+        }
         let served = session.served();
         let now: Vec<_> = served
             .iter()
@@ -176,11 +182,11 @@ impl Persist {
             .collect();
         if now != self.written {
             self.written = now;
-            tokio::task::spawn_blocking(move || {
+            self.writing = Some(tokio::task::spawn_blocking(move || {
                 if let Err(e) = cache.store(&served) {
                     tracing::warn!(error = %e, "fail-static cache not written");
                 }
-            });
+            }));
         }
     }
 }
