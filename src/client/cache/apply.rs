@@ -6,7 +6,6 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
-use hashbrown::hash_map::EntryRef;
 use hashbrown::{HashMap, HashSet};
 
 use super::{CachedResource, Record, TypeCache};
@@ -127,7 +126,7 @@ impl TypeCache {
                     .records
                     .iter()
                     .filter(|(_, r)| {
-                        r.cached.is_some() && r.seen != generation && r.server_error.is_none()
+                        r.cached.is_some() && r.seen != generation && r.server_error().is_none()
                     })
                     .map(|(n, _)| n.clone())
                     .collect();
@@ -169,21 +168,19 @@ impl TypeCache {
         for alias in &aliases {
             if alias != &name && self.records.get(alias).is_some_and(|r| r.cached.is_none()) {
                 if let Some(rec) = self.records.remove(alias) {
-                    if let Some(at) = rec.dne_at {
+                    if let Some(at) = rec.dne_at() {
                         cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, alias);
                     }
                 }
                 ar.readiness.answered(alias.as_str());
             }
         }
-        let mut entry = match self.records.entry_ref(&name) {
-            EntryRef::Occupied(entry) => entry,
-            EntryRef::Vacant(entry) => entry.insert_entry(Record::requested()),
+        let Some((at, rec)) = self.records.get_or_insert_at(&name) else {
+            return;
         };
-        let rec = entry.get_mut();
         rec.seen = self.generation;
         self.marked += 1;
-        if let Some(at) = rec.dne_at.take() {
+        if let Some(at) = rec.take_dne_at() {
             cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, &name);
         }
         let v = version.as_ref().unwrap_or(response_version);
@@ -229,10 +226,10 @@ impl TypeCache {
             }
         };
         rec.state = ResourceState::Acked;
-        rec.rejected = None;
-        rec.server_error = None;
-        rec.deletion_ignored = false;
-        if ttl.is_some() || rec.ttl_at.is_some() {
+        rec.set_rejected(None);
+        rec.set_server_error(None);
+        rec.set_deletion_ignored(false);
+        if ttl.is_some() || rec.ttl_at().is_some() {
             set_ttl(rec, &name, ttl, cx);
         }
         ar.readiness.answered(name.as_str());
@@ -242,7 +239,7 @@ impl TypeCache {
             // name. Re-keyed in place with the new body's slice (an equal key, so no
             // rehash), it holds only what the body holds. (Incremental names have buffers
             // of their own.)
-            entry.replace_key(name.clone());
+            self.records.replace_key_at(at, name.clone());
         }
         if changed {
             cx.change(ar.url, name, Change::Upserted, |type_url, name| {
@@ -317,12 +314,12 @@ impl TypeCache {
         };
         if ar.cx.config.data_errors != DataErrors::Legacy {
             rec.state = ResourceState::DoesNotExist;
-            rec.server_error = None;
+            rec.set_server_error(None);
         }
-        if rec.deletion_ignored {
+        if rec.deletion_ignored() {
             return;
         }
-        rec.deletion_ignored = true;
+        rec.set_deletion_ignored(true);
         ar.cx.events.push_back(ClientEvent::DeletionIgnored {
             type_url: ar.url.clone(),
             name: name.clone(),
@@ -348,7 +345,7 @@ impl TypeCache {
         for a in &old.aliases {
             self.aliases.remove(a.as_str());
         }
-        if let Some(at) = rec.ttl_at.take() {
+        if let Some(at) = rec.take_ttl_at() {
             cx.timers.disarm(at, TimerKind::Ttl, cx.idx, name);
         }
         if reason == RemovalReason::Expired {
@@ -373,7 +370,7 @@ impl TypeCache {
     /// Forgets the record of `name` and its does-not-exist timer.
     fn forget(&mut self, name: &SharedStr, cx: &mut Ctx<'_>) {
         if let Some(rec) = self.records.remove(name.as_str()) {
-            if let Some(at) = rec.dne_at {
+            if let Some(at) = rec.dne_at() {
                 cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, name);
             }
         }
@@ -404,23 +401,21 @@ impl TypeCache {
             _ => {}
         }
         if !is_collection(&name) {
-            if !ar.sub.wants(&name, &[]) && !self.records.contains_key(name.as_str()) {
+            if !ar.sub.wants(&name, &[]) && !self.records.contains(name.as_str()) {
                 return;
             }
             let cx = &mut *ar.cx;
-            let rec = self
-                .records
-                .entry(name.clone())
-                .or_insert_with(Record::requested);
-            if let Some(at) = rec.dne_at.take() {
-                cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, &name);
+            if let Some(rec) = self.records.get_or_insert(&name) {
+                if let Some(at) = rec.take_dne_at() {
+                    cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, &name);
+                }
+                rec.state = ResourceState::ReceivedError;
+                rec.seen = self.generation;
+                rec.set_server_error(Some(ServerError {
+                    code,
+                    message: message.clone(),
+                }));
             }
-            rec.state = ResourceState::ReceivedError;
-            rec.seen = self.generation;
-            rec.server_error = Some(alloc::boxed::Box::new(ServerError {
-                code,
-                message: message.clone(),
-            }));
             ar.readiness.answered(name.as_str());
         }
         ar.cx.events.push_back(ClientEvent::ResourceError {
@@ -442,7 +437,7 @@ impl TypeCache {
         };
         let message = String::from("timed out waiting for the resource from the xDS server");
         rec.state = ResourceState::TimedOut;
-        rec.server_error = Some(alloc::boxed::Box::new(ServerError {
+        rec.set_server_error(Some(ServerError {
             code: UNAVAILABLE_CODE,
             message: message.clone(),
         }));
@@ -458,12 +453,11 @@ impl TypeCache {
     /// A subscribed name is known not to exist.
     pub(crate) fn mark_dne(&mut self, name: &SharedStr, ar: &mut Around<'_, '_>) {
         let cx = &mut *ar.cx;
-        let rec = self
-            .records
-            .entry(name.clone())
-            .or_insert_with(Record::requested);
-        rec.server_error = None;
-        if let Some(at) = rec.dne_at.take() {
+        let Some(rec) = self.records.get_or_insert(name) else {
+            return;
+        };
+        rec.set_server_error(None);
+        if let Some(at) = rec.take_dne_at() {
             cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, name);
         }
         if rec.state != ResourceState::DoesNotExist {
@@ -497,9 +491,9 @@ impl TypeCache {
             if let Some(rec) = self.records.get_mut(name.as_str()) {
                 if rec.cached.is_none()
                     && rec.state == ResourceState::Requested
-                    && rec.dne_at.is_none()
+                    && rec.dne_at().is_none()
                 {
-                    rec.dne_at = Some(at);
+                    rec.set_dne_at(at);
                     cx.timers
                         .arm(at, TimerKind::DoesNotExist, cx.idx, name.clone());
                 }
@@ -520,10 +514,10 @@ impl TypeCache {
         };
         match kind {
             TimerKind::DoesNotExist => {
-                if rec.dne_at != Some(at) {
+                if rec.dne_at() != Some(at) {
                     return Fired::Nothing;
                 }
-                rec.dne_at = None;
+                rec.take_dne_at();
                 if rec.cached.is_none() && rec.state == ResourceState::Requested {
                     if ar.cx.config.resource_timer_is_transient_error {
                         self.mark_timed_out(name, ar);
@@ -534,10 +528,10 @@ impl TypeCache {
                 Fired::Nothing
             }
             TimerKind::Ttl => {
-                if rec.ttl_at != Some(at) {
+                if rec.ttl_at() != Some(at) {
                     return Fired::Nothing;
                 }
-                rec.ttl_at = None;
+                rec.take_ttl_at();
                 self.remove_cached(name, RemovalReason::Expired, ar);
                 Fired::Expired
             }
@@ -560,13 +554,13 @@ impl TypeCache {
         }
         let sub = ar.sub;
         self.records
-            .retain(|n, r| r.cached.is_some() || sub.names(n) || r.dne_at.is_some());
+            .retain(|n, r| r.cached.is_some() || sub.names(n) || r.dne_at().is_some());
     }
 
     /// After `name` (a resource name or an alias) left: its resource leaves the cache
     /// unless still wanted otherwise; a name never held is forgotten with its timer.
     pub(crate) fn drop_unsubscribed(&mut self, name: &SharedStr, ar: &mut Around<'_, '_>) {
-        let target = if self.records.contains_key(name.as_str()) {
+        let target = if self.records.contains(name.as_str()) {
             name.clone()
         } else {
             match self.aliases.get(name.as_str()) {
@@ -594,12 +588,12 @@ impl TypeCache {
 
 /// Sets, resets or clears the TTL timer of a held resource.
 fn set_ttl(rec: &mut Record, name: &SharedStr, ttl: Option<Duration>, cx: &mut Ctx<'_>) {
-    if let Some(at) = rec.ttl_at.take() {
+    if let Some(at) = rec.take_ttl_at() {
         cx.timers.disarm(at, TimerKind::Ttl, cx.idx, name);
     }
     if let Some(ttl) = ttl {
         let at = cx.now.saturating_add(ttl);
-        rec.ttl_at = Some(at);
+        rec.set_ttl_at(at);
         cx.timers.arm(at, TimerKind::Ttl, cx.idx, name.clone());
     }
 }
