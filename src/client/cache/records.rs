@@ -106,6 +106,16 @@ impl Records {
         entries.get_mut(at).map(|(_, r)| (at, r))
     }
 
+    /// The record at `at`.
+    pub(crate) fn at(&self, at: usize) -> Option<&Record> {
+        self.entries.get(at).map(|(_, r)| r)
+    }
+
+    /// The record at `at` and its key, which may only be replaced by an equal string.
+    pub(crate) fn at_mut(&mut self, at: usize) -> Option<(&mut SharedStr, &mut Record)> {
+        self.entries.get_mut(at).map(|(n, r)| (n, r))
+    }
+
     /// Keys the record at `at` with `name`, a string equal to its key in another buffer
     /// (no rehash), so the record stops holding the old one.
     pub(crate) fn replace_key_at(&mut self, at: usize, name: SharedStr) {
