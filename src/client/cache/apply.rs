@@ -233,9 +233,7 @@ impl TypeCache {
             }
         };
         rec.state = ResourceState::Acked;
-        rec.set_rejected(None);
-        rec.set_server_error(None);
-        rec.set_deletion_ignored(false);
+        rec.clear_outcomes();
         if ttl.is_some() || rec.ttl_at().is_some() {
             set_ttl(rec, &name, ttl, cx);
         }

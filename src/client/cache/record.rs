@@ -130,6 +130,20 @@ impl Record {
         }
     }
 
+    /// The resource arrived: no rejection, server error or ignored deletion stands. One
+    /// check when the record has no rare part (nearly always).
+    #[inline]
+    pub(crate) fn clear_outcomes(&mut self) {
+        if let Some(rare) = self.rare.as_mut() {
+            rare.rejected = None;
+            rare.server_error = None;
+            rare.deletion_ignored = false;
+            if rare.is_empty() {
+                self.rare = None;
+            }
+        }
+    }
+
     pub(crate) fn set_deletion_ignored(&mut self, ignored: bool) {
         if ignored || self.deletion_ignored() {
             self.with_rare(|r| r.deletion_ignored = ignored);

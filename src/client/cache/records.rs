@@ -27,11 +27,13 @@ pub(crate) struct Records {
 }
 
 impl Records {
+    #[inline]
     fn hash(&self, name: &str) -> u64 {
         self.hasher.hash_one(name)
     }
 
     /// The position of `name`'s record in `entries`.
+    #[inline]
     fn position(&self, name: &str) -> Option<usize> {
         let entries = &self.entries;
         let at = self.index.find(self.hash(name), |&i| {
@@ -59,15 +61,18 @@ impl Records {
         });
     }
 
+    #[inline]
     pub(crate) fn contains(&self, name: &str) -> bool {
         self.position(name).is_some()
     }
 
+    #[inline]
     pub(crate) fn get(&self, name: &str) -> Option<&Record> {
         let at = self.position(name)?;
         self.entries.get(at).map(|(_, r)| r)
     }
 
+    #[inline]
     pub(crate) fn get_mut(&mut self, name: &str) -> Option<&mut Record> {
         let at = self.position(name)?;
         self.entries.get_mut(at).map(|(_, r)| r)
@@ -81,6 +86,7 @@ impl Records {
 
     /// [`Records::get_or_insert`], with the record's position for
     /// [`Records::replace_key_at`] (valid until the next removal).
+    #[inline]
     pub(crate) fn get_or_insert_at(&mut self, name: &SharedStr) -> Option<(usize, &mut Record)> {
         let hash = self.hash(name);
         let (entries, hasher) = (&mut self.entries, &self.hasher);
@@ -120,7 +126,8 @@ impl Records {
     /// (no rehash), so the record stops holding the old one.
     pub(crate) fn replace_key_at(&mut self, at: usize, name: SharedStr) {
         if let Some((key, _)) = self.entries.get_mut(at) {
-            if *key == name {
+            // The caller's word that the strings are equal; the length is checked.
+            if key.len() == name.len() {
                 *key = name;
             }
         }
