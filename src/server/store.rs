@@ -994,6 +994,14 @@ impl ResourceStore {
                 self.log_floor = dropped.revision;
             }
         }
+        if self.log.len() == self.log.capacity() {
+            // Grown by a quarter, not doubled: a log short of its capacity holds at most
+            // a quarter of its entries' size spare (88 bytes an entry), not all of it.
+            let room = (self.log.len() / 4)
+                .max(16)
+                .min(self.log_capacity.saturating_sub(self.log.len()));
+            self.log.reserve_exact(room);
+        }
         let type_url = self
             .types
             .get(type_url)

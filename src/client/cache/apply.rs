@@ -189,13 +189,15 @@ impl TypeCache {
         if let Some(at) = rec.take_dne_at() {
             cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, &name);
         }
-        let v = version.as_ref().unwrap_or(response_version);
+        // Moved into the cache when no owned event takes it: an incremental version is a
+        // buffer of its own, and a second handle to it would allocate a shared header.
+        let mut version = version.unwrap_or_else(|| response_version.clone());
         let replaced = rec.cached.is_some();
         let changed = match rec.cached.as_mut() {
             // Same content: keep the held buffers, note the version and TTL.
             Some(c) if c.body == body && c.aliases == aliases => {
-                if c.version != *v {
-                    c.version = v.clone();
+                if c.version != version {
+                    c.version = version.clone();
                 }
                 c.ttl = ttl;
                 false
@@ -215,7 +217,11 @@ impl TypeCache {
                 // The cache owns the buffers; an owned event takes its own handles.
                 let owned_event = cx.config.event_shape == EventShape::PerResource;
                 rec.cached = Some(CachedResource {
-                    version: v.clone(),
+                    version: if owned_event {
+                        version.clone()
+                    } else {
+                        core::mem::take(&mut version)
+                    },
                     body: if owned_event {
                         body.clone()
                     } else {
@@ -251,7 +257,7 @@ impl TypeCache {
                 ClientEvent::Upserted {
                     type_url,
                     name,
-                    version: version.unwrap_or_else(|| response_version.clone()),
+                    version,
                     body,
                     aliases,
                 }
