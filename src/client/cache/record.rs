@@ -16,7 +16,9 @@ pub struct CachedResource {
     /// Its version (incremental: `Resource.version`; SotW: the wrapper's version, else the
     /// response's `version_info`).
     pub version: SharedStr,
-    /// Its body: a slice of the buffer the response was decoded from, never a copy.
+    /// Its body: a slice of the buffer the response was decoded from, or, when that
+    /// response put less than half of its bodies in the cache, of the one buffer those
+    /// bodies were copied into (so they do not keep the whole response alive).
     pub body: Bytes,
     /// Other names it goes by (incremental).
     pub aliases: Vec<SharedStr>,
