@@ -112,7 +112,42 @@ fn sotw_client(n: usize) {
         "client SotW, {n} resources, every body changed: {} B more held (about 0 would mean the first buffer was released)",
         live() - before
     );
+    // A tenth of the bodies change: what does the response leave alive beyond them?
+    let before = live();
+    let wire3 = sotw_response_changing(n, 2, 3, 10);
+    c.handle_response(
+        Instant::ZERO,
+        Response::Sotw(DiscoveryResponse::decode(wire3.clone()).unwrap_or_default()),
+    );
+    drain(&mut c);
+    drop(wire3);
+    let more = live() - before;
+    let changed = (n.div_ceil(10) * BODY) as isize;
+    println!(
+        "client SotW, {n} resources, a tenth of the bodies changed: {more} B more held for {changed} B of changed bodies ({:.2}x)",
+        more as f64 / changed as f64
+    );
     black_box(c);
+}
+
+/// A SotW response of `n` resources at `generation`, in which every `every`-th body is at
+/// `changed` instead.
+fn sotw_response_changing(n: usize, generation: u8, changed: u8, every: usize) -> Bytes {
+    Bytes::from(
+        DiscoveryResponse {
+            version_info: format!("v{changed}"),
+            resources: (0..n)
+                .map(|i| Any {
+                    type_url: CDS.into(),
+                    value: body(i, if i % every == 0 { changed } else { generation }),
+                })
+                .collect(),
+            type_url: CDS.into(),
+            nonce: format!("n{changed}"),
+            ..DiscoveryResponse::default()
+        }
+        .encode_to_vec(),
+    )
 }
 
 fn delta_client(n: usize) {

@@ -44,7 +44,10 @@
 //!   NACK, an error event, a protocol error), never a panic and never an `Err` from an
 //!   input method. Misuse by the caller returns a typed error.
 //! - **Zero-copy**: resource bodies are [`bytes::Bytes`] slices of the buffer a message was
-//!   decoded from, from decode to cache to re-encode.
+//!   decoded from, from decode to cache to re-encode. One exception, for memory: when the
+//!   bodies a response puts in the client's cache are less than half of the bodies it
+//!   brought, they are copied into one buffer of their own, so that a few changed bodies
+//!   do not keep the whole response buffer alive.
 //!
 //! # Modules
 //!

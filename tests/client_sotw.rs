@@ -493,7 +493,9 @@ fn cached_bodies_are_slices_of_the_input_buffer() {
 }
 
 /// A record whose body changes is re-keyed with the new body's name slice: no name keeps
-/// the first response's buffer alive once none of its bodies is held.
+/// the first response's buffer alive once none of its bodies is held. And a response that
+/// changes fewer than half of its bodies' bytes leaves no buffer of its own alive: the
+/// changed bodies (and their names) are copied out of it.
 #[test]
 fn names_follow_their_bodies_into_the_new_buffer() {
     let mut c = sotw_ads();
@@ -527,9 +529,18 @@ fn names_follow_their_bodies_into_the_new_buffer() {
             .as_bytes()
             .as_ptr()
     };
+    let body_a = c.resource(CDS, "a").unwrap().body.as_ptr_range();
     assert!(
-        second.as_ptr_range().contains(&key("a")),
-        "a changed: keyed by the new buffer"
+        body_a.contains(&key("a")),
+        "a changed: keyed by a slice of its new body"
+    );
+    assert!(
+        !first.as_ptr_range().contains(&key("a")),
+        "a changed: its key no longer holds the first buffer"
+    );
+    assert!(
+        !second.as_ptr_range().contains(&body_a.start),
+        "a is the smaller half of the second response's bodies: copied out of it"
     );
     assert!(
         first.as_ptr_range().contains(&key("b")),

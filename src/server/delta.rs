@@ -5,6 +5,7 @@
 //! turns store changes and subscription changes into pending upserts and removals, and the
 //! stream then emits upserts (in make-before-break order) before removals.
 
+use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -21,6 +22,9 @@ use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resour
 use crate::pb::google::protobuf::TypeUrl;
 use crate::pb::google::rpc::Status;
 use crate::types::TypeInfo;
+
+/// Below this many new entries `known` is not rebuilt packed (small trees gain little).
+const PACK_AFTER: usize = 32;
 
 /// What the server believes the client holds for one name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,8 +48,10 @@ pub(crate) struct DeltaState {
     wildcard: bool,
     /// Explicit subscriptions: resource names, aliases or `xdstp://` globs.
     names: Names,
-    /// Keyed by resource name (or, for a name that resolves to nothing, that name).
-    known: BTreeMap<String, Known>,
+    /// Keyed by resource name (or, for a name that resolves to nothing, that name); boxed
+    /// names (16 bytes a key, not 24), and the tree rebuilt packed after it grew a lot
+    /// (see [`DeltaState::emit`]).
+    known: BTreeMap<Box<str>, Known>,
     /// Names (re)subscribed: answered with the resource or a not-found, even if unchanged.
     pending: BTreeSet<String>,
     /// Names unsubscribed while wildcard: answered with the resource or its removal.
@@ -160,7 +166,8 @@ impl DeltaState {
                 }
                 let name = &comparable(name).into_owned();
                 let pair = pair_hash(name, version);
-                self.known.insert(name.clone(), Known::Version(pair));
+                self.known
+                    .insert(Box::from(name.as_str()), Known::Version(pair));
                 if self.names.insert(name.clone()) {
                     diff.added.push(name.clone());
                 }
@@ -239,7 +246,7 @@ impl DeltaState {
             let known = core::mem::take(&mut self.known);
             self.known = known
                 .into_iter()
-                .filter(|(name, _)| covered.contains(name.as_str()) || self.names.cover(name))
+                .filter(|(name, _)| covered.contains(&**name) || self.names.cover(name))
                 .collect();
         }
         for name in core::mem::take(&mut self.to_forget) {
@@ -351,7 +358,7 @@ impl DeltaState {
             candidates.extend(store.errors(t).map(|(n, _)| String::from(n)));
         }
         if resync {
-            candidates.extend(self.known.keys().cloned());
+            candidates.extend(self.known.keys().map(|k| String::from(&**k)));
             for name in self.names.set() {
                 if is_glob(name) {
                     let mut members = store.members(t, name).peekable();
@@ -462,6 +469,7 @@ impl DeltaState {
         let mut resources: Vec<Resource> = Vec::new();
         let mut removed: BTreeSet<String> = BTreeSet::new();
         let mut resource_errors = Vec::new();
+        let known_before = self.known.len();
         if with_upserts {
             for name in core::mem::take(&mut self.out_errors) {
                 if name == TYPE_WIDE {
@@ -475,7 +483,7 @@ impl DeltaState {
                     Some(e) => {
                         timers.cancel(&name);
                         self.known
-                            .insert(name.clone(), Known::Error(error_hash(&name, e)));
+                            .insert(Box::from(name.as_str()), Known::Error(error_hash(&name, e)));
                         resource_errors.push(resource_errors::entry(&name, e));
                     }
                     // A body came meanwhile (it is dirty and will be sent), or the error
@@ -496,7 +504,8 @@ impl DeltaState {
                             Some(ttl) => timers.schedule(&name, now + ttl / divisor),
                             None => timers.cancel(&name),
                         }
-                        self.known.insert(name, Known::Version(r.pair_hash()));
+                        self.known
+                            .insert(name.into_boxed_str(), Known::Version(r.pair_hash()));
                     }
                     None => {
                         if matches!(self.known.get(name.as_str()), Some(Known::Version(_))) {
@@ -520,7 +529,7 @@ impl DeltaState {
                     }),
                 }
                 timers.cancel(&name);
-                self.known.insert(name, Known::Absent);
+                self.known.insert(name.into_boxed_str(), Known::Absent);
             }
         }
         if with_removals {
@@ -531,12 +540,18 @@ impl DeltaState {
                 }
                 timers.cancel(&name);
                 if self.names.contains(name.as_str()) {
-                    self.known.insert(name.clone(), Known::Absent);
+                    self.known.insert(Box::from(name.as_str()), Known::Absent);
                 } else {
                     self.known.remove(name.as_str());
                 }
                 removed.insert(name);
             }
+        }
+        if self.known.len() > known_before.saturating_mul(2).saturating_add(PACK_AFTER) {
+            // Names inserted in order leave the tree's nodes about half full; rebuilt from
+            // its sorted entries it is packed. Only after the tree doubled, so the rebuild
+            // costs O(1) per entry inserted.
+            self.known = core::mem::take(&mut self.known).into_iter().collect();
         }
         let answer = with_upserts && core::mem::take(&mut self.answer_due);
         if resources.is_empty() && removed.is_empty() && resource_errors.is_empty() && !answer {

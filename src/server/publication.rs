@@ -13,6 +13,7 @@ use super::consistency::ConsistencyReport;
 use crate::name::{collection_of, NameParseError};
 use crate::pb::google::rpc::Status;
 use crate::resource::NameError;
+use crate::text::SharedStr;
 
 /// A point in the store's history: every change gets the next revision, so "changed since
 /// revision r" is a cheap question.
@@ -96,8 +97,8 @@ impl ResourceEntry {
 pub struct StoreChange {
     /// When.
     pub revision: Revision,
-    /// Which type.
-    pub type_url: String,
+    /// Which type (one buffer shared by every change of the type).
+    pub type_url: SharedStr,
     /// Which resource; empty when the type itself was published.
     pub name: String,
     /// Aliases the resource had before or has after the change (subscribers by alias are

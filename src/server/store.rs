@@ -3,10 +3,12 @@
 //! changed without rescanning everything.
 
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
+use core::borrow::Borrow;
+use core::cmp::Ordering;
 use core::ops::Bound;
 use core::time::Duration;
 use prost::Message;
@@ -23,6 +25,7 @@ use crate::pb::discovery::Resource;
 use crate::pb::google::protobuf::{Any, TypeUrl};
 use crate::pb::google::rpc::Status;
 use crate::resource::{name_field_1, NameError};
+use crate::text::SharedStr;
 use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 
 /// A resource as the store holds it; responses carry clones of its `Bytes` (a reference
@@ -45,9 +48,10 @@ pub struct StoredResource {
     ttl: Option<Box<TtlForm>>,
     pair: u64,
     revision: Revision,
-    name: String,
-    version: String,
-    aliases: Vec<String>,
+    /// Boxed: 16 bytes each, not 24 (never changed in place).
+    name: Box<str>,
+    version: Box<str>,
+    aliases: Box<[String]>,
 }
 
 /// A TTL and the SotW form it needs: the encoded `Resource` wrapper (a slice of the
@@ -113,9 +117,9 @@ impl StoredResource {
     /// The incremental form, with or without the body (a heartbeat has none).
     pub(crate) fn delta_resource(&self, type_url: &TypeUrl, with_body: bool) -> Resource {
         Resource {
-            name: self.name.clone(),
-            aliases: self.aliases.clone(),
-            version: self.version.clone(),
+            name: String::from(&*self.name),
+            aliases: self.aliases.to_vec(),
+            version: String::from(&*self.version),
             resource: with_body.then(|| Any {
                 type_url: type_url.clone(),
                 value: self.body.clone(),
@@ -132,7 +136,8 @@ fn frame_of(type_url: TypeUrl, value: &Bytes) -> Bytes {
         type_url,
         value: value.clone(),
     };
-    let mut out = Vec::with_capacity(any.encoded_len().saturating_add(6));
+    // Exactly the frame's length: spare room would be held for as long as the frame.
+    let mut out = Vec::with_capacity(prost::encoding::message::encoded_len(2, &any));
     prost::encoding::message::encode(2, &any, &mut out);
     Bytes::from(out)
 }
@@ -155,9 +160,43 @@ pub(crate) fn to_proto_duration(d: Duration) -> prost_types::Duration {
     }
 }
 
+/// A stored resource, ordered and looked up by its name: the name is kept once (a map
+/// keyed by a copy of it kept it twice), and the tree's slots are one pointer wide, so the
+/// half-full nodes a sorted load leaves cost 8 bytes a slot, not a whole resource.
+#[derive(Clone, Debug)]
+struct ByName(Box<StoredResource>);
+
+impl PartialEq for ByName {
+    fn eq(&self, other: &ByName) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for ByName {}
+
+impl PartialOrd for ByName {
+    fn partial_cmp(&self, other: &ByName) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByName {
+    fn cmp(&self, other: &ByName) -> Ordering {
+        self.0.name.cmp(&other.0.name)
+    }
+}
+
+impl Borrow<str> for ByName {
+    fn borrow(&self) -> &str {
+        &self.0.name
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct TypeTable {
-    resources: BTreeMap<String, StoredResource>,
+    /// The type URL, shared by every change-log entry of the type.
+    url: SharedStr,
+    resources: BTreeSet<ByName>,
     /// alias -> resource name
     aliases: BTreeMap<String, String>,
     sum: VersionSum,
@@ -185,7 +224,7 @@ impl TypeTable {
     fn shared_frames(&self) -> Option<Bytes> {
         self.full_state.get_or_build(|| {
             let mut frames = Vec::with_capacity(self.frame_bytes);
-            for r in self.resources.values() {
+            for ByName(r) in &self.resources {
                 if r.ttl.is_some() {
                     return None;
                 }
@@ -577,8 +616,9 @@ impl ResourceStore {
             table.sum.remove(error.hash);
         }
         let version = entry.version.unwrap_or_else(|| body_version(&entry.body));
-        if let Some(old) = table.resources.get(entry.name.as_str()) {
-            if old.version == version && old.ttl() == entry.ttl && old.aliases == entry.aliases {
+        if let Some(ByName(old)) = table.resources.get(entry.name.as_str()) {
+            if *old.version == *version && old.ttl() == entry.ttl && *old.aliases == *entry.aliases
+            {
                 return;
             }
         }
@@ -607,25 +647,25 @@ impl ResourceStore {
             }
         };
         let stored = StoredResource {
-            name: entry.name.clone(),
-            version,
+            name: Box::from(entry.name.as_str()),
+            version: version.into_boxed_str(),
             body,
             frame,
             ttl,
-            aliases: entry.aliases,
+            aliases: entry.aliases.into_boxed_slice(),
             revision,
             pair,
         };
-        let mut changed_aliases = stored.aliases.clone();
-        for alias in &stored.aliases {
+        let mut changed_aliases = stored.aliases.to_vec();
+        for alias in stored.aliases.iter() {
             table.aliases.insert(alias.clone(), entry.name.clone());
         }
         table.sum.add(pair);
         table.frame_bytes = table.frame_bytes.saturating_add(stored.frame.len());
-        if let Some(old) = table.resources.insert(entry.name.clone(), stored) {
+        if let Some(ByName(old)) = table.resources.replace(ByName(Box::new(stored))) {
             table.sum.remove(old.pair);
             table.frame_bytes = table.frame_bytes.saturating_sub(old.frame.len());
-            for alias in old.aliases {
+            for alias in old.aliases.into_vec() {
                 if !changed_aliases.contains(&alias) {
                     table.aliases.remove(alias.as_str());
                     changed_aliases.push(alias);
@@ -641,7 +681,7 @@ impl ResourceStore {
         let Some(table) = self.types.get_mut(type_url) else {
             return;
         };
-        let Some(old) = table.resources.remove(name) else {
+        let Some(ByName(old)) = table.resources.take(name) else {
             return;
         };
         table.sum.remove(old.pair);
@@ -650,12 +690,15 @@ impl ResourceStore {
             table.aliases.remove(alias.as_str());
         }
         table.changed(revision);
-        self.push_change(revision, type_url, old.name, old.aliases);
+        let StoredResource { name, aliases, .. } = *old;
+        let (name, aliases) = (String::from(name), aliases.into_vec());
+        self.push_change(revision, type_url, name, aliases);
     }
 
     /// Publishes a type not published yet, at `revision`.
     fn publish_at(&mut self, type_url: &str, revision: Revision) {
         let table = TypeTable {
+            url: SharedStr::from(type_url),
             revision,
             ..TypeTable::default()
         };
@@ -819,6 +862,7 @@ impl ResourceStore {
         resources
             .get(name)
             .or_else(|| resources.get(comparable(name).as_ref()))
+            .map(|ByName(r)| &**r)
     }
 
     /// A resource by name or alias.
@@ -826,7 +870,7 @@ impl ResourceStore {
         let table = self.types.get(type_url)?;
         self.get(type_url, name_or_alias).or_else(|| {
             let name = table.aliases.get(name_or_alias)?;
-            table.resources.get(name.as_str())
+            table.resources.get(name.as_str()).map(|ByName(r)| &**r)
         })
     }
 
@@ -852,9 +896,9 @@ impl ResourceStore {
                 t.resources
                     .range::<str, _>((Bound::Included(start.as_str()), Bound::Unbounded))
             })
-            .take_while(move |(name, _)| name.starts_with(prefix.as_str()))
-            .filter(move |(name, _)| collection_of(name).as_deref() == Some(glob.as_str()))
-            .map(|(_, r)| r)
+            .map(|ByName(r)| &**r)
+            .take_while(move |r| r.name.starts_with(prefix.as_str()))
+            .filter(move |r| collection_of(&r.name).as_deref() == Some(glob.as_str()))
     }
 
     /// Every resource of a type, sorted by name.
@@ -862,7 +906,7 @@ impl ResourceStore {
         self.types
             .get(type_url)
             .into_iter()
-            .flat_map(|t| t.resources.values())
+            .flat_map(|t| t.resources.iter().map(|ByName(r)| &**r))
     }
 
     /// Checks the whole store: every name a published resource of a referring type refers
@@ -950,9 +994,21 @@ impl ResourceStore {
                 self.log_floor = dropped.revision;
             }
         }
+        if self.log.len() == self.log.capacity() {
+            // Grown by a quarter, not doubled: a log short of its capacity holds at most
+            // a quarter of its entries' size spare (88 bytes an entry), not all of it.
+            let room = (self.log.len() / 4)
+                .max(16)
+                .min(self.log_capacity.saturating_sub(self.log.len()));
+            self.log.reserve_exact(room);
+        }
+        let type_url = self
+            .types
+            .get(type_url)
+            .map_or_else(|| SharedStr::from(type_url), |t| t.url.clone());
         self.log.push_back(StoreChange {
             revision,
-            type_url: String::from(type_url),
+            type_url,
             name,
             aliases,
         });
@@ -1043,7 +1099,7 @@ impl Overlay {
             Some(now) => now.clone().unwrap_or_default(),
             None => store
                 .get(type_url, name)
-                .map(|r| r.aliases.clone())
+                .map(|r| r.aliases.to_vec())
                 .unwrap_or_default(),
         }
     }

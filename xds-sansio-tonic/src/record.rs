@@ -178,7 +178,7 @@ impl Callbacks for Recorder {
                 .map(|r| r.version().to_string());
             self.record(|line| Entry::Store {
                 line,
-                type_url: change.type_url.clone(),
+                type_url: String::from(change.type_url.as_str()),
                 name: change.name.clone(),
                 version,
             });

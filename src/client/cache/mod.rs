@@ -6,8 +6,8 @@
 
 mod apply;
 pub(crate) mod record;
+mod records;
 
-use alloc::boxed::Box;
 use alloc::string::String;
 use hashbrown::HashMap;
 
@@ -20,11 +20,12 @@ use crate::text::SharedStr;
 pub(crate) use apply::{Around, Fired};
 pub use record::CachedResource;
 pub(crate) use record::Record;
+use records::Records;
 
 /// Everything held of one type. See the [module docs](self).
 #[derive(Clone, Debug)]
 pub(crate) struct TypeCache {
-    records: HashMap<SharedStr, Record>,
+    records: Records,
     /// alias -> resource name (incremental).
     aliases: HashMap<SharedStr, SharedStr>,
     /// SotW: last accepted `version_info` (survives reconnects).
@@ -45,7 +46,7 @@ pub(crate) struct TypeCache {
 impl Default for TypeCache {
     fn default() -> TypeCache {
         TypeCache {
-            records: HashMap::new(),
+            records: Records::default(),
             aliases: HashMap::new(),
             version: SharedStr::EMPTY,
             system_version: SharedStr::EMPTY,
@@ -124,7 +125,7 @@ impl TypeCache {
         } else {
             let new_names = resources
                 .iter()
-                .filter(|inc| inc.body.is_some() && !self.records.contains_key(inc.name.as_str()))
+                .filter(|inc| inc.body.is_some() && !self.records.contains(inc.name.as_str()))
                 .count();
             self.records.len().saturating_add(new_names)
         };
@@ -160,29 +161,26 @@ impl TypeCache {
     /// `name` is subscribed by name: it has a record from now on (its status is
     /// `Requested` until something is known).
     pub(crate) fn note_requested(&mut self, name: &SharedStr) {
-        self.records
-            .entry_ref(name)
-            .or_insert_with(Record::requested);
+        self.records.get_or_insert(name);
     }
 
     /// A new stream: no does-not-exist timer runs (the caller disarms them all).
     pub(crate) fn reset_stream(&mut self) {
         for rec in self.records.values_mut() {
-            rec.dne_at = None;
+            rec.take_dne_at();
         }
     }
 
     /// The record of `name` for a rejection of this response: `Nacked`, with why.
     pub(crate) fn note_rejected(&mut self, name: &SharedStr, version: SharedStr, error: String) {
-        let rec = self
-            .records
-            .entry(name.clone())
-            .or_insert_with(Record::requested);
+        let Some(rec) = self.records.get_or_insert(name) else {
+            return;
+        };
         rec.state = ResourceState::Nacked;
         rec.seen = self.generation;
         if rec.cached.is_some() {
             self.marked += 1;
         }
-        rec.rejected = Some(Box::new(Rejection { version, error }));
+        rec.set_rejected(Some(Rejection { version, error }));
     }
 }
