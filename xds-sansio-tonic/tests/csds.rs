@@ -318,3 +318,57 @@ async fn the_server_reports_what_each_node_applied() {
     drop(seen);
     client.shutdown();
 }
+
+/// `GET /debug/applied` over HTTP/1.1 on the server's own port (issue 29, item 6): the
+/// JSON of what each node applied; any other path is not found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_debug_page_serves_what_each_node_applied() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = xds_sansio_tonic::XdsServer::builder()
+        .body_checks(xds_sansio::server::BodyChecks::Off)
+        .debug(true)
+        .build();
+    server
+        .update(xds_sansio_tonic::DEFAULT_GROUP, |s| {
+            s.set(CDS, "c1", body("c1", "a"))
+        })
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = tokio::spawn(
+        server
+            .clone()
+            .serve_with_listener(listener, std::future::pending()),
+    );
+    let client = rejecting_bad(&addr.to_string(), "debug-node")
+        .build()
+        .unwrap();
+    let mut c1 = client.watch(CDS, "c1").unwrap();
+    until(&mut c1, "c1", changed_to("c1", "a")).await;
+    applied_until(&server, "the ACK", |t| t.acked.is_some()).await;
+
+    let get = |path: &'static str| async move {
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        tokio::time::timeout(STEP, tcp.read_to_string(&mut answer))
+            .await
+            .expect("the page answers")
+            .unwrap();
+        answer
+    };
+    let page = get("/debug/applied").await;
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains("application/json"), "{page}");
+    let json_start = page.find('[').expect("a JSON array");
+    let body = page[json_start..].trim_end();
+    // The body may be chunked: its first chunk is the whole array here.
+    let json: serde_json::Value = serde_json::from_str(body.lines().next().unwrap()).expect("JSON");
+    assert_eq!(json[0]["node"], "debug-node", "{json}");
+    let other = get("/debug/other").await;
+    assert!(other.starts_with("HTTP/1.1 404"), "{other}");
+    client.shutdown();
+    server.shutdown();
+    let _ = serving.await;
+}

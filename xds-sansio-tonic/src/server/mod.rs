@@ -37,6 +37,7 @@
 //!   the `metrics` facade ([`metrics::names`]); [`Callbacks`] for the application.
 
 pub(crate) mod applied;
+mod debug;
 mod ending;
 mod group;
 mod hooks;
@@ -92,6 +93,8 @@ struct Options {
     health: bool,
     /// Whether `routes` serves the per-node CSDS ([`XdsServer::csds_service`]).
     csds: bool,
+    /// Whether `routes` serves the debug page ([`XdsServerBuilder::debug`]).
+    debug: bool,
     /// Every group's store checks bodies (on by default: see `XdsServerBuilder::body_checks`).
     body_checks: BodyChecks,
     /// Every group's store checks references.
@@ -208,6 +211,7 @@ impl Default for XdsServerBuilder {
                 shutdown_grace: Duration::from_secs(5),
                 health: true,
                 csds: false,
+                debug: false,
                 body_checks: BodyChecks::Enforce,
                 consistency: Consistency::Off,
             },
@@ -358,6 +362,15 @@ impl XdsServerBuilder {
     /// service while serving, `NOT_SERVING` once shutdown begins.
     pub fn health(mut self, on: bool) -> Self {
         self.options.health = on;
+        self
+    }
+
+    /// Also serve the debug page on the server's port: `GET /debug/applied` answers
+    /// [`XdsServer::applied_json`] (what each connected node applied), over HTTP/1.1 too,
+    /// so `curl http://ADDR/debug/applied` reads it. Off by default: it names every node
+    /// and its errors to whoever may call the port.
+    pub fn debug(mut self, on: bool) -> Self {
+        self.options.debug = on;
         self
     }
 
@@ -555,6 +568,11 @@ impl XdsServer {
         if s.options.csds {
             routes.add_service(self.csds_service());
         }
+        if s.options.debug {
+            routes.add_service(debug::DebugService {
+                applied: s.applied.clone(),
+            });
+        }
         routes.routes()
     }
 
@@ -597,8 +615,12 @@ impl XdsServer {
         signal: impl Future<Output = ()> + Send,
     ) -> Result<(), ServeError> {
         let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+        // The debug page is read with `curl`, over HTTP/1.1 as well.
         #[allow(unused_mut)]
-        let mut transport = self.transport.clone();
+        let mut transport = self
+            .transport
+            .clone()
+            .accept_http1(self.shared.options.debug);
         #[cfg(feature = "tls")]
         if let Some(tls) = &self.tls {
             transport = transport.tls_config(tls.clone())?;
