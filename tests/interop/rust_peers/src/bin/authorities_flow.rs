@@ -98,6 +98,8 @@ async fn expect_bodies(
                 error: WatchError::Unreachable { .. },
                 ..
             } if may_fail.contains(&name) => {}
+            // The end of that outage, told when its server answers again.
+            WatchEvent::Reachable { .. } if may_fail.contains(&name) => {}
             other => return Err(format!("{label}: the watch of {name} saw {other:?}")),
         }
     }

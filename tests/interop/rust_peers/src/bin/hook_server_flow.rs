@@ -125,6 +125,8 @@ fn judge(label: &str, type_url: &str, e: &WatchEvent, tolerate: Tolerate) -> Res
             error: WatchError::Unreachable { .. },
             ..
         } if tolerate == Tolerate::Unreachable => Ok(()),
+        // The end of that outage, told when the restarted server answers.
+        WatchEvent::Reachable { .. } if tolerate == Tolerate::Unreachable => Ok(()),
         WatchEvent::Error { .. } => Err(format!("{label}: our client reported {e:?}")),
         _ => Err(format!("{label}: an event this driver does not know: {e:?}")),
     }
