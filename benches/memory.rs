@@ -83,45 +83,35 @@ fn payload(n: usize, version_len: usize) -> isize {
     (n * (BODY + name(0).len() + version_len)) as isize
 }
 
-fn sotw_client(n: usize) {
-    let mut c = client(Variant::Sotw);
+/// Hands `c` the encoded SotW response `make` builds (then drops the buffer): the live
+/// bytes it left held, the response's buffer counted from its allocation.
+fn held_after(c: &mut Client, make: impl FnOnce() -> Bytes) -> isize {
     let before = live();
-    let wire = sotw_response(n, 1);
+    let wire = make();
     c.handle_response(
         Instant::ZERO,
         Response::Sotw(DiscoveryResponse::decode(wire.clone()).unwrap_or_default()),
     );
-    drain(&mut c);
+    drain(c);
     drop(wire);
-    let held = live() - before;
+    live() - before
+}
+
+fn sotw_client(n: usize) {
+    let mut c = client(Variant::Sotw);
+    let held = held_after(&mut c, || sotw_response(n, 1));
     let over = (held - payload(n, 0)) / n as isize;
     println!(
         "client SotW, {n} resources: {held} B held, {} B per resource, {over} B beyond name and body",
         held / n as isize
     );
     // Every body changes: what of the first buffer stays pinned?
-    let before = live();
-    let wire2 = sotw_response(n, 2);
-    c.handle_response(
-        Instant::ZERO,
-        Response::Sotw(DiscoveryResponse::decode(wire2.clone()).unwrap_or_default()),
-    );
-    drain(&mut c);
-    drop(wire2);
+    let more = held_after(&mut c, || sotw_response(n, 2));
     println!(
-        "client SotW, {n} resources, every body changed: {} B more held (about 0 would mean the first buffer was released)",
-        live() - before
+        "client SotW, {n} resources, every body changed: {more} B more held (about 0 would mean the first buffer was released)"
     );
     // A tenth of the bodies change: what does the response leave alive beyond them?
-    let before = live();
-    let wire3 = sotw_response_changing(n, 2, 3, 10);
-    c.handle_response(
-        Instant::ZERO,
-        Response::Sotw(DiscoveryResponse::decode(wire3.clone()).unwrap_or_default()),
-    );
-    drain(&mut c);
-    drop(wire3);
-    let more = live() - before;
+    let more = held_after(&mut c, || sotw_response_changing(n, 2, 3, 10));
     let changed = (n.div_ceil(10) * BODY) as isize;
     println!(
         "client SotW, {n} resources, a tenth of the bodies changed: {more} B more held for {changed} B of changed bodies ({:.2}x)",
