@@ -10,6 +10,7 @@ mod diagram;
 mod output;
 mod publish;
 mod replay;
+mod serve;
 mod tap;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -76,6 +77,10 @@ enum Command {
     /// Write a directory of node groups (`GROUP.json`, `.yaml`, `.pb`) into etcd in one
     /// transaction, for replicas fed from etcd; refused before etcd if inconsistent.
     Publish(publish::Args),
+    /// A test control plane: serve a directory, a file or a scenario's server lines,
+    /// injecting faults by rule from a seed, recording every stream
+    /// (docs/test-control-plane.md).
+    Serve(serve::Args),
     /// A gRPC proxy for every xDS RPC: forwards both directions unchanged, records every
     /// stream and checks both sides live, printing each violation as it passes.
     Tap {
@@ -235,6 +240,7 @@ fn main() -> ExitCode {
         } => run_check(&file, side, variant, json, &descriptors),
         Command::Conform { side } => run_conform(*side),
         Command::Publish(args) => publish::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Tap {
             listen,
             upstream,

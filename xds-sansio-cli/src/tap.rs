@@ -458,8 +458,9 @@ pub async fn run(options: Options) -> Result<(u64, u64), String> {
     ))
 }
 
+/// Resolves on SIGTERM (never where there is none).
 #[cfg(unix)]
-async fn terminated() {
+pub(crate) async fn terminated() {
     match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(mut signal) => {
             signal.recv().await;
@@ -469,7 +470,7 @@ async fn terminated() {
 }
 
 #[cfg(not(unix))]
-async fn terminated() {
+pub(crate) async fn terminated() {
     std::future::pending().await
 }
 

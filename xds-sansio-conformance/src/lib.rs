@@ -20,6 +20,8 @@
 //!   differential-fuzzing cases.
 //! - [`check`]: the checker of recorded conversations, with the record format (JSON lines).
 //! - [`transcript`]: a conversation as one side saw it, and the scenario notation.
+//! - [`faults`]: faults by rule for a test control plane (drop, delay, duplicate,
+//!   reorder, wrong or stale nonces, resent NACKed responses, closes, refusals), from a seed.
 //! - [`testing`]: `Sim`, a simulated stream, and `Pair`, a client and a server on it.
 //!
 //! The core never depends on this crate; this crate reads the core only through its
@@ -33,6 +35,7 @@
 extern crate alloc;
 
 pub mod check;
+pub mod faults;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;

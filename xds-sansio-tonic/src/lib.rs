@@ -86,6 +86,8 @@
 //! - `tls`: TLS and mutual TLS through tonic (rustls, ring); [`Peer`] then carries the
 //!   client's certificate chain.
 //! - `gzip`, `zstd`: compression through tonic.
+//! - `faults`: `XdsServerBuilder::faults`, a test control plane that injects faults by
+//!   rule, from a seed (docs/test-control-plane.md).
 #![cfg_attr(
     feature = "record",
     doc = "- `record`: [`record::Recorder`], JSON lines for `xds-sansio check`."

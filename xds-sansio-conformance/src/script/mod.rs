@@ -39,7 +39,10 @@ pub use crate::transcript::notation as render;
 pub use ast::*;
 pub use diagram::diagram;
 pub use parse::{parse, parse_duration, resolve_type, ScriptError};
-pub use run::{run, run_against, LineKind, LineReport, Refused, Remote, Report, Transcriber, Wire};
+pub use run::{
+    run, run_against, server_timeline, ErrorOp, LineKind, LineReport, Refused, Remote, Report,
+    ServerStep, Transcriber, Wire,
+};
 
 #[cfg(test)]
 mod tests;

@@ -137,6 +137,11 @@ impl Publication {
         self.groups.keys().map(String::as_str)
     }
 
+    /// A group's configuration (type URL -> entries), as set.
+    pub fn group(&self, group: &str) -> Option<&BTreeMap<String, Vec<ResourceEntry>>> {
+        self.groups.get(group)
+    }
+
     /// Reads `DIR/GROUP.EXT` files (see the [module docs](self)); `codec` carries the
     /// resource schemas that JSON, YAML and text need to read resources by field.
     pub fn from_dir(dir: &Path, codec: &FileCodec) -> Result<Publication, PublishError> {

@@ -25,6 +25,9 @@ pub(crate) enum Ending {
     Shutdown,
     /// The application ended every stream ([`XdsServer::end_streams`](super::XdsServer::end_streams)).
     Ended,
+    /// A fault plan closed or refused the stream (feature `faults`).
+    #[cfg(feature = "faults")]
+    Injected(xds_sansio_conformance::faults::FaultStatus),
 }
 
 /// Why a call was refused before it became a stream.
@@ -53,6 +56,13 @@ impl Ending {
             )),
             Ending::Shutdown => Status::unavailable("the server is shutting down"),
             Ending::Ended => Status::unavailable("the server ended the stream"),
+            // Code 0 ends the call with OK: nothing but the end of the stream.
+            #[cfg(feature = "faults")]
+            Ending::Injected(status) if status.code == 0 => return None,
+            #[cfg(feature = "faults")]
+            Ending::Injected(status) => {
+                Status::new(Code::from_i32(status.code), status.message.clone())
+            }
         })
     }
 
@@ -69,6 +79,8 @@ impl Ending {
             Ending::ResponseTooLarge { .. } => "response_too_large",
             Ending::Shutdown => "shutdown",
             Ending::Ended => "ended",
+            #[cfg(feature = "faults")]
+            Ending::Injected(_) => "fault",
         }
     }
 
@@ -89,6 +101,14 @@ impl Ending {
             }
             Ending::Denied(why) => {
                 tracing::warn!(reason = self.label(), why = %why, "stream refused: permission denied")
+            }
+            #[cfg(feature = "faults")]
+            Ending::Injected(status) => {
+                tracing::info!(
+                    reason = self.label(),
+                    code = status.code,
+                    "stream closed: injected fault"
+                )
             }
             Ending::NoFirstRequest | Ending::ResponseTooLarge { .. } => {
                 tracing::warn!(reason = self.label(), status = ?self.status(), "stream closed: limit")

@@ -37,6 +37,8 @@ pub mod names {
     /// Streams that subscribed to a type their group had not published (held, nothing
     /// sent until it is), by type URL.
     pub const HOLDS: &str = "xds_holds_total";
+    /// Faults a fault plan injected (feature `faults`), by fault (`drop`, `delay`, ...).
+    pub const FAULTS: &str = "xds_faults_injected_total";
     /// Responses sent, by type URL.
     pub const RESPONSES: &str = "xds_responses_total";
     /// Encoded bytes of the responses sent, by type URL.
@@ -82,6 +84,11 @@ pub(crate) fn ack(type_url: &str) {
 
 pub(crate) fn held(type_url: &str) {
     metrics::counter!(names::HOLDS, "type_url" => type_url.to_owned()).increment(1);
+}
+
+#[cfg(feature = "faults")]
+pub(crate) fn fault(fault: &'static str) {
+    metrics::counter!(names::FAULTS, "fault" => fault).increment(1);
 }
 
 pub(crate) fn nack(type_url: &str, group: &str) {

@@ -39,6 +39,7 @@
 pub(crate) mod applied;
 mod debug;
 mod ending;
+mod faults;
 mod group;
 mod hooks;
 pub mod metrics;
@@ -99,6 +100,9 @@ struct Options {
     body_checks: BodyChecks,
     /// Every group's store checks references.
     consistency: Consistency,
+    /// Faults injected into every stream ([`XdsServerBuilder::faults`]).
+    #[cfg(feature = "faults")]
+    faults: Option<Arc<xds_sansio_conformance::faults::FaultPlan>>,
 }
 
 type NodeGroupFn = dyn Fn(&Node) -> String + Send + Sync;
@@ -214,6 +218,8 @@ impl Default for XdsServerBuilder {
                 debug: false,
                 body_checks: BodyChecks::Enforce,
                 consistency: Consistency::Off,
+                #[cfg(feature = "faults")]
+                faults: None,
             },
             node_group: Box::new(|_: &Node| String::from(DEFAULT_GROUP)),
             authorize: Box::new(hooks::AllowAll),
@@ -379,6 +385,18 @@ impl XdsServerBuilder {
     /// default: it names every node and its errors to whoever may call the port.
     pub fn csds(mut self, on: bool) -> Self {
         self.options.csds = on;
+        self
+    }
+
+    /// A test control plane: every stream's responses go through `plan`'s faults (drop,
+    /// delay, duplicate, reorder, wrong or stale nonces, resent NACKed responses, closes,
+    /// refusals; [`xds_sansio_conformance::faults`]), deterministically from its seed.
+    /// Streams are numbered from 1 as they open, for the plan's `stream=` rules. Each fault
+    /// is logged (`fault injected`) and counted (`xds_faults_injected_total{fault}`). Never
+    /// in production: a client of this server is meant to suffer.
+    #[cfg(feature = "faults")]
+    pub fn faults(mut self, plan: xds_sansio_conformance::faults::FaultPlan) -> Self {
+        self.options.faults = (!plan.is_empty()).then(|| Arc::new(plan));
         self
     }
 

@@ -22,6 +22,7 @@ use xds_sansio::time::Instant;
 use xds_sansio::{ServerConfig, ServerStream};
 
 use super::ending::Ending;
+use super::faults::{Out, StreamFaults};
 use super::group::Group;
 use super::hooks::{Peer, StreamInfo};
 use super::{metrics, Shared};
@@ -50,6 +51,8 @@ struct Driver {
     pending_push: Option<std::time::Instant>,
     /// Per type, the last response built for a store change: its nonce and that change.
     pushes: HashMap<String, (String, std::time::Instant)>,
+    /// Between the core and the wire: what leaves, when (a fault plan's machine, if any).
+    faults: StreamFaults,
 }
 
 /// Spawns the task for a new stream.
@@ -72,6 +75,10 @@ pub(crate) fn spawn<Req: WireRequest>(
     tokio::spawn(
         async move {
             let _slot = slot;
+            #[cfg(feature = "faults")]
+            let faults = StreamFaults::of(shared.options.faults.as_deref(), info.id);
+            #[cfg(not(feature = "faults"))]
+            let faults = StreamFaults::default();
             let driver = Driver {
                 shared,
                 info,
@@ -79,6 +86,7 @@ pub(crate) fn spawn<Req: WireRequest>(
                 waker: Arc::new(Notify::new()),
                 pending_push: None,
                 pushes: HashMap::new(),
+                faults,
             };
             driver.run(config, inbound, tx).await;
         }
@@ -130,6 +138,9 @@ impl Driver {
         if *shutdown.borrow_and_update() {
             return Ending::Shutdown;
         }
+        if let Some(refused) = self.faults.open() {
+            return refused;
+        }
         let first_deadline = shared
             .options
             .first_request_timeout
@@ -154,6 +165,12 @@ impl Driver {
                     .map(|t| shared.clock.to_std(t))
             };
             let waiting_for_node = self.group.is_none();
+            let due = self.faults.is_due(shared.clock.now());
+            // Armed only while nothing is due, so a full slot never makes the loop spin.
+            let held_until = match due {
+                true => None,
+                false => self.faults.timeout().map(|t| shared.clock.to_std(t)),
+            };
             // No `biased`: a peer that floods requests must not starve its responses, nor
             // a busy store its requests.
             tokio::select! {
@@ -164,35 +181,46 @@ impl Driver {
                         let request = message.into_request();
                         metrics::request(request.type_url());
                         shared.callbacks.request(&self.info, &request);
-                        stream.handle_request(shared.clock.now(), request);
+                        let now = shared.clock.now();
+                        self.faults.request(now, &request);
+                        stream.handle_request(now, request);
                         want_send = true;
                     }
                     Ok(None) => return Ending::ClientClosed,
                     Err(status) => return Ending::Broken(status),
                 },
-                permit = tx.reserve(), if want_send && self.group.is_some() => {
+                permit = tx.reserve(), if due || (want_send && self.group.is_some()) => {
                     let Ok(permit) = permit else { return Ending::Gone };
                     let now = shared.clock.now();
-                    stream.handle_timeout(now);
-                    match self.build(stream, now) {
-                        Some(response) => {
-                            if let Some(limit) = shared.options.max_encoding_message_size {
-                                if response.bytes.len() > limit {
-                                    return Ending::ResponseTooLarge {
-                                        bytes: response.bytes.len(),
-                                        limit,
-                                    };
+                    if !due {
+                        stream.handle_timeout(now);
+                        match self.build(stream, now) {
+                            Some(response) => {
+                                if let Some(limit) = shared.options.max_encoding_message_size {
+                                    if response.bytes.len() > limit {
+                                        return Ending::ResponseTooLarge {
+                                            bytes: response.bytes.len(),
+                                            limit,
+                                        };
+                                    }
                                 }
+                                self.faults.response(now, response);
                             }
+                            None => {
+                                want_send = false;
+                                quiet_at = Some(now);
+                                self.pending_push = None;
+                            }
+                        }
+                    }
+                    match self.faults.poll(now) {
+                        Some(Out::Send(response)) => {
                             self.sent(&response);
                             permit.send(Ok(response.bytes));
                             self.note_applied(stream);
                         }
-                        None => {
-                            want_send = false;
-                            quiet_at = Some(now);
-                            self.pending_push = None;
-                        }
+                        Some(Out::End(ending)) => return ending,
+                        None => {}
                     }
                 }
                 _ = self.waker.notified() => {
@@ -202,6 +230,8 @@ impl Driver {
                     }
                 }
                 _ = sleep_until(deadline) => want_send = true,
+                // A delayed or held response becomes due: the loop sees it.
+                _ = sleep_until(held_until) => {}
                 _ = sleep_until(first_deadline), if waiting_for_node => {
                     return Ending::NoFirstRequest;
                 }

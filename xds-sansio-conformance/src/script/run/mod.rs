@@ -14,9 +14,11 @@ mod matching;
 mod remote;
 mod session;
 mod symbols;
+mod timeline;
 mod transcribe;
 
 pub use remote::{Remote, Wire};
+pub use timeline::{server_timeline, ErrorOp, ServerStep};
 pub use transcribe::{Refused, Transcriber};
 
 use alloc::collections::BTreeMap;
