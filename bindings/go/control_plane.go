@@ -25,6 +25,13 @@ type ControlPlaneOptions struct {
 	ResourcesPath string `json:"resources_path,omitempty"`
 	// Descriptors are FileDescriptorSet files for resources in canonical JSON.
 	Descriptors []string `json:"descriptors,omitempty"`
+	// Faults are fault rules, one per line ("drop type=cds nth=1", "close after=3", ...;
+	// docs/test-control-plane.md) every stream's responses go through.
+	Faults string `json:"faults,omitempty"`
+	// Seed is where the faults' random draws start: the same seed, the same faults.
+	Seed uint64 `json:"seed,omitempty"`
+	// Scenario is a scenario whose server lines are played in time from the start.
+	Scenario string `json:"scenario,omitempty"`
 }
 
 // ControlPlane is the model's management server (ADS and every per-type service, SotW

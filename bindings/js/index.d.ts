@@ -52,6 +52,12 @@ export interface ControlPlaneOptions {
   resourcesPath?: string | null;
   descriptors?: string[];
   listen?: string;
+  /** Fault rules, one per line (`drop type=cds nth=1`, `close after=3`, ...). */
+  faults?: string | null;
+  /** Where the faults' random draws start: the same seed, the same faults. */
+  seed?: number;
+  /** A scenario whose server lines are played in time from the start. */
+  scenario?: string | null;
 }
 
 export declare class ControlPlane {

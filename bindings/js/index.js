@@ -58,8 +58,16 @@ function replay(scenario, name = 'scenario') {
  * loopback port, recording every stream; `findings()` is the checker on that recording.
  */
 class ControlPlane {
-  constructor({ resources = null, resourcesPath = null, descriptors = [], listen = '127.0.0.1:0' } = {}) {
-    const options = { listen, resources, resources_path: resourcesPath, descriptors };
+  constructor({
+    resources = null,
+    resourcesPath = null,
+    descriptors = [],
+    listen = '127.0.0.1:0',
+    faults = null,
+    seed = 0,
+    scenario = null,
+  } = {}) {
+    const options = { listen, resources, resources_path: resourcesPath, descriptors, faults, seed, scenario };
     this._plane = construct(() => native.startControlPlane(JSON.stringify(options)));
     this.port = this._call('port');
     this.address = `127.0.0.1:${this.port}`;

@@ -14,7 +14,7 @@ use xds_sansio::codec::{FileCodec, Format};
 use xds_sansio::server::{BodyChecks, ResourceEntry};
 use xds_sansio_conformance::check::{self, CheckSide};
 use xds_sansio_conformance::faults::{parse_rules, FaultPlan};
-use xds_sansio_conformance::script::{self, ErrorOp};
+use xds_sansio_conformance::script;
 use xds_sansio_tonic::etcd::Publication;
 use xds_sansio_tonic::record::Recorder;
 use xds_sansio_tonic::{Callbacks, StreamInfo, XdsServer, DEFAULT_GROUP};
@@ -235,35 +235,12 @@ async fn serve(
 
 /// Plays a scenario's server lines at their times (every node's group).
 async fn play(server: XdsServer, steps: Vec<script::ServerStep>) {
-    let start = tokio::time::Instant::now();
-    for step in steps {
-        tokio::time::sleep_until(start + step.at).await;
-        let line = step.line;
-        let applied = server.update(DEFAULT_GROUP, |store| -> Result<(), String> {
-            store.apply(step.ops).map_err(|e| e.to_string())?;
-            for error in step.errors {
-                match error {
-                    ErrorOp::Set {
-                        type_url,
-                        name,
-                        status,
-                    } => {
-                        store
-                            .set_error(&type_url, &name, status)
-                            .map_err(|e| e.to_string())?;
-                    }
-                    ErrorOp::Clear { type_url, name } => {
-                        store.clear_error(&type_url, &name);
-                    }
-                }
-            }
-            Ok(())
-        });
-        match applied {
+    server
+        .play(DEFAULT_GROUP, steps, |line, outcome| match outcome {
             Ok(()) => say!("scenario line {line} published"),
             Err(e) => complain!("scenario line {line}: {e}"),
-        }
-    }
+        })
+        .await;
 }
 
 /// Resolves when the run should stop: after `duration`, after `streams` streams ended,

@@ -12,8 +12,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde::Deserialize;
 use xds_sansio::codec::json::JsonCodec;
-use xds_sansio::server::StoreOp;
+use xds_sansio::server::{BodyChecks, StoreOp};
 use xds_sansio_conformance::check::{self as checker, CheckSide};
+use xds_sansio_conformance::faults::FaultPlan;
+use xds_sansio_conformance::script;
 use xds_sansio_tonic::record::Recorder;
 use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
 
@@ -35,6 +37,14 @@ pub struct ControlPlaneOptions {
     /// `FileDescriptorSet` files with the resource schemas, for canonical JSON resources
     /// (and for the recording's JSON).
     pub descriptors: Vec<String>,
+    /// Fault rules, one per line (`drop type=cds nth=1`, `close after=3`, ...;
+    /// docs/test-control-plane.md): every stream's responses go through them.
+    pub faults: Option<String>,
+    /// The seed of the faults' random draws (`p=`): the same seed, the same faults.
+    pub seed: u64,
+    /// A scenario whose server lines are played in time from the start (`wait` lines
+    /// move time), after the resources above; its bodies are the replay's placeholders.
+    pub scenario: Option<String>,
 }
 
 /// The adapter's management server, running on its own tokio runtime until [`stop`].
@@ -89,7 +99,32 @@ impl ControlPlane {
             .map_err(io)?;
         let address = listener.local_addr().map_err(io)?;
         let recorder = Arc::new(Recorder::with_codec(None, codec.clone()));
-        let server = XdsServer::builder().callbacks(recorder.clone()).build();
+        let plan = match &options.faults {
+            Some(text) => FaultPlan::parse(text, options.seed).map_err(|e| {
+                Error::at(ErrorKind::Usage, e.line, format!("faults: {}", e.message))
+            })?,
+            None => FaultPlan::default(),
+        };
+        let timeline = match &options.scenario {
+            Some(text) => Some(script::server_timeline(
+                &script::parse(text, "scenario").map_err(|e| {
+                    Error::at(
+                        ErrorKind::Scenario,
+                        e.line,
+                        format!("scenario: {}", e.message),
+                    )
+                })?,
+            )),
+            None => None,
+        };
+        let mut builder = XdsServer::builder()
+            .callbacks(recorder.clone())
+            .faults(plan);
+        if timeline.is_some() {
+            // A scenario's bodies stand for resources; they are not Envoy messages.
+            builder = builder.body_checks(BodyChecks::Off);
+        }
+        let server = builder.build();
         let mut plane = ControlPlane {
             runtime,
             server,
@@ -100,6 +135,14 @@ impl ControlPlane {
         };
         // Published before serving: the first client sees the whole configuration.
         plane.replace(initial)?;
+        if let Some(steps) = timeline {
+            let server = plane.server.clone();
+            // A line the store refuses is skipped: the recording and the findings show
+            // what the client got.
+            plane
+                .runtime
+                .spawn(async move { server.play(DEFAULT_GROUP, steps, |_, _| {}).await });
+        }
         let server = plane.server.clone();
         plane.serving = Some(plane.runtime.spawn(async move {
             let _ = server

@@ -151,3 +151,44 @@ fn the_control_plane_reads_a_directory_of_resources() {
     assert!(error.message.contains("c.json"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_control_plane_refuses_a_bad_fault_plan_or_scenario_naming_the_line() {
+    let error = ControlPlane::start(&ControlPlaneOptions {
+        faults: Some("drop type=cds\nexplode\n".into()),
+        ..ControlPlaneOptions::default()
+    })
+    .unwrap_err();
+    assert_eq!((error.kind, error.line), (ErrorKind::Usage, Some(2)));
+    assert!(error.message.contains("not a fault"), "{error}");
+    let error = ControlPlane::start(&ControlPlaneOptions {
+        scenario: Some("model: server\nvariant: sotw\ntransport: ads\nserver frobnicate\n".into()),
+        ..ControlPlaneOptions::default()
+    })
+    .unwrap_err();
+    assert_eq!((error.kind, error.line), (ErrorKind::Scenario, Some(4)));
+}
+
+#[test]
+fn the_control_plane_plays_a_scenario_through_its_faults() {
+    let mut plane = ControlPlane::start(&ControlPlaneOptions {
+        faults: Some("duplicate\nclose after=2 status=UNAVAILABLE\n".into()),
+        seed: 3,
+        scenario: Some(
+            "model: server\nvariant: sotw\ntransport: ads\nserver set CDS a@1:x\n".into(),
+        ),
+        ..ControlPlaneOptions::default()
+    })
+    .unwrap();
+    // The scenario's first line is published at once: the recording has the store change.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !plane.records().unwrap().contains("\"a\"") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}",
+            plane.records().unwrap()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    plane.stop();
+}

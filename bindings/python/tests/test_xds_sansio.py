@@ -205,6 +205,52 @@ def test_grpcio_xds_client_through_the_control_plane_breaks_no_rule():
         assert broken[0].passage
 
 
+def test_grpcio_xds_client_through_a_faulty_control_plane_breaks_no_rule():
+    """The test control plane's faults: endpoints duplicated, half the responses late, every
+    stream closed after six responses. grpcio still resolves and follows a change."""
+    backend_1, port_1 = start_backend("backend-1")
+    backend_2, port_2 = start_backend("backend-2")
+    faults = "duplicate type=eds\ndelay ms=100 p=0.5\nclose after=6 status=UNAVAILABLE\n"
+    with ControlPlane(faults=faults, seed=7) as plane, tempfile.TemporaryDirectory() as workdir:
+        for message in [listener(), route(), cluster(), endpoints(port_1)]:
+            plane.set_resource(message)
+        bootstrap = os.path.join(workdir, "bootstrap.json")
+        with open(bootstrap, "w") as f:
+            json.dump(
+                {
+                    "xds_servers": [
+                        {
+                            "server_uri": plane.address,
+                            "channel_creds": [{"type": "insecure"}],
+                            "server_features": ["xds_v3"],
+                        }
+                    ],
+                    "node": {"id": "xds-sansio-python-faults", "locality": {"zone": "z"}},
+                },
+                f,
+            )
+        os.environ["GRPC_XDS_BOOTSTRAP"] = bootstrap
+        channel = grpc.insecure_channel(f"xds:///{TARGET}")
+        try:
+            wait_for("an RPC to backend-1", lambda: call(channel) == "backend-1")
+            plane.set(EDS, endpoints(port_2).SerializeToString())
+            wait_for("an RPC to backend-2", lambda: call(channel) == "backend-2")
+        finally:
+            channel.close()
+            backend_1.stop(None)
+            backend_2.stop(None)
+        plane.stop()
+        responses = [
+            json.loads(line)["message"]
+            for line in plane.records().splitlines()
+            if json.loads(line).get("dir") == "S->C"
+        ]
+        eds = [r["nonce"] for r in responses if r.get("typeUrl") == EDS]
+        assert len(eds) != len(set(eds)), "no EDS response was duplicated"
+        findings = plane.findings(side="client")
+        assert findings == [], "\n".join(f"line {f.line}: {f.rule}: {f.detail}" for f in findings)
+
+
 def test_calls_from_several_threads_take_turns():
     errors = []
     with ControlPlane() as plane:

@@ -555,6 +555,46 @@ impl XdsServer {
         applied::to_json(&self.shared.applied.all())
     }
 
+    /// Plays a scenario's server lines ([`script::server_timeline`]) into `group` at their
+    /// times from now, telling `done` each line's outcome (a line the store refuses is
+    /// skipped): the test control plane's scenario mode (feature `faults`).
+    ///
+    /// [`script::server_timeline`]: xds_sansio_conformance::script::server_timeline
+    #[cfg(feature = "faults")]
+    pub async fn play(
+        &self,
+        group: &str,
+        steps: Vec<xds_sansio_conformance::script::ServerStep>,
+        mut done: impl FnMut(usize, Result<(), String>),
+    ) {
+        use xds_sansio_conformance::script::ErrorOp;
+        let start = tokio::time::Instant::now();
+        for step in steps {
+            tokio::time::sleep_until(start + step.at).await;
+            let outcome = self.update(group, |store| -> Result<(), String> {
+                store.apply(step.ops).map_err(|e| e.to_string())?;
+                for error in step.errors {
+                    match error {
+                        ErrorOp::Set {
+                            type_url,
+                            name,
+                            status,
+                        } => {
+                            store
+                                .set_error(&type_url, &name, status)
+                                .map_err(|e| e.to_string())?;
+                        }
+                        ErrorOp::Clear { type_url, name } => {
+                            store.clear_error(&type_url, &name);
+                        }
+                    }
+                }
+                Ok(())
+            });
+            done(step.line, outcome);
+        }
+    }
+
     /// Ends every open stream with `UNAVAILABLE` (clients reconnect and resume with what
     /// they hold); the server goes on serving.
     pub fn end_streams(&self) {

@@ -178,12 +178,21 @@ class ControlPlane:
         resources_path: Optional[str] = None,
         descriptors: Sequence[str] = (),
         listen: str = "127.0.0.1:0",
+        faults: Optional[str] = None,
+        seed: int = 0,
+        scenario: Optional[str] = None,
     ) -> None:
+        """``faults``: fault rules, one per line (``drop type=cds nth=1``,
+        ``close after=3``, ...; docs/test-control-plane.md), deterministic from
+        ``seed``. ``scenario``: a scenario whose server lines are played in time."""
         options = {
             "listen": listen,
             "resources": resources,
             "resources_path": resources_path,
             "descriptors": list(descriptors),
+            "faults": faults,
+            "seed": seed,
+            "scenario": scenario,
         }
         plane, error = _native.start_control_plane(json.dumps(options))
         if plane is None:

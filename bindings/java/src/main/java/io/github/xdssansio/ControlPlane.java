@@ -44,6 +44,56 @@ public final class ControlPlane implements AutoCloseable {
     return new ControlPlane(Answers.unwrap(Native.startControlPlane(options.toString())).getAsLong());
   }
 
+  /**
+   * Starts serving as {@code options} say: resources, a scenario played in time, and fault
+   * rules (docs/test-control-plane.md) deterministic from a seed.
+   */
+  public static ControlPlane start(Options options) {
+    return new ControlPlane(
+        Answers.unwrap(Native.startControlPlane(options.json.toString())).getAsLong());
+  }
+
+  /** How to start a {@link ControlPlane}: each setter returns the options, for chaining. */
+  public static final class Options {
+    private final JsonObject json = new JsonObject();
+
+    /** {@code {"resources": [Any, ...]}}, canonical JSON of a DiscoveryResponse. */
+    public Options resources(String resources) {
+      json.addProperty("resources", resources);
+      return this;
+    }
+
+    /** A file or a directory of resource files (.json, .yaml, .pb). */
+    public Options resourcesPath(String path) {
+      json.addProperty("resources_path", path);
+      return this;
+    }
+
+    /** FileDescriptorSet files for resources in canonical JSON. */
+    public Options descriptors(String... descriptors) {
+      json.add("descriptors", Answers.GSON.toJsonTree(descriptors));
+      return this;
+    }
+
+    /** Fault rules, one per line ({@code drop type=cds nth=1}, {@code close after=3}). */
+    public Options faults(String faults) {
+      json.addProperty("faults", faults);
+      return this;
+    }
+
+    /** Where the faults' random draws start: the same seed, the same faults. */
+    public Options seed(long seed) {
+      json.addProperty("seed", seed);
+      return this;
+    }
+
+    /** A scenario whose server lines are played in time from the start. */
+    public Options scenario(String scenario) {
+      json.addProperty("scenario", scenario);
+      return this;
+    }
+  }
+
   private synchronized com.google.gson.JsonElement call(String method, JsonObject args) {
     if (handle == 0) {
       throw new XdsSansioException("usage", 0, "the control plane is closed");
