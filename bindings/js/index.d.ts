@@ -104,6 +104,8 @@ export declare class Stepper {
   subscribe(typeUrl: string, names?: string[]): Step;
   set(typeUrl: string, body: Uint8Array): Step;
   remove(typeUrl: string, name: string): Step;
-  handle(bytes: Uint8Array): Step;
+  /** The peer's message: its bytes, a google-protobuf message (`serializeBinary`) or a
+   * protobufjs message (its `$type` encodes it). */
+  handle(message: Uint8Array | { serializeBinary(): Uint8Array } | { $type: { encode(m: unknown): { finish(): Uint8Array } } }): Step;
   advance(millis: number): Step;
 }

@@ -144,12 +144,28 @@ class Stepper {
   remove(typeUrl, name) {
     return this._call('remove', { type_url: typeUrl, name });
   }
-  handle(bytes) {
-    return this._call('handle', { bytes: b64(bytes) });
+  /** The peer's message: its bytes, or a generated message (google-protobuf or protobufjs). */
+  handle(message) {
+    return this._call('handle', { bytes: b64(encoded(message)) });
   }
   advance(millis) {
     return this._call('advance', { millis });
   }
+}
+
+/** A message's bytes: bytes as they are, a google-protobuf message by `serializeBinary`, a
+ * protobufjs message by its type's `encode`. */
+function encoded(message) {
+  if (message instanceof Uint8Array) {
+    return message;
+  }
+  if (message && typeof message.serializeBinary === 'function') {
+    return message.serializeBinary();
+  }
+  if (message && message.$type && typeof message.$type.encode === 'function') {
+    return message.$type.encode(message).finish();
+  }
+  throw new XdsSansioError('usage', null, 'handle takes bytes, a google-protobuf message or a protobufjs message');
 }
 
 module.exports = { XdsSansioError, check, replay, ControlPlane, Stepper };

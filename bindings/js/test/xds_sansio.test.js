@@ -10,6 +10,7 @@ const os = require('os');
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const xds = require('@grpc/grpc-js-xds');
+const protobuf = require('protobufjs');
 const { ControlPlane, Stepper, XdsSansioError, check, replay } = require('..');
 
 const CDS = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
@@ -142,4 +143,45 @@ test('the stepper answers as the model does', () => {
   assert.ok(server.handle(step.messages[0].bytes).events.some((e) => e.kind === 'Acked'));
   assert.throws(() => server.handle(Buffer.from([0xff, 0xff])), (e) => e.kind === 'message');
   assert.throws(() => new Stepper({ role: 'nobody' }), (e) => e instanceof XdsSansioError && e.kind === 'usage');
+});
+
+test('the stepper takes generated messages (protobufjs)', () => {
+  // A protobufjs type of the discovery messages' fields the model reads and writes.
+  const root = protobuf.Root.fromJSON({
+    nested: {
+      Any: { fields: { type_url: { type: 'string', id: 1 }, value: { type: 'bytes', id: 2 } } },
+      DiscoveryRequest: {
+        fields: {
+          version_info: { type: 'string', id: 1 },
+          // The node, kept opaque: a field the schema leaves out is lost on re-encoding.
+          node: { type: 'bytes', id: 2 },
+          resource_names: { rule: 'repeated', type: 'string', id: 3 },
+          type_url: { type: 'string', id: 4 },
+          response_nonce: { type: 'string', id: 5 },
+        },
+      },
+      DiscoveryResponse: {
+        fields: {
+          version_info: { type: 'string', id: 1 },
+          resources: { rule: 'repeated', type: 'Any', id: 2 },
+          type_url: { type: 'string', id: 4 },
+          nonce: { type: 'string', id: 5 },
+        },
+      },
+    },
+  });
+  const DiscoveryRequest = root.lookupType('DiscoveryRequest');
+  const DiscoveryResponse = root.lookupType('DiscoveryResponse');
+  const client = new Stepper({ nodeId: 'n' });
+  const server = new Stepper({ role: 'server' });
+  server.set(EDS, Buffer.from('\n\u0003foo', 'latin1'));
+  client.subscribe(EDS, ['foo']);
+  const request = DiscoveryRequest.decode(client.connected().messages[0].bytes);
+  assert.equal(request.type_url, EDS);
+  const response = DiscoveryResponse.decode(server.handle(request).messages[0].bytes);
+  assert.equal(response.resources.length, 1);
+  assert.ok(client.handle(response).events.some((e) => e.kind === 'Upserted'));
+  assert.throws(() => server.handle({ not: 'a message' }), (e) => e.kind === 'usage');
+  client.close?.();
+  server.close?.();
 });

@@ -110,6 +110,15 @@ public final class Stepper implements AutoCloseable {
     return call("handle", args);
   }
 
+  /**
+   * The peer's message as a generated protobuf message (grpc-java's own envoy types, or
+   * any other {@code MessageLite}): handled as its encoding by {@link #handle(byte[])}.
+   * protobuf-java is only needed on the class path by callers of this method.
+   */
+  public Step handle(com.google.protobuf.MessageLite message) {
+    return handle(message.toByteArray());
+  }
+
   /** Moves the virtual clock forward and fires what is due. */
   public Step advance(long millis) {
     JsonObject args = new JsonObject();
