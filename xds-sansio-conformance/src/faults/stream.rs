@@ -52,6 +52,10 @@ struct Queued {
 /// A response held back by `reorder`.
 struct Held {
     until: Instant,
+    /// How many times it leaves when released (a `duplicate` may have fired too).
+    copies: u32,
+    /// Not before this, even when released earlier (a `delay` may have fired too).
+    not_before: Instant,
     response: EncodedResponse,
 }
 
@@ -165,7 +169,7 @@ impl StreamFaults {
 
     /// A response the server built: it goes through the plan's rules in order.
     pub fn handle_response(&mut self, now: Instant, mut response: EncodedResponse) {
-        let mut copies = 1;
+        let mut copies: u32 = 1;
         let mut not_before = now;
         let mut hold: Option<Instant> = None;
         for index in 0..self.rules.len() {
@@ -219,7 +223,12 @@ impl StreamFaults {
         let release = self.held.is_some();
         if let Some(until) = hold {
             if self.held.is_none() {
-                self.held = Some(Held { until, response });
+                self.held = Some(Held {
+                    until,
+                    copies,
+                    not_before,
+                    response,
+                });
                 return;
             }
         }
@@ -279,10 +288,12 @@ impl StreamFaults {
 
     fn release_held(&mut self, not_before: Instant) {
         if let Some(held) = self.held.take() {
-            self.queue.push_back(Queued {
-                not_before,
-                response: held.response,
-            });
+            for _ in 0..held.copies {
+                self.queue.push_back(Queued {
+                    not_before: not_before.max(held.not_before),
+                    response: held.response.clone(),
+                });
+            }
         }
     }
 
