@@ -308,7 +308,7 @@ fn drive(
     let (mut now, mut version, mut handed) = (T0, 0u32, 0usize);
     let mut sent: Vec<EncodedResponse> = Vec::new();
     let mut events: Vec<FaultEvent> = Vec::new();
-    let mut collect = |f: &mut StreamFaults, now: Instant, sent: &mut Vec<EncodedResponse>| {
+    let collect = |f: &mut StreamFaults, now: Instant, sent: &mut Vec<EncodedResponse>| {
         while let Some(t) = f.poll_transmit(now) {
             match t {
                 FaultTransmit::Send(r) => sent.push(r),
