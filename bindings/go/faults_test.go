@@ -11,22 +11,13 @@ import (
 // again. It still resolves, follows a change, NACKs the resent Cluster too, ACKs the fix,
 // and breaks no rule of the client's side.
 func TestGrpcGoXdsClientThroughAFaultyControlPlaneBreaksNoRule(t *testing.T) {
-	plane, err := xdssansio.StartControlPlane(xdssansio.ControlPlaneOptions{
+	plane, port2, conn := servedChain(t, xdssansio.ControlPlaneOptions{
 		Faults: "refuse status=UNAVAILABLE stream=1\n" +
 			"duplicate type=eds\n" +
 			"resend-nacked type=cds nth=1\n",
 		Seed: 11,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, "xds-sansio-go-faults")
 	defer plane.Close()
-	port1, port2 := backend(t, "B1"), backend(t, "B2")
-	must(t, plane.SetResource(listener(t)))
-	must(t, plane.SetResource(route()))
-	must(t, plane.SetResource(cluster(true)))
-	must(t, plane.SetResource(endpoints(port1)))
-	conn := xdsChannel(t, plane.Address(), "xds-sansio-go-faults")
 
 	waitFor(t, "an RPC to B1 after the refused stream", func() bool { return call(conn) == "B1" })
 	must(t, plane.SetResource(endpoints(port2)))

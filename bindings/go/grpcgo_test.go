@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
+
 	xdssansio "github.com/xds-sansio/xds-sansio/bindings/go"
 )
 
@@ -12,17 +14,8 @@ import (
 // follows an endpoint change, NACKs an invalid Cluster and ACKs its fix; the checker then
 // finds no broken rule in what it sent (nor in what the model sent).
 func TestGrpcGoXdsClientThroughTheControlPlaneBreaksNoRule(t *testing.T) {
-	plane, err := xdssansio.StartControlPlane(xdssansio.ControlPlaneOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plane, port2, conn := servedChain(t, xdssansio.ControlPlaneOptions{}, "xds-sansio-go-test")
 	defer plane.Close()
-	port1, port2 := backend(t, "B1"), backend(t, "B2")
-	must(t, plane.SetResource(listener(t)))
-	must(t, plane.SetResource(route()))
-	must(t, plane.SetResource(cluster(true)))
-	must(t, plane.SetResource(endpoints(port1)))
-	conn := xdsChannel(t, plane.Address(), "xds-sansio-go-test")
 
 	waitFor(t, "an RPC to B1", func() bool { return call(conn) == "B1" })
 	must(t, plane.SetResource(endpoints(port2)))
@@ -84,6 +77,22 @@ func TestGrpcGoXdsClientThroughTheControlPlaneBreaksNoRule(t *testing.T) {
 	if len(broken) != 1 || broken[0].Rule != "nonce-unknown" || broken[0].Line != at {
 		t.Fatalf("expected nonce-unknown at line %d, got %+v", at, broken)
 	}
+}
+
+// servedChain starts a control plane with options serving the LDS -> RDS -> CDS -> EDS
+// chain to backend B1, starts B2, and returns the plane, B2's port and grpc-go's xDS
+// channel to it as node.
+func servedChain(t *testing.T, options xdssansio.ControlPlaneOptions, node string) (*xdssansio.ControlPlane, int, *grpc.ClientConn) {
+	plane, err := xdssansio.StartControlPlane(options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port1, port2 := backend(t, "B1"), backend(t, "B2")
+	must(t, plane.SetResource(listener(t)))
+	must(t, plane.SetResource(route()))
+	must(t, plane.SetResource(cluster(true)))
+	must(t, plane.SetResource(endpoints(port1)))
+	return plane, port2, xdsChannel(t, plane.Address(), node)
 }
 
 func cdsRequests(t *testing.T, plane *xdssansio.ControlPlane) []map[string]any {

@@ -17,7 +17,7 @@ use xds_sansio::pb::google::protobuf::Any;
 use xds_sansio::time::StdClock;
 use xds_sansio::types::CLUSTER;
 use xds_sansio::{Client, ClientConfig, Transport, Variant};
-use xds_sansio_tonic::client::{run_stream, Io, StreamEnd};
+use xds_sansio_tonic::client::{run_stream, Io, StreamCommand, StreamEnd};
 
 const CDS: &str = CLUSTER.type_url;
 const STEP: Duration = Duration::from_secs(10);
@@ -86,12 +86,15 @@ impl Serve {
     }
 }
 
-/// One stream of the model client (it ACKs as the protocol says), its events as they come.
+/// One stream of the model client (it ACKs as the protocol says) subscribed to CDS
+/// `name`: its events as they come, a sender that stops it, and its task.
 fn model_stream(
     addr: &str,
     node: Node,
+    name: &str,
 ) -> (
     mpsc::UnboundedReceiver<ClientEvent>,
+    mpsc::UnboundedSender<StreamCommand>,
     tokio::task::JoinHandle<StreamEnd>,
 ) {
     let mut client = Client::new(ClientConfig::new(
@@ -99,11 +102,11 @@ fn model_stream(
         Transport::Aggregated,
         node,
     ));
-    client.subscribe(CDS, &["a"]).unwrap();
+    client.subscribe(CDS, &[name]).unwrap();
     let (events_tx, events) = mpsc::unbounded_channel();
+    let (commands_tx, mut commands) = mpsc::unbounded_channel();
     let uri = format!("http://{addr}");
     let driver = tokio::spawn(async move {
-        let (_commands_tx, mut commands) = mpsc::unbounded_channel();
         let clock = StdClock::new();
         let mut on_event = move |_: &Client, e: ClientEvent| {
             let _ = events_tx.send(e);
@@ -116,7 +119,7 @@ fn model_stream(
         let io = Io::new(channel, &clock, &mut commands, &mut on_event);
         run_stream(&mut client, io).await
     });
-    (events, driver)
+    (events, commands_tx, driver)
 }
 
 async fn acks(events: &mut mpsc::UnboundedReceiver<ClientEvent>, want: usize) -> Vec<String> {
@@ -161,7 +164,7 @@ async fn a_scenario_is_played_in_time_through_the_faults_and_the_client_judged()
         id: "under-test".into(),
         ..Node::default()
     };
-    let (mut events, driver) = model_stream(&serve.addr, node);
+    let (mut events, _stop, driver) = model_stream(&serve.addr, node, "a");
     // Version 1 twice (the duplicate), then version 2 a second later; the stream closes.
     let versions = acks(&mut events, 3).await;
     assert_eq!(versions[0], versions[1], "{versions:?}");
@@ -206,40 +209,13 @@ async fn a_directory_is_served_by_group_and_a_refusal_is_a_status() {
         cluster: "edge".into(),
         ..Node::default()
     };
-    let (_, first) = model_stream(&serve.addr, node());
+    let (_, _stop, first) = model_stream(&serve.addr, node(), "c1");
     let end = tokio::time::timeout(STEP, first).await.unwrap().unwrap();
     assert!(!end.got_response, "{end:?}");
     assert!(format!("{end:?}").contains("not yet"), "{end:?}");
-    let mut client = Client::new(ClientConfig::new(
-        Variant::Sotw,
-        Transport::Aggregated,
-        node(),
-    ));
-    client.subscribe(CDS, &["c1"]).unwrap();
-    let (mut events, second) = {
-        let (events_tx, events) = mpsc::unbounded_channel();
-        let uri = format!("http://{}", serve.addr);
-        let (commands_tx, mut commands) = mpsc::unbounded_channel();
-        let task = tokio::spawn(async move {
-            let clock = StdClock::new();
-            let mut on_event = move |_: &Client, e: ClientEvent| {
-                let _ = events_tx.send(e);
-            };
-            let channel = tonic::transport::Endpoint::from_shared(uri)
-                .unwrap()
-                .connect()
-                .await
-                .unwrap();
-            let io = Io::new(channel, &clock, &mut commands, &mut on_event);
-            run_stream(&mut client, io).await
-        });
-        ((events, commands_tx), task)
-    };
-    acks(&mut events.0, 1).await;
-    events
-        .1
-        .send(xds_sansio_tonic::client::StreamCommand::Stop)
-        .unwrap();
+    let (mut events, stop, second) = model_stream(&serve.addr, node(), "c1");
+    acks(&mut events, 1).await;
+    stop.send(StreamCommand::Stop).unwrap();
     tokio::time::timeout(STEP, second).await.unwrap().unwrap();
     assert!(
         serve.first.contains("(1 fault rule, seed 0)"),

@@ -90,6 +90,7 @@ impl ControlPlane {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("xds-sansio-control-plane")
+            .on_thread_start(crate::sigpipe::block_in_this_thread)
             .enable_all()
             .build()
             .map_err(|e| Error::new(ErrorKind::Io, format!("tokio runtime: {e}")))?;

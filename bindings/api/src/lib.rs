@@ -30,6 +30,7 @@ mod control_plane;
 mod error;
 mod replay;
 mod resources;
+mod sigpipe;
 mod stepper;
 pub mod wire;
 

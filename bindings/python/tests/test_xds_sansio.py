@@ -127,6 +127,26 @@ def wait_for(what, predicate, timeout=WAIT):
     pytest.fail(f"timed out waiting for {what}")
 
 
+def use_bootstrap(workdir, server_uri, node_id):
+    """Points grpcio's xDS client at ``server_uri`` (insecure, xDS v3) as node ``node_id``."""
+    bootstrap = os.path.join(workdir, "bootstrap.json")
+    with open(bootstrap, "w") as f:
+        json.dump(
+            {
+                "xds_servers": [
+                    {
+                        "server_uri": server_uri,
+                        "channel_creds": [{"type": "insecure"}],
+                        "server_features": ["xds_v3"],
+                    }
+                ],
+                "node": {"id": node_id, "locality": {"zone": "z"}},
+            },
+            f,
+        )
+    os.environ["GRPC_XDS_BOOTSTRAP"] = bootstrap
+
+
 def requests(plane):
     """The client's requests in the control plane's recording, as JSON messages."""
     lines = [json.loads(line) for line in plane.records().splitlines()]
@@ -139,22 +159,7 @@ def test_grpcio_xds_client_through_the_control_plane_breaks_no_rule():
     with ControlPlane() as plane, tempfile.TemporaryDirectory() as workdir:
         for message in [listener(), route(), cluster(), endpoints(port_1)]:
             plane.set_resource(message)
-        bootstrap = os.path.join(workdir, "bootstrap.json")
-        with open(bootstrap, "w") as f:
-            json.dump(
-                {
-                    "xds_servers": [
-                        {
-                            "server_uri": plane.address,
-                            "channel_creds": [{"type": "insecure"}],
-                            "server_features": ["xds_v3"],
-                        }
-                    ],
-                    "node": {"id": "xds-sansio-python-test", "locality": {"zone": "z"}},
-                },
-                f,
-            )
-        os.environ["GRPC_XDS_BOOTSTRAP"] = bootstrap
+        use_bootstrap(workdir, plane.address, "xds-sansio-python-test")
         channel = grpc.insecure_channel(f"xds:///{TARGET}")
         try:
             # 1. The whole chain LDS -> RDS -> CDS -> EDS resolves to backend-1.
@@ -214,22 +219,7 @@ def test_grpcio_xds_client_through_a_faulty_control_plane_breaks_no_rule():
     with ControlPlane(faults=faults, seed=7) as plane, tempfile.TemporaryDirectory() as workdir:
         for message in [listener(), route(), cluster(), endpoints(port_1)]:
             plane.set_resource(message)
-        bootstrap = os.path.join(workdir, "bootstrap.json")
-        with open(bootstrap, "w") as f:
-            json.dump(
-                {
-                    "xds_servers": [
-                        {
-                            "server_uri": plane.address,
-                            "channel_creds": [{"type": "insecure"}],
-                            "server_features": ["xds_v3"],
-                        }
-                    ],
-                    "node": {"id": "xds-sansio-python-faults", "locality": {"zone": "z"}},
-                },
-                f,
-            )
-        os.environ["GRPC_XDS_BOOTSTRAP"] = bootstrap
+        use_bootstrap(workdir, plane.address, "xds-sansio-python-faults")
         channel = grpc.insecure_channel(f"xds:///{TARGET}")
         try:
             wait_for("an RPC to backend-1", lambda: call(channel) == "backend-1")
