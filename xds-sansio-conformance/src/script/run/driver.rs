@@ -24,12 +24,12 @@ use core::time::Duration;
 
 use super::remote::Wire;
 use super::symbols::{symbolize, Symbols};
+use super::timeline::ErrorOp;
 use super::{Logged, Runner};
 use crate::script::ast::*;
 use crate::transcript::notation;
 use xds_sansio::client::ClientEvent;
 use xds_sansio::message::Response;
-use xds_sansio::pb::google::rpc::Status;
 use xds_sansio::server::{ResourceEntry, ServerEvent, StoreOp};
 
 impl Runner<'_> {
@@ -518,27 +518,20 @@ impl Runner<'_> {
         self.sim.apply(ops).map_err(|e| e.to_string())?;
         // Errors are store calls of their own (`ResourceStore::set_error`), after the
         // line's operations.
-        for command in errors {
-            match command {
-                ServerCommand::Error {
+        for error in errors.iter().filter_map(|c| super::timeline::error_of(c)) {
+            match error {
+                ErrorOp::Set {
                     type_url,
                     name,
-                    code,
-                    message,
+                    status,
                 } => {
-                    let status = Status {
-                        code: *code,
-                        message: message.clone(),
-                        details: Vec::new(),
-                    };
                     self.sim
-                        .set_error(type_url, name, status)
+                        .set_error(&type_url, &name, status)
                         .map_err(|e| e.to_string())?;
                 }
-                ServerCommand::ClearError(type_url, name) => {
-                    self.sim.store.clear_error(type_url, name);
+                ErrorOp::Clear { type_url, name } => {
+                    self.sim.store.clear_error(&type_url, &name);
                 }
-                _ => {}
             }
         }
         Ok(())

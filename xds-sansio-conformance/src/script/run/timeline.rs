@@ -119,7 +119,8 @@ fn ops_of(command: &ServerCommand, refs_bodies: bool) -> Vec<StoreOp> {
     }
 }
 
-fn error_of(command: &ServerCommand) -> Option<ErrorOp> {
+/// The error a server command publishes or clears, if it is one.
+pub(super) fn error_of(command: &ServerCommand) -> Option<ErrorOp> {
     match command {
         ServerCommand::Error {
             type_url,
