@@ -1,8 +1,17 @@
 //! Why a stream ends, and the one place each reason becomes a gRPC status, a metric label
 //! and a tracing event.
 
+use std::time::Duration;
+
+use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 use xds_sansio::server::ProtocolError;
+
+use super::admission::ShedReason;
+
+/// The trailer that tells a client when to retry (gRFC A6, "Pushback"): milliseconds, as
+/// a decimal integer.
+pub(crate) const RETRY_PUSHBACK: &str = "grpc-retry-pushback-ms";
 
 /// Why a stream ended.
 #[derive(Debug)]
@@ -25,6 +34,11 @@ pub(crate) enum Ending {
     Shutdown,
     /// The application ended every stream ([`XdsServer::end_streams`](super::XdsServer::end_streams)).
     Ended,
+    /// Storm protection shed the stream at its first request.
+    Shed {
+        reason: ShedReason,
+        retry_after: Duration,
+    },
 }
 
 /// Why a call was refused before it became a stream.
@@ -53,6 +67,21 @@ impl Ending {
             )),
             Ending::Shutdown => Status::unavailable("the server is shutting down"),
             Ending::Ended => Status::unavailable("the server ended the stream"),
+            Ending::Shed {
+                reason,
+                retry_after,
+            } => {
+                let millis = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
+                let why = match reason {
+                    ShedReason::Rate => "the server admits new streams at a bounded rate",
+                    ShedReason::Cap => "the server serves as many streams as it may",
+                };
+                let mut status = Status::unavailable(format!("{why}; retry after {millis} ms"));
+                status
+                    .metadata_mut()
+                    .insert(RETRY_PUSHBACK, MetadataValue::from(millis));
+                status
+            }
         })
     }
 
@@ -69,13 +98,18 @@ impl Ending {
             Ending::ResponseTooLarge { .. } => "response_too_large",
             Ending::Shutdown => "shutdown",
             Ending::Ended => "ended",
+            Ending::Shed { .. } => "shed",
         }
     }
 
     /// Tells the tracing subscriber, at the level the reason deserves.
     pub(crate) fn trace(&self) {
         match self {
-            Ending::ClientClosed | Ending::Gone | Ending::Shutdown | Ending::Ended => {
+            Ending::ClientClosed
+            | Ending::Gone
+            | Ending::Shutdown
+            | Ending::Ended
+            | Ending::Shed { .. } => {
                 tracing::debug!(reason = self.label(), "stream ended")
             }
             Ending::Broken(status) => {
