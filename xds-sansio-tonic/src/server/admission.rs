@@ -46,11 +46,14 @@ use xds_sansio::time::Instant;
 
 /// Storm protection's settings ([`XdsServerBuilder::admission`](super::XdsServerBuilder::admission)).
 ///
-/// The default admits 1 000 new streams per second after a burst of 1 000, each waiting at
+/// The default admits 500 new streams per second after a burst of 500, each waiting at
 /// most 5 s for its turn, 100 000 streams at most of which 10 000 are kept for resuming
-/// clients: what one process of two cores serves with 1 000 clusters without delaying
-/// its connected clients' updates by more than tens of milliseconds (`benches/storm.rs`,
-/// figures in `benches/README.md`). A larger full state needs a lower rate.
+/// clients. A starting point measured with `benches/storm.rs` (figures in
+/// `benches/README.md`, "Storm"): on two shared cores, new clients owed a 150 KB full
+/// state each, it halves the delay a storm of 5 000 adds to the connected clients'
+/// updates; 250 per second keeps them near their delay without a storm, and serves the
+/// storm in twice the time. The rate to choose is what the machine can send in full states
+/// beside its connected clients' updates: a larger state needs a lower rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Admission {
@@ -71,8 +74,8 @@ pub struct Admission {
 impl Default for Admission {
     fn default() -> Admission {
         Admission {
-            rate: 1_000,
-            burst: 1_000,
+            rate: 500,
+            burst: 500,
             max_wait: Duration::from_secs(5),
             max_streams: 100_000,
             reserved_for_resuming: 10_000,
