@@ -1,7 +1,12 @@
 //! Storm protection over loopback (`XdsServerBuilder::admission`): a new stream beyond the
 //! rate is shed with `UNAVAILABLE` and a `grpc-retry-pushback-ms` hint, while a stream that
-//! presents versions is admitted at the same moment. Bounded waits; nothing is timed.
+//! presents versions is admitted at the same moment; a new stream that finds the bucket
+//! empty waits for its token and is served. The metrics count each. Bounded waits; nothing
+//! is timed.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,6 +20,7 @@ use xds_sansio::types::CLUSTER;
 use xds_sansio::{Request, Response, Transport, Variant};
 use xds_sansio_tonic::call::{connect, ConnectOptions, Inbound, Ready};
 use xds_sansio_tonic::client::ManagementServer;
+use xds_sansio_tonic::server::metrics::names;
 use xds_sansio_tonic::server::Admission;
 use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
 
@@ -50,17 +56,71 @@ async fn open(channel: &Channel, version: &str) -> (mpsc::UnboundedSender<Reques
     (tx, inbound)
 }
 
-async fn next(inbound: &mut Inbound) -> Result<Option<Response>, tonic::Status> {
-    tokio::time::timeout(WAIT, inbound.message())
-        .await
-        .expect("the server answered in time")
+/// Counters by labelled series (`name{label=value,...}`); gauges and histograms ignored.
+#[derive(Default)]
+struct Counters(Mutex<HashMap<String, Arc<AtomicU64>>>);
+
+impl Counters {
+    fn get(&self, series: &str) -> u64 {
+        let cells = self.0.lock().unwrap();
+        cells.get(series).map_or(0, |c| c.load(Ordering::Relaxed))
+    }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_new_stream_is_shed_with_a_hint_while_a_resuming_one_is_admitted() {
-    // One new stream a second, no waiting: the second new stream of this second is shed.
-    let mut admission = Admission::new(1, 1);
-    admission.max_wait = Duration::ZERO;
+impl metrics::Recorder for &'static Counters {
+    fn describe_counter(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_gauge(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_histogram(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+        let labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        let series = format!("{}{{{}}}", key.name(), labels.join(","));
+        let cell = self.0.lock().unwrap().entry(series).or_default().clone();
+        metrics::Counter::from_arc(cell)
+    }
+    fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+        metrics::Gauge::noop()
+    }
+    fn register_histogram(
+        &self,
+        _: &metrics::Key,
+        _: &metrics::Metadata<'_>,
+    ) -> metrics::Histogram {
+        metrics::Histogram::noop()
+    }
+}
+
+fn counters() -> &'static Counters {
+    static COUNTERS: OnceLock<&'static Counters> = OnceLock::new();
+    COUNTERS.get_or_init(|| {
+        let counters: &'static Counters = Box::leak(Box::default());
+        let _ = metrics::set_global_recorder(counters);
+        counters
+    })
+}
+
+/// A server with `admission` serving two clusters, and a connection to it.
+async fn serve(admission: Admission) -> (XdsServer, Channel) {
     let server = XdsServer::builder().admission(admission).build();
     server
         .publish(DEFAULT_GROUP, vec![cluster("c1"), cluster("c2")])
@@ -75,6 +135,22 @@ async fn a_new_stream_is_shed_with_a_hint_while_a_resuming_one_is_admitted() {
     let channel = connect(&ManagementServer::insecure(uri), &ConnectOptions::new(WAIT))
         .await
         .unwrap();
+    (server, channel)
+}
+
+async fn next(inbound: &mut Inbound) -> Result<Option<Response>, tonic::Status> {
+    tokio::time::timeout(WAIT, inbound.message())
+        .await
+        .expect("the server answered in time")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_stream_is_shed_with_a_hint_while_a_resuming_one_is_admitted() {
+    // One new stream a second, no waiting: the second new stream of this second is shed.
+    let counters = counters();
+    let mut admission = Admission::new(1, 1);
+    admission.max_wait = Duration::ZERO;
+    let (_server, channel) = serve(admission).await;
 
     // The first new stream takes the token and gets the whole state.
     let (_first_tx, mut first) = open(&channel, "").await;
@@ -105,4 +181,27 @@ async fn a_new_stream_is_shed_with_a_hint_while_a_resuming_one_is_admitted() {
         panic!("the resuming stream's CDS");
     };
     assert_eq!(response.resources.len(), 2);
+    assert!(counters.get(&format!("{}{{reason=rate}}", names::SHED)) >= 1);
+    assert!(
+        counters.get(&format!(
+            "{}{{arrival=resuming,waited=no}}",
+            names::ADMITTED
+        )) >= 1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_stream_that_finds_the_bucket_empty_waits_for_its_token() {
+    let counters = counters();
+    // Four new streams a second after a burst of one, up to 5 s of wait.
+    let (_server, channel) = serve(Admission::new(4, 1)).await;
+    let (_first_tx, mut first) = open(&channel, "").await;
+    assert!(next(&mut first).await.unwrap().is_some());
+    // The bucket is empty: the second waits a quarter of a second, then is served.
+    let (_second_tx, mut second) = open(&channel, "").await;
+    let Some(Response::Sotw(response)) = next(&mut second).await.unwrap() else {
+        panic!("the waiting stream's CDS");
+    };
+    assert_eq!(response.resources.len(), 2);
+    assert!(counters.get(&format!("{}{{arrival=new,waited=yes}}", names::ADMITTED)) >= 1);
 }
