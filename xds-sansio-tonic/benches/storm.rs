@@ -15,7 +15,8 @@
 //! stream. A storm client does not ACK its full state: the server then sends it nothing
 //! more (the adapter waits for the ACK), so the updates during the storm go to the 1 000
 //! connected clients only and what is measured is the cost of the storm, not a fan-out to
-//! 1 000 + N. With `XDS_STORM_HOLD=0` a new client closes its stream once served (for
+//! 1 000 + N. With `XDS_STORM_RESUMING=R` the first R new clients present a stale
+//! version (they resume, yet are owed the whole state): protection admits them first. With `XDS_STORM_HOLD=0` a new client closes its stream once served (for
 //! N beyond what the machine's memory holds open: each open stream keeps its receive and
 //! send buffers, client and server in one process).
 //!
@@ -88,9 +89,10 @@ fn tick_of(response: &DiscoveryResponse) -> Option<u64> {
     std::str::from_utf8(content.get(1..9)?).ok()?.parse().ok()
 }
 
-/// A raw SotW ADS call asking wildcard CDS, without versions.
+/// A raw SotW ADS call asking wildcard CDS, presenting `version` (none when empty).
 async fn open(
     channel: &Channel,
+    version: &str,
 ) -> Result<(mpsc::UnboundedSender<Request>, Inbound), tonic::Status> {
     let ready = Ready::new(channel.clone(), Variant::Sotw, &Transport::Aggregated).await?;
     let (tx, rx) = mpsc::unbounded_channel();
@@ -100,6 +102,7 @@ async fn open(
             ..Node::default()
         }),
         type_url: CDS.into(),
+        version_info: version.into(),
         ..Default::default()
     }));
     let inbound = ready.start(rx).await?;
@@ -170,6 +173,8 @@ impl Updates {
 struct Figures {
     served: Option<Duration>,
     median_served: Duration,
+    /// When each client that presented a version was served, sorted.
+    resumed: Vec<Duration>,
     sheds: usize,
     before: Vec<Duration>,
     during: Vec<Duration>,
@@ -202,6 +207,8 @@ struct Load {
     update_every: Duration,
     /// Whether a new client keeps its stream open once served.
     hold: bool,
+    /// How many of the new clients present a (stale) version.
+    resuming: usize,
 }
 
 async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
@@ -239,7 +246,7 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
         let channel = channels[i % channels.len()].clone();
         let (ready, updates) = (ready.clone(), updates.clone());
         tokio::spawn(async move {
-            let (tx, mut inbound) = open(&channel).await.expect("a connected client's call");
+            let (tx, mut inbound) = open(&channel, "").await.expect("a connected client's call");
             let mut held = None;
             while let Ok(Some(Response::Sotw(response))) = inbound.message().await {
                 let now = Instant::now();
@@ -317,22 +324,30 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
     storm_on.store(true, Ordering::Release);
     resume.notify_one();
     let start = Instant::now();
-    let served: Arc<Mutex<Vec<Duration>>> = Arc::new(Mutex::new(Vec::new()));
+    // When each new client was served, and whether it presented a version.
+    let served: Arc<Mutex<Vec<(Duration, bool)>>> = Arc::new(Mutex::new(Vec::new()));
     let sheds = Arc::new(AtomicUsize::new(0));
     for first in (0..load.clients).step_by(load.per_connection) {
         let count = load.per_connection.min(load.clients - first);
         let (uri, served, sheds) = (uri.clone(), served.clone(), sheds.clone());
-        let hold = load.hold;
+        let (hold, resuming) = (load.hold, load.resuming);
         tokio::spawn(async move {
             let channel = channel(&uri).await;
-            for _ in 0..count {
+            for k in 0..count {
                 let (channel, served, sheds) = (channel.clone(), served.clone(), sheds.clone());
+                // A stale version: the client resumes, yet is owed the whole state.
+                let version = if first + k < resuming {
+                    "an-older-version"
+                } else {
+                    ""
+                };
                 tokio::spawn(async move {
                     loop {
-                        let pause = match open(&channel).await {
+                        let pause = match open(&channel, version).await {
                             Ok((tx, mut inbound)) => match inbound.message().await {
                                 Ok(Some(Response::Sotw(r))) if r.resources.len() == CLUSTERS => {
-                                    served.lock().unwrap().push(start.elapsed());
+                                    let resumed = !version.is_empty();
+                                    served.lock().unwrap().push((start.elapsed(), resumed));
                                     if hold {
                                         // Hold the stream open, without an ACK.
                                         let _hold = (tx, inbound);
@@ -362,8 +377,11 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
     while served.lock().unwrap().len() < load.clients && start.elapsed() < limit {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let mut times = served.lock().unwrap().clone();
-    let all = (times.len() == load.clients).then(|| start.elapsed());
+    let served = served.lock().unwrap().clone();
+    let all = (served.len() == load.clients).then(|| start.elapsed());
+    let mut times: Vec<Duration> = served.iter().map(|(t, _)| *t).collect();
+    let mut resumed: Vec<Duration> = served.iter().filter(|(_, r)| *r).map(|(t, _)| *t).collect();
+    resumed.sort();
     stop.store(true, Ordering::Release);
     let _ = updater.await;
     // The last updates' latencies arrive.
@@ -378,6 +396,7 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
     Figures {
         served: all,
         median_served: quantile(&times, 0.5),
+        resumed,
         sheds: sheds.load(Ordering::Acquire),
         before,
         during,
@@ -392,6 +411,7 @@ fn main() {
         per_connection: env("XDS_STORM_PER_CONNECTION", 100).max(1) as usize,
         update_every: Duration::from_millis(env("XDS_STORM_UPDATE_MS", 1_000).max(1)),
         hold: env("XDS_STORM_HOLD", 1) != 0,
+        resuming: env("XDS_STORM_RESUMING", 0) as usize,
     };
     let defaults = Admission::default();
     let mut admission = Admission::new(
@@ -458,5 +478,14 @@ fn main() {
             f.before.len(),
             f.rss_mib,
         );
+        if load.resuming > 0 {
+            println!(
+                "  of which the {} presenting a version: all served in {} (median {}, {} served)",
+                load.resuming,
+                ms(f.resumed.last().copied().unwrap_or_default()),
+                ms(quantile(&f.resumed, 0.5)),
+                f.resumed.len(),
+            );
+        }
     }
 }
