@@ -19,6 +19,7 @@
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::ToString;
 use alloc::vec::Vec;
+use core::time::Duration;
 
 use bytes::Bytes;
 
@@ -144,6 +145,9 @@ impl Session {
             .channels
             .get(key.server.0)
             .map_or(1, |c| c.server.address_count());
+        let hint = end
+            .retry_after()
+            .map_or(Duration::ZERO, |h| h.min(self.config.backoff.max));
         let Some(slot) = self.slot_mut(key) else {
             return;
         };
@@ -151,7 +155,8 @@ impl Session {
         slot.failures = if failed { slot.failures + 1 } else { 0 };
         let round_failed = failed && slot.failures % addresses == 0;
         if failed {
-            let delay = slot.backoff.next_delay();
+            // The server's hint, when longer, within the backoff's bound (`ending.rs`).
+            let delay = slot.backoff.next_delay().max(hint);
             slot.phase = Phase::Waiting(now.saturating_add(delay));
             self.events.push_back(SessionEvent::StreamFailed {
                 key,

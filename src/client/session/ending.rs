@@ -15,9 +15,16 @@
 //!   not be made or broke), `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED` (a
 //!   server shedding load), `CANCELLED`, `ABORTED`, `UNKNOWN`, and a stream the server
 //!   closed with `OK`.
+//! - **A server's retry hint is honoured** (gRFC A6, "Pushback": the
+//!   `grpc-retry-pushback-ms` trailer, which the adapter reads into
+//!   [`StreamEnd::Status`]'s `retry_after`): a stream that failed before its first response
+//!   is retried after the longer of the backoff and the hint, the hint bounded by the
+//!   backoff's `max` so a server cannot park a client for ever. A server shedding load
+//!   (xds-sansio-tonic's storm protection) so spreads its clients' returns.
 
 use alloc::string::String;
 use core::fmt;
+use core::time::Duration;
 
 use super::WatchError;
 
@@ -38,6 +45,9 @@ pub enum StreamEnd {
         code: i32,
         /// The status message.
         message: String,
+        /// When the server asked to be retried (gRFC A6's `grpc-retry-pushback-ms`), if it
+        /// did.
+        retry_after: Option<Duration>,
     },
 }
 
@@ -54,6 +64,24 @@ impl StreamEnd {
         StreamEnd::Status {
             code,
             message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The same end, with the server's retry hint (a no-op on a transport failure, which
+    /// has no trailers).
+    pub fn with_retry_after(mut self, hint: Duration) -> StreamEnd {
+        if let StreamEnd::Status { retry_after, .. } = &mut self {
+            *retry_after = Some(hint);
+        }
+        self
+    }
+
+    /// The server's retry hint, if it gave one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            StreamEnd::Status { retry_after, .. } => *retry_after,
+            StreamEnd::Transport { .. } => None,
         }
     }
 
@@ -61,14 +89,14 @@ impl StreamEnd {
     /// being `server` and failing so. See the [module docs](self).
     pub fn watch_error(&self, server: String) -> WatchError {
         match self {
-            StreamEnd::Status { code, message } if matches!(code, 3 | 7 | 9 | 16) => {
+            StreamEnd::Status { code, message, .. } if matches!(code, 3 | 7 | 9 | 16) => {
                 WatchError::Refused {
                     server,
                     code: *code,
                     message: message.clone(),
                 }
             }
-            StreamEnd::Status { code, message } if matches!(code, 11 | 12 | 13 | 15) => {
+            StreamEnd::Status { code, message, .. } if matches!(code, 11 | 12 | 13 | 15) => {
                 WatchError::Protocol {
                     server,
                     code: *code,
@@ -87,7 +115,7 @@ impl fmt::Display for StreamEnd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StreamEnd::Transport { error } => write!(f, "{error}"),
-            StreamEnd::Status { code, message } => {
+            StreamEnd::Status { code, message, .. } => {
                 write!(f, "{} ({code}): {message}", code_name(*code))
             }
         }

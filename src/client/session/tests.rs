@@ -351,3 +351,42 @@ fn fail_static_serves_what_a_former_run_held_only_while_no_server_ever_answered(
     s.watch(at, 4, CLUSTER.type_url, Some("c9")).unwrap();
     assert!(told(&events(&mut s), 4).is_empty());
 }
+
+#[test]
+fn a_server_s_retry_hint_stretches_the_backoff_within_its_bound() {
+    let retry_of = |end: &StreamEnd| {
+        let mut s = session(BootstrapServers::new(vec![server("a")]));
+        s.watch(Instant::ZERO, 1, CLUSTER.type_url, Some("c1"))
+            .unwrap();
+        drain(&mut s);
+        s.handle_ended(Instant::from_secs(1), key(0), 1, end);
+        events(&mut s)
+            .into_iter()
+            .find_map(|e| match e {
+                SessionEvent::StreamFailed { retry_in, .. } => Some(retry_in),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let shed = StreamEnd::status(14, "shed");
+    // A hint longer than the backoff (gRPC's first delay, at most 1.2 s) is waited.
+    assert_eq!(
+        retry_of(&shed.clone().with_retry_after(Duration::from_secs(7))),
+        Duration::from_secs(7)
+    );
+    // A shorter one changes nothing: the backoff still spreads the clients.
+    let short = retry_of(&shed.clone().with_retry_after(Duration::from_millis(10)));
+    assert!(short >= Duration::from_millis(800), "{short:?}");
+    // A hint beyond the backoff's bound waits the bound (120 s by default).
+    assert_eq!(
+        retry_of(&shed.with_retry_after(Duration::from_secs(86_400))),
+        BackoffConfig::default().max
+    );
+    // A transport failure has no trailers to carry a hint.
+    assert_eq!(
+        StreamEnd::transport("gone")
+            .with_retry_after(Duration::from_secs(7))
+            .retry_after(),
+        None
+    );
+}

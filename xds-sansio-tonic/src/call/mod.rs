@@ -241,12 +241,24 @@ pub async fn pump(
 }
 
 /// How a call [`pump`]ed to its end ended, as the core's session takes it: the gRPC status
-/// (`OK` when the server closed the call).
+/// (`OK` when the server closed the call), with the server's retry hint when its trailers
+/// carry one (gRFC A6's `grpc-retry-pushback-ms`, a non-negative integer of milliseconds;
+/// anything else is no hint).
 pub fn ended(end: Result<(), Status>) -> xds_sansio::client::session::StreamEnd {
     use xds_sansio::client::session::StreamEnd;
     match end {
         Ok(()) => StreamEnd::status(0, "the server closed the stream"),
-        Err(status) => StreamEnd::status(status.code() as i32, status.message()),
+        Err(status) => {
+            let end = StreamEnd::status(status.code() as i32, status.message());
+            let hint = status
+                .metadata()
+                .get("grpc-retry-pushback-ms")
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+            match hint {
+                Some(millis) => end.with_retry_after(Duration::from_millis(millis)),
+                None => end,
+            }
+        }
     }
 }
 
@@ -256,5 +268,29 @@ pub async fn sleep_until(deadline: Option<impl Into<tokio::time::Instant>>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ended_reads_the_retry_hint_of_the_trailers() {
+        let mut shed = Status::unavailable("come back later");
+        shed.metadata_mut()
+            .insert("grpc-retry-pushback-ms", "1500".parse().unwrap());
+        assert_eq!(
+            ended(Err(shed)).retry_after(),
+            Some(Duration::from_millis(1500))
+        );
+        // Not a non-negative integer: no hint (gRFC A6 lets a negative one forbid retries;
+        // the session retries on its backoff regardless, as gRPC A57 asks of xDS clients).
+        let mut odd = Status::unavailable("odd");
+        odd.metadata_mut()
+            .insert("grpc-retry-pushback-ms", "-1".parse().unwrap());
+        assert_eq!(ended(Err(odd)).retry_after(), None);
+        assert_eq!(ended(Err(Status::unavailable("plain"))).retry_after(), None);
+        assert_eq!(ended(Ok(())).retry_after(), None);
     }
 }

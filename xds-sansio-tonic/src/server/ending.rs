@@ -1,8 +1,17 @@
 //! Why a stream ends, and the one place each reason becomes a gRPC status, a metric label
 //! and a tracing event.
 
+use std::time::Duration;
+
+use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 use xds_sansio::server::ProtocolError;
+
+use super::admission::ShedReason;
+
+/// The trailer that tells a client when to retry (gRFC A6, "Pushback"): milliseconds, as
+/// a decimal integer.
+pub(crate) const RETRY_PUSHBACK: &str = "grpc-retry-pushback-ms";
 
 /// Why a stream ended.
 #[derive(Debug)]
@@ -28,6 +37,11 @@ pub(crate) enum Ending {
     /// A fault plan closed or refused the stream (feature `faults`).
     #[cfg(feature = "faults")]
     Injected(xds_sansio_conformance::faults::FaultStatus),
+    /// Storm protection shed the stream at its first request.
+    Shed {
+        reason: ShedReason,
+        retry_after: Duration,
+    },
 }
 
 /// Why a call was refused before it became a stream.
@@ -63,6 +77,21 @@ impl Ending {
             Ending::Injected(status) => {
                 Status::new(Code::from_i32(status.code), status.message.clone())
             }
+            Ending::Shed {
+                reason,
+                retry_after,
+            } => {
+                let millis = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
+                let why = match reason {
+                    ShedReason::Rate => "the server admits new streams at a bounded rate",
+                    ShedReason::Cap => "the server serves as many streams as it may",
+                };
+                let mut status = Status::unavailable(format!("{why}; retry after {millis} ms"));
+                status
+                    .metadata_mut()
+                    .insert(RETRY_PUSHBACK, MetadataValue::from(millis));
+                status
+            }
         })
     }
 
@@ -81,13 +110,18 @@ impl Ending {
             Ending::Ended => "ended",
             #[cfg(feature = "faults")]
             Ending::Injected(_) => "fault",
+            Ending::Shed { .. } => "shed",
         }
     }
 
     /// Tells the tracing subscriber, at the level the reason deserves.
     pub(crate) fn trace(&self) {
         match self {
-            Ending::ClientClosed | Ending::Gone | Ending::Shutdown | Ending::Ended => {
+            Ending::ClientClosed
+            | Ending::Gone
+            | Ending::Shutdown
+            | Ending::Ended
+            | Ending::Shed { .. } => {
                 tracing::debug!(reason = self.label(), "stream ended")
             }
             Ending::Broken(status) => {

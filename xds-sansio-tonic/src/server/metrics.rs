@@ -15,8 +15,13 @@
 //! | `xds_push_latency_seconds` | histogram | `type_url`: from the store change to the ACK of the response that carried it |
 //! | `xds_publishes_total` | counter | |
 //! | `xds_streams_woken_total` | counter | streams a publish woke |
+//! | `xds_admission_admitted_total` | counter | `arrival` (`new`, `resuming`), `waited` (`yes`, `no`) |
+//! | `xds_admission_shed_total` | counter | `reason` (`rate`, `cap`) |
+//! | `xds_admission_waiting` | gauge | streams waiting for their token |
 
 use xds_sansio::{Transport, Variant};
+
+use super::admission::{Arrival, ShedReason};
 
 /// Metric names, for dashboards and tests.
 pub mod names {
@@ -49,6 +54,30 @@ pub mod names {
     pub const PUBLISHES: &str = "xds_publishes_total";
     /// Streams woken by publishes.
     pub const STREAMS_WOKEN: &str = "xds_streams_woken_total";
+    /// Streams storm protection admitted, by `arrival` (`new`, `resuming`) and whether
+    /// they `waited` for their token (`yes`, `no`).
+    pub const ADMITTED: &str = "xds_admission_admitted_total";
+    /// Streams storm protection shed, by `reason` (`rate`, `cap`).
+    pub const SHED: &str = "xds_admission_shed_total";
+    /// Streams waiting for their token now.
+    pub const WAITING: &str = "xds_admission_waiting";
+}
+
+pub(crate) fn admitted(arrival: Arrival, waited: bool) {
+    let arrival = match arrival {
+        Arrival::New => "new",
+        Arrival::Resuming => "resuming",
+    };
+    let waited = if waited { "yes" } else { "no" };
+    metrics::counter!(names::ADMITTED, "arrival" => arrival, "waited" => waited).increment(1);
+}
+
+pub(crate) fn shed(reason: ShedReason) {
+    metrics::counter!(names::SHED, "reason" => reason.label()).increment(1);
+}
+
+pub(crate) fn waiting(delta: f64) {
+    metrics::gauge!(names::WAITING).increment(delta);
 }
 
 pub(crate) fn stream_opened(variant: Variant, transport: &Transport) {

@@ -14,13 +14,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 use tonic::{Status, Streaming};
 use tracing::Instrument;
 use xds_sansio::server::{EncodedBytes, EncodedResponse, ServerEvent};
 use xds_sansio::time::Instant;
-use xds_sansio::{ServerConfig, ServerStream};
+use xds_sansio::{Request, ServerConfig, ServerStream};
 
+use super::admission::{Arrival, Decision};
 use super::ending::Ending;
 use super::faults::{Out, StreamFaults};
 use super::group::Group;
@@ -41,6 +42,15 @@ impl Drop for OpenSlot {
     }
 }
 
+/// Holds the stream's place with storm protection while it lives.
+struct AdmissionSlot(Arc<Shared>);
+
+impl Drop for AdmissionSlot {
+    fn drop(&mut self) {
+        self.0.release_admission();
+    }
+}
+
 /// Everything the task holds besides the core's stream.
 struct Driver {
     shared: Arc<Shared>,
@@ -53,6 +63,10 @@ struct Driver {
     pushes: HashMap<String, (String, std::time::Instant)>,
     /// Between the core and the wire: what leaves, when (a fault plan's machine, if any).
     faults: StreamFaults,
+    /// Whether storm protection has yet to decide (at the first request).
+    admission_pending: bool,
+    /// The place storm protection gave the stream.
+    admission: Option<AdmissionSlot>,
 }
 
 /// Spawns the task for a new stream.
@@ -80,6 +94,8 @@ pub(crate) fn spawn<Req: WireRequest>(
             #[cfg(not(feature = "faults"))]
             let faults = StreamFaults::default();
             let driver = Driver {
+                admission_pending: shared.admission.is_some(),
+                admission: None,
                 shared,
                 info,
                 group: None,
@@ -181,6 +197,11 @@ impl Driver {
                         let request = message.into_request();
                         metrics::request(request.type_url());
                         shared.callbacks.request(&self.info, &request);
+                        if self.admission_pending {
+                            if let Some(ending) = self.admit(&request, &mut shutdown).await {
+                                return ending;
+                            }
+                        }
                         let now = shared.clock.now();
                         self.faults.request(now, &request);
                         stream.handle_request(now, request);
@@ -237,6 +258,50 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Applies storm protection's decision at the first request: serve now, wait for the
+    /// token (shutdown still ends the stream at once), or end the stream (`Some`).
+    async fn admit(
+        &mut self,
+        request: &Request,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Option<Ending> {
+        self.admission_pending = false;
+        let arrival = if presents_versions(request) {
+            Arrival::Resuming
+        } else {
+            Arrival::New
+        };
+        let until = match self.shared.admit(arrival)? {
+            Decision::Admit => None,
+            Decision::Wait { until } => Some(until),
+            Decision::Shed {
+                reason,
+                retry_after,
+            } => {
+                metrics::shed(reason);
+                return Some(Ending::Shed {
+                    reason,
+                    retry_after,
+                });
+            }
+        };
+        self.admission = Some(AdmissionSlot(self.shared.clone()));
+        if let Some(until) = until {
+            metrics::waiting(1.0);
+            let at = self.shared.clock.to_std(until);
+            let ended = tokio::select! {
+                () = tokio::time::sleep_until(at.into()) => false,
+                _ = shutdown.changed() => true,
+            };
+            metrics::waiting(-1.0);
+            if ended {
+                return Some(Ending::Shutdown);
+            }
+        }
+        metrics::admitted(arrival, until.is_some());
+        None
     }
 
     /// The next response, built from the group's store (read-locked for the build only).
@@ -393,6 +458,15 @@ impl Driver {
         self.info.group = Some(group.key.clone());
         self.group = Some(group);
         None
+    }
+}
+
+/// Whether a first request resumes: it presents the versions its client holds (SotW
+/// `version_info`, delta `initial_resource_versions`).
+fn presents_versions(request: &Request) -> bool {
+    match request {
+        Request::Sotw(r) => !r.version_info.is_empty(),
+        Request::Delta(r) => !r.initial_resource_versions.is_empty(),
     }
 }
 

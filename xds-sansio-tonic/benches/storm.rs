@@ -1,0 +1,491 @@
+//! A connection storm against one server process, with storm protection off and on in the
+//! same run (issue 28): 1 000 clusters of ~150 B (a ~150 KB full CDS state), 1 000
+//! clients connected and ACKing every update, then N new clients open their streams at
+//! once. Figures: the time until every new client holds the full state, and the latency
+//! of the updates published during the storm to the connected clients (publish to
+//! receipt, p50 / p99 / max), beside the same latency before the storm (eight updates,
+//! all delivered before the storm begins).
+//!
+//! One process: the server and every client share the runtime and the machine's cores
+//! (the clients' decoding competes with the server, as it would on one host). Clients are
+//! raw SotW ADS streams (`xds_sansio_tonic::call`), wildcard CDS, no versions presented
+//! (new clients, the case the bucket is for); `XDS_STORM_PER_CONNECTION` streams share an
+//! HTTP/2 connection, connected when the storm begins (inside the measured time). A shed
+//! client waits the `grpc-retry-pushback-ms` hint (1 s without one) and opens a new
+//! stream. A storm client does not ACK its full state: the server then sends it nothing
+//! more (the adapter waits for the ACK), so the updates during the storm go to the 1 000
+//! connected clients only and what is measured is the cost of the storm, not a fan-out to
+//! 1 000 + N. With `XDS_STORM_RESUMING=R` the first R new clients present a stale
+//! version (they resume, yet are owed the whole state): protection admits them first. With `XDS_STORM_HOLD=0` a new client closes its stream once served (for
+//! N beyond what the machine's memory holds open: each open stream keeps its receive and
+//! send buffers, client and server in one process).
+//!
+//! `cargo bench -p xds-sansio-tonic --bench storm`; environment: `XDS_STORM_CLIENTS`
+//! (5 000), `XDS_STORM_CONNECTED` (1 000), `XDS_STORM_UPDATE_MS` (1 000: one update every
+//! so often), `XDS_STORM_PER_CONNECTION` (100), `XDS_STORM_RATE` / `XDS_STORM_BURST` /
+//! `XDS_STORM_MAX_WAIT_MS` (protection's settings, default `Admission::default()`),
+//! `XDS_STORM_MODES` (`off,on`). Figures: `benches/README.md`, "Storm".
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tonic::transport::Channel;
+use xds_sansio::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
+use xds_sansio::pb::envoy::config::core::v3::Node;
+use xds_sansio::server::{BodyChecks, ResourceEntry, StoreOp};
+use xds_sansio::types::CLUSTER;
+use xds_sansio::{Request, Response, Transport, Variant};
+use xds_sansio_tonic::call::{connect, ConnectOptions, Inbound, Ready};
+use xds_sansio_tonic::client::ManagementServer;
+use xds_sansio_tonic::server::Admission;
+use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
+
+const CDS: &str = CLUSTER.type_url;
+const CLUSTERS: usize = 1_000;
+/// The cluster whose body carries the update's number.
+const TICKER: &str = "cluster-0000";
+/// Updates published before the storm.
+const BEFORE: u64 = 8;
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A Cluster-shaped body of 150 bytes: the name in field 1, opaque content after it that
+/// starts with the update's number.
+fn body(i: usize, tick: u64) -> Bytes {
+    let name = format!("cluster-{i:04}");
+    let mut filler = format!("t{tick:08}-");
+    // Field 2's length takes two bytes (a varint over 127).
+    filler.push_str(&"x".repeat(150 - 5 - name.len() - filler.len()));
+    let mut out = vec![0x0a, name.len() as u8];
+    out.extend_from_slice(name.as_bytes());
+    let len = filler.len();
+    out.extend_from_slice(&[0x12, (len & 0x7f) as u8 | 0x80, (len >> 7) as u8]);
+    out.extend_from_slice(filler.as_bytes());
+    Bytes::from(out)
+}
+
+fn set(i: usize, tick: u64) -> StoreOp {
+    StoreOp::Set {
+        type_url: CDS.into(),
+        entry: ResourceEntry::new(format!("cluster-{i:04}"), body(i, tick)),
+    }
+}
+
+/// The update number a full state carries (the ticker's body).
+fn tick_of(response: &DiscoveryResponse) -> Option<u64> {
+    let ticker = response
+        .resources
+        .iter()
+        .find(|r| r.value.get(2..2 + TICKER.len()) == Some(TICKER.as_bytes()))?;
+    let content = ticker.value.get(5 + TICKER.len()..)?;
+    std::str::from_utf8(content.get(1..9)?).ok()?.parse().ok()
+}
+
+/// A raw SotW ADS call asking wildcard CDS, presenting `version` (none when empty).
+async fn open(
+    channel: &Channel,
+    version: &str,
+) -> Result<(mpsc::UnboundedSender<Request>, Inbound), tonic::Status> {
+    let ready = Ready::new(channel.clone(), Variant::Sotw, &Transport::Aggregated).await?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let _ = tx.send(Request::Sotw(DiscoveryRequest {
+        node: Some(Node {
+            id: "storm".into(),
+            ..Node::default()
+        }),
+        type_url: CDS.into(),
+        version_info: version.into(),
+        ..Default::default()
+    }));
+    let inbound = ready.start(rx).await?;
+    Ok((tx, inbound))
+}
+
+fn ack(tx: &mpsc::UnboundedSender<Request>, response: &DiscoveryResponse) {
+    let _ = tx.send(Request::Sotw(DiscoveryRequest {
+        type_url: CDS.into(),
+        version_info: response.version_info.clone(),
+        response_nonce: response.nonce.clone(),
+        ..Default::default()
+    }));
+}
+
+async fn channel(uri: &str) -> Channel {
+    connect(
+        &ManagementServer::insecure(uri.to_string()),
+        &ConnectOptions::new(Duration::from_secs(60)),
+    )
+    .await
+    .expect("connect")
+}
+
+/// When each update was published, and whether the storm was on.
+#[derive(Default)]
+struct Updates {
+    published: Mutex<Vec<(Instant, bool)>>,
+    /// Publish-to-receipt latencies at the connected clients: before the storm, during it.
+    before: Mutex<Vec<Duration>>,
+    during: Mutex<Vec<Duration>>,
+    /// Per update, how many connected clients hold it.
+    holders: Mutex<Vec<usize>>,
+}
+
+impl Updates {
+    /// A connected client received the state of update `tick` at `now`, having held
+    /// `held`: every update in between reached it now.
+    fn received(&self, held: u64, tick: u64, now: Instant) {
+        let published = self.published.lock().unwrap();
+        let mut before = Vec::new();
+        let mut during = Vec::new();
+        for t in held + 1..=tick {
+            if let Some((at, storm)) = published.get(t as usize) {
+                let latency = now.saturating_duration_since(*at);
+                if *storm {
+                    during.push(latency)
+                } else {
+                    before.push(latency)
+                }
+            }
+        }
+        drop(published);
+        let mut holders = self.holders.lock().unwrap();
+        for t in held + 1..=tick {
+            let t = t as usize;
+            if holders.len() <= t {
+                holders.resize(t + 1, 0);
+            }
+            holders[t] += 1;
+        }
+        drop(holders);
+        self.before.lock().unwrap().extend(before);
+        self.during.lock().unwrap().extend(during);
+    }
+}
+
+struct Figures {
+    served: Option<Duration>,
+    median_served: Duration,
+    /// When each client that presented a version was served, sorted.
+    resumed: Vec<Duration>,
+    sheds: usize,
+    before: Vec<Duration>,
+    during: Vec<Duration>,
+    rss_mib: u64,
+}
+
+fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let index = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[index]
+}
+
+fn rss_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib / 1024)
+}
+
+struct Load {
+    clients: usize,
+    connected: usize,
+    per_connection: usize,
+    update_every: Duration,
+    /// Whether a new client keeps its stream open once served.
+    hold: bool,
+    /// How many of the new clients present a (stale) version.
+    resuming: usize,
+}
+
+async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
+    let mut builder = XdsServer::builder()
+        .max_streams(None)
+        .body_checks(BodyChecks::Off);
+    if let Some(admission) = admission {
+        builder = builder.admission(admission);
+    }
+    let server = builder.build();
+    server
+        .publish(DEFAULT_GROUP, (0..CLUSTERS).map(|i| set(i, 0)).collect())
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let uri = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(
+        server
+            .clone()
+            .serve_with_listener(listener, std::future::pending()),
+    );
+    let updates = Arc::new(Updates::default());
+    updates
+        .published
+        .lock()
+        .unwrap()
+        .push((Instant::now(), false));
+
+    // The connected clients: ACK every response, note every update's latency.
+    let ready = Arc::new(AtomicUsize::new(0));
+    let mut channels = Vec::new();
+    for _ in 0..load.connected.div_ceil(load.per_connection) {
+        channels.push(channel(&uri).await);
+    }
+    for i in 0..load.connected {
+        let channel = channels[i % channels.len()].clone();
+        let (ready, updates) = (ready.clone(), updates.clone());
+        tokio::spawn(async move {
+            let (tx, mut inbound) = open(&channel, "").await.expect("a connected client's call");
+            let mut held = None;
+            while let Ok(Some(Response::Sotw(response))) = inbound.message().await {
+                let now = Instant::now();
+                ack(&tx, &response);
+                let Some(tick) = tick_of(&response) else {
+                    continue;
+                };
+                match held {
+                    None => {
+                        ready.fetch_add(1, Ordering::AcqRel);
+                    }
+                    Some(held) => updates.received(held, tick, now),
+                }
+                held = Some(tick);
+            }
+        });
+    }
+    while ready.load(Ordering::Acquire) < load.connected {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Updates: eight before the storm; when every connected client holds them, the storm
+    // begins and updates go on until every new client is served.
+    let storm_on = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let pause = Arc::new(tokio::sync::Notify::new());
+    let resume = Arc::new(tokio::sync::Notify::new());
+    let updater = {
+        let (server, updates, storm_on, stop) = (
+            server.clone(),
+            updates.clone(),
+            storm_on.clone(),
+            stop.clone(),
+        );
+        let (pause, resume) = (pause.clone(), resume.clone());
+        let every = load.update_every;
+        tokio::spawn(async move {
+            let mut tick = 0u64;
+            let mut next = tokio::time::Instant::now();
+            while !stop.load(Ordering::Acquire) {
+                if tick == BEFORE {
+                    pause.notify_one();
+                    resume.notified().await;
+                    next = tokio::time::Instant::now();
+                }
+                next += every;
+                tokio::time::sleep_until(next).await;
+                tick += 1;
+                let storm = storm_on.load(Ordering::Acquire);
+                updates
+                    .published
+                    .lock()
+                    .unwrap()
+                    .push((Instant::now(), storm));
+                server.publish(DEFAULT_GROUP, vec![set(0, tick)]).unwrap();
+            }
+        })
+    };
+    pause.notified().await;
+    let settled = |updates: &Updates| {
+        updates
+            .holders
+            .lock()
+            .unwrap()
+            .get(BEFORE as usize)
+            .copied()
+            == Some(load.connected)
+    };
+    while !settled(&updates) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    // The storm: every new client at once, each group of `per_connection` on a new
+    // connection.
+    storm_on.store(true, Ordering::Release);
+    resume.notify_one();
+    let start = Instant::now();
+    // When each new client was served, and whether it presented a version.
+    let served: Arc<Mutex<Vec<(Duration, bool)>>> = Arc::new(Mutex::new(Vec::new()));
+    let sheds = Arc::new(AtomicUsize::new(0));
+    for first in (0..load.clients).step_by(load.per_connection) {
+        let count = load.per_connection.min(load.clients - first);
+        let (uri, served, sheds) = (uri.clone(), served.clone(), sheds.clone());
+        let (hold, resuming) = (load.hold, load.resuming);
+        tokio::spawn(async move {
+            let channel = channel(&uri).await;
+            for k in 0..count {
+                let (channel, served, sheds) = (channel.clone(), served.clone(), sheds.clone());
+                // A stale version: the client resumes, yet is owed the whole state.
+                let version = if first + k < resuming {
+                    "an-older-version"
+                } else {
+                    ""
+                };
+                tokio::spawn(async move {
+                    loop {
+                        let pause = match open(&channel, version).await {
+                            Ok((tx, mut inbound)) => match inbound.message().await {
+                                Ok(Some(Response::Sotw(r))) if r.resources.len() == CLUSTERS => {
+                                    let resumed = !version.is_empty();
+                                    served.lock().unwrap().push((start.elapsed(), resumed));
+                                    if hold {
+                                        // Hold the stream open, without an ACK.
+                                        let _hold = (tx, inbound);
+                                        std::future::pending::<()>().await;
+                                    }
+                                    return;
+                                }
+                                Ok(_) => Duration::from_secs(1),
+                                Err(status) => {
+                                    sheds.fetch_add(1, Ordering::AcqRel);
+                                    status
+                                        .metadata()
+                                        .get("grpc-retry-pushback-ms")
+                                        .and_then(|v| v.to_str().ok()?.parse().ok())
+                                        .map_or(Duration::from_secs(1), Duration::from_millis)
+                                }
+                            },
+                            Err(_) => Duration::from_secs(1),
+                        };
+                        tokio::time::sleep(pause).await;
+                    }
+                });
+            }
+        });
+    }
+    let limit = Duration::from_secs(env("XDS_STORM_LIMIT_S", 300));
+    while served.lock().unwrap().len() < load.clients && start.elapsed() < limit {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let served = served.lock().unwrap().clone();
+    let all = (served.len() == load.clients).then(|| start.elapsed());
+    let mut times: Vec<Duration> = served.iter().map(|(t, _)| *t).collect();
+    let mut resumed: Vec<Duration> = served.iter().filter(|(_, r)| *r).map(|(t, _)| *t).collect();
+    resumed.sort();
+    stop.store(true, Ordering::Release);
+    let _ = updater.await;
+    // The last updates' latencies arrive.
+    tokio::time::sleep(load.update_every * 2).await;
+    let rss = rss_mib();
+    times.sort();
+    let mut before = updates.before.lock().unwrap().clone();
+    let mut during = updates.during.lock().unwrap().clone();
+    before.sort();
+    during.sort();
+    server.shutdown();
+    Figures {
+        served: all,
+        median_served: quantile(&times, 0.5),
+        resumed,
+        sheds: sheds.load(Ordering::Acquire),
+        before,
+        during,
+        rss_mib: rss,
+    }
+}
+
+fn main() {
+    let load = Load {
+        clients: env("XDS_STORM_CLIENTS", 5_000) as usize,
+        connected: env("XDS_STORM_CONNECTED", 1_000) as usize,
+        per_connection: env("XDS_STORM_PER_CONNECTION", 100).max(1) as usize,
+        update_every: Duration::from_millis(env("XDS_STORM_UPDATE_MS", 1_000).max(1)),
+        hold: env("XDS_STORM_HOLD", 1) != 0,
+        resuming: env("XDS_STORM_RESUMING", 0) as usize,
+    };
+    let defaults = Admission::default();
+    let mut admission = Admission::new(
+        env("XDS_STORM_RATE", defaults.rate.into()) as u32,
+        env("XDS_STORM_BURST", defaults.burst.into()) as u32,
+    );
+    admission.max_wait = Duration::from_millis(env(
+        "XDS_STORM_MAX_WAIT_MS",
+        defaults.max_wait.as_millis() as u64,
+    ));
+    let modes = std::env::var("XDS_STORM_MODES").unwrap_or_else(|_| "off,on".into());
+    let connections =
+        load.clients.div_ceil(load.per_connection) + load.connected.div_ceil(load.per_connection);
+    println!(
+        "storm: {} new clients ({} per connection) while {} are connected, {} clusters \
+         (~{} KB full state), one update every {:?}; {} connections (2 fds each in one \
+         process: check `ulimit -n`); new clients {} their stream once served",
+        load.clients,
+        load.per_connection,
+        load.connected,
+        CLUSTERS,
+        CLUSTERS * 150 / 1000,
+        load.update_every,
+        connections,
+        if load.hold { "hold" } else { "close" },
+    );
+    for mode in modes.split(',') {
+        let protection = match mode.trim() {
+            "off" => None,
+            "on" => Some(admission),
+            other => panic!("XDS_STORM_MODES: unknown mode {other:?}"),
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let f = runtime.block_on(storm(&load, protection));
+        runtime.shutdown_timeout(Duration::from_secs(5));
+        let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
+        println!(
+            "protection {mode:<3} {}: every new client served in {}, median {}, {} sheds; \
+             connected clients' update latency during the storm p50 {} p99 {} max {} ({} \
+             samples), before it p50 {} p99 {} ({} samples); RSS {} MiB",
+            match protection {
+                Some(a) => format!(
+                    "(rate {}/s, burst {}, max wait {:?})",
+                    a.rate, a.burst, a.max_wait
+                ),
+                None => String::new(),
+            },
+            f.served.map_or_else(
+                || "NOT within the limit".into(),
+                |d| format!("{:.2} s", d.as_secs_f64())
+            ),
+            ms(f.median_served),
+            f.sheds,
+            ms(quantile(&f.during, 0.5)),
+            ms(quantile(&f.during, 0.99)),
+            ms(f.during.last().copied().unwrap_or_default()),
+            f.during.len(),
+            ms(quantile(&f.before, 0.5)),
+            ms(quantile(&f.before, 0.99)),
+            f.before.len(),
+            f.rss_mib,
+        );
+        if load.resuming > 0 {
+            println!(
+                "  of which the {} presenting a version: all served in {} (median {}, {} served)",
+                load.resuming,
+                ms(f.resumed.last().copied().unwrap_or_default()),
+                ms(quantile(&f.resumed, 0.5)),
+                f.resumed.len(),
+            );
+        }
+    }
+}

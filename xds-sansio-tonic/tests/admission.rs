@@ -1,0 +1,207 @@
+//! Storm protection over loopback (`XdsServerBuilder::admission`): a new stream beyond the
+//! rate is shed with `UNAVAILABLE` and a `grpc-retry-pushback-ms` hint, while a stream that
+//! presents versions is admitted at the same moment; a new stream that finds the bucket
+//! empty waits for its token and is served. The metrics count each. Bounded waits; nothing
+//! is timed.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tonic::transport::Channel;
+use tonic::Code;
+use xds_sansio::pb::discovery::DiscoveryRequest;
+use xds_sansio::pb::envoy::config::core::v3::Node;
+use xds_sansio::server::{ResourceEntry, StoreOp};
+use xds_sansio::types::CLUSTER;
+use xds_sansio::{Request, Response, Transport, Variant};
+use xds_sansio_tonic::call::{connect, ConnectOptions, Inbound, Ready};
+use xds_sansio_tonic::client::ManagementServer;
+use xds_sansio_tonic::server::metrics::names;
+use xds_sansio_tonic::server::Admission;
+use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
+
+const CDS: &str = CLUSTER.type_url;
+const WAIT: Duration = Duration::from_secs(10);
+
+fn cluster(name: &str) -> StoreOp {
+    let mut body = vec![0x0a, name.len() as u8];
+    body.extend_from_slice(name.as_bytes());
+    StoreOp::Set {
+        type_url: CDS.into(),
+        entry: ResourceEntry::new(name, Bytes::from(body)),
+    }
+}
+
+/// One raw SotW ADS call whose first request asks wildcard CDS at `version`.
+async fn open(channel: &Channel, version: &str) -> (mpsc::UnboundedSender<Request>, Inbound) {
+    let ready = Ready::new(channel.clone(), Variant::Sotw, &Transport::Aggregated)
+        .await
+        .unwrap();
+    let (tx, rx) = mpsc::unbounded_channel();
+    tx.send(Request::Sotw(DiscoveryRequest {
+        node: Some(Node {
+            id: "storm".into(),
+            ..Node::default()
+        }),
+        type_url: CDS.into(),
+        version_info: version.into(),
+        ..Default::default()
+    }))
+    .unwrap();
+    let inbound = ready.start(rx).await.unwrap();
+    (tx, inbound)
+}
+
+/// Counters by labelled series (`name{label=value,...}`); gauges and histograms ignored.
+#[derive(Default)]
+struct Counters(Mutex<HashMap<String, Arc<AtomicU64>>>);
+
+impl Counters {
+    fn get(&self, series: &str) -> u64 {
+        let cells = self.0.lock().unwrap();
+        cells.get(series).map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+}
+
+impl metrics::Recorder for &'static Counters {
+    fn describe_counter(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_gauge(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_histogram(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+        let labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        let series = format!("{}{{{}}}", key.name(), labels.join(","));
+        let cell = self.0.lock().unwrap().entry(series).or_default().clone();
+        metrics::Counter::from_arc(cell)
+    }
+    fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+        metrics::Gauge::noop()
+    }
+    fn register_histogram(
+        &self,
+        _: &metrics::Key,
+        _: &metrics::Metadata<'_>,
+    ) -> metrics::Histogram {
+        metrics::Histogram::noop()
+    }
+}
+
+fn counters() -> &'static Counters {
+    static COUNTERS: OnceLock<&'static Counters> = OnceLock::new();
+    COUNTERS.get_or_init(|| {
+        let counters: &'static Counters = Box::leak(Box::default());
+        let _ = metrics::set_global_recorder(counters);
+        counters
+    })
+}
+
+/// A server with `admission` serving two clusters, and a connection to it.
+async fn serve(admission: Admission) -> (XdsServer, Channel) {
+    let server = XdsServer::builder().admission(admission).build();
+    server
+        .publish(DEFAULT_GROUP, vec![cluster("c1"), cluster("c2")])
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let uri = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(
+        server
+            .clone()
+            .serve_with_listener(listener, std::future::pending()),
+    );
+    let channel = connect(&ManagementServer::insecure(uri), &ConnectOptions::new(WAIT))
+        .await
+        .unwrap();
+    (server, channel)
+}
+
+async fn next(inbound: &mut Inbound) -> Result<Option<Response>, tonic::Status> {
+    tokio::time::timeout(WAIT, inbound.message())
+        .await
+        .expect("the server answered in time")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_stream_is_shed_with_a_hint_while_a_resuming_one_is_admitted() {
+    // One new stream a second, no waiting: the second new stream of this second is shed.
+    let counters = counters();
+    let mut admission = Admission::new(1, 1);
+    admission.max_wait = Duration::ZERO;
+    let (_server, channel) = serve(admission).await;
+
+    // The first new stream takes the token and gets the whole state.
+    let (_first_tx, mut first) = open(&channel, "").await;
+    let Some(Response::Sotw(response)) = next(&mut first).await.unwrap() else {
+        panic!("the first stream's CDS");
+    };
+    assert_eq!(response.resources.len(), 2);
+
+    // The second is shed: UNAVAILABLE, and when to come back.
+    let (_second_tx, mut second) = open(&channel, "").await;
+    let status = next(&mut second).await.expect_err("shed with a status");
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    let hint: u64 = status
+        .metadata()
+        .get("grpc-retry-pushback-ms")
+        .expect("the retry hint")
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Its token would be due within two intervals of a second.
+    assert!(hint > 0 && hint <= 2_000, "{hint}");
+
+    // At the same moment, a client that presents the version it holds is admitted and
+    // served (the version is not the current one, so it is owed the state).
+    let (_third_tx, mut third) = open(&channel, "an-older-version").await;
+    let Some(Response::Sotw(response)) = next(&mut third).await.unwrap() else {
+        panic!("the resuming stream's CDS");
+    };
+    assert_eq!(response.resources.len(), 2);
+    assert!(counters.get(&format!("{}{{reason=rate}}", names::SHED)) >= 1);
+    assert!(
+        counters.get(&format!(
+            "{}{{arrival=resuming,waited=no}}",
+            names::ADMITTED
+        )) >= 1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_stream_that_finds_the_bucket_empty_waits_for_its_token() {
+    let counters = counters();
+    // Four new streams a second after a burst of one, up to 5 s of wait.
+    let (_server, channel) = serve(Admission::new(4, 1)).await;
+    let (_first_tx, mut first) = open(&channel, "").await;
+    assert!(next(&mut first).await.unwrap().is_some());
+    // The bucket is empty: the second waits a quarter of a second, then is served.
+    let (_second_tx, mut second) = open(&channel, "").await;
+    let Some(Response::Sotw(response)) = next(&mut second).await.unwrap() else {
+        panic!("the waiting stream's CDS");
+    };
+    assert_eq!(response.resources.len(), 2);
+    assert!(counters.get(&format!("{}{{arrival=new,waited=yes}}", names::ADMITTED)) >= 1);
+}
