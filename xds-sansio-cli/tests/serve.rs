@@ -2,9 +2,10 @@
 //! scenario's server lines played in time through a fault plan and the client judged at
 //! the end; a directory of node groups with a refusal; a plan that does not parse.
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
@@ -38,24 +39,13 @@ struct Serve {
 }
 
 fn start(args: &[&str], path: &Path) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xds-sansio"))
-        .arg("serve")
-        .arg(path)
-        .args(["--listen", "127.0.0.1:0", "--for", "30"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, lines) = std_mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let (child, lines) = support::spawn_with_lines(
+        Command::new(env!("CARGO_BIN_EXE_xds-sansio"))
+            .arg("serve")
+            .arg(path)
+            .args(["--listen", "127.0.0.1:0", "--for", "30"])
+            .args(args),
+    );
     let first = lines.recv_timeout(STEP).unwrap();
     let addr = first
         .strip_prefix("serving on ")

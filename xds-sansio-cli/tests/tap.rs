@@ -3,9 +3,10 @@
 //! recording checks clean on both sides, and a client that breaks a rule (a first request
 //! without a node) is reported live, with its stream, line and rule.
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
@@ -41,24 +42,13 @@ struct Tap {
 }
 
 fn start_tap(upstream: &str, record: &Path, streams: u64) -> Tap {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xds-sansio"))
-        .args(["tap", "--listen", "127.0.0.1:0", "--upstream", upstream])
-        .arg("--record")
-        .arg(record)
-        .args(["--exit-after-streams", &streams.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, lines) = std_mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let (child, lines) = support::spawn_with_lines(
+        Command::new(env!("CARGO_BIN_EXE_xds-sansio"))
+            .args(["tap", "--listen", "127.0.0.1:0", "--upstream", upstream])
+            .arg("--record")
+            .arg(record)
+            .args(["--exit-after-streams", &streams.to_string()]),
+    );
     let first = lines.recv_timeout(STEP).unwrap();
     let addr = first
         .strip_prefix("tap listening on ")

@@ -4,12 +4,12 @@
 //! empty waits for its token and is served. The metrics count each. Bounded waits; nothing
 //! is timed.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+mod support;
+
 use std::time::Duration;
 
 use bytes::Bytes;
+use support::counting_recorder::counts;
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
 use tonic::Code;
@@ -56,69 +56,6 @@ async fn open(channel: &Channel, version: &str) -> (mpsc::UnboundedSender<Reques
     (tx, inbound)
 }
 
-/// Counters by labelled series (`name{label=value,...}`); gauges and histograms ignored.
-#[derive(Default)]
-struct Counters(Mutex<HashMap<String, Arc<AtomicU64>>>);
-
-impl Counters {
-    fn get(&self, series: &str) -> u64 {
-        let cells = self.0.lock().unwrap();
-        cells.get(series).map_or(0, |c| c.load(Ordering::Relaxed))
-    }
-}
-
-impl metrics::Recorder for &'static Counters {
-    fn describe_counter(
-        &self,
-        _: metrics::KeyName,
-        _: Option<metrics::Unit>,
-        _: metrics::SharedString,
-    ) {
-    }
-    fn describe_gauge(
-        &self,
-        _: metrics::KeyName,
-        _: Option<metrics::Unit>,
-        _: metrics::SharedString,
-    ) {
-    }
-    fn describe_histogram(
-        &self,
-        _: metrics::KeyName,
-        _: Option<metrics::Unit>,
-        _: metrics::SharedString,
-    ) {
-    }
-    fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
-        let labels: Vec<String> = key
-            .labels()
-            .map(|l| format!("{}={}", l.key(), l.value()))
-            .collect();
-        let series = format!("{}{{{}}}", key.name(), labels.join(","));
-        let cell = self.0.lock().unwrap().entry(series).or_default().clone();
-        metrics::Counter::from_arc(cell)
-    }
-    fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
-        metrics::Gauge::noop()
-    }
-    fn register_histogram(
-        &self,
-        _: &metrics::Key,
-        _: &metrics::Metadata<'_>,
-    ) -> metrics::Histogram {
-        metrics::Histogram::noop()
-    }
-}
-
-fn counters() -> &'static Counters {
-    static COUNTERS: OnceLock<&'static Counters> = OnceLock::new();
-    COUNTERS.get_or_init(|| {
-        let counters: &'static Counters = Box::leak(Box::default());
-        let _ = metrics::set_global_recorder(counters);
-        counters
-    })
-}
-
 /// A server with `admission` serving two clusters, and a connection to it.
 async fn serve(admission: Admission) -> (XdsServer, Channel) {
     let server = XdsServer::builder().admission(admission).build();
@@ -147,7 +84,7 @@ async fn next(inbound: &mut Inbound) -> Result<Option<Response>, tonic::Status> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_stream_is_shed_with_a_hint_while_a_resuming_one_is_admitted() {
     // One new stream a second, no waiting: the second new stream of this second is shed.
-    let counters = counters();
+    let counters = counts();
     let mut admission = Admission::new(1, 1);
     admission.max_wait = Duration::ZERO;
     let (_server, channel) = serve(admission).await;
@@ -192,7 +129,7 @@ async fn a_new_stream_is_shed_with_a_hint_while_a_resuming_one_is_admitted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_stream_that_finds_the_bucket_empty_waits_for_its_token() {
-    let counters = counters();
+    let counters = counts();
     // Four new streams a second after a burst of one, up to 5 s of wait.
     let (_server, channel) = serve(Admission::new(4, 1)).await;
     let (_first_tx, mut first) = open(&channel, "").await;

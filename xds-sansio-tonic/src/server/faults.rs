@@ -81,11 +81,12 @@ impl StreamFaults {
         self.ready.take().map(Out::Send)
     }
 
-    /// Whether something is due at `now`.
-    pub(crate) fn is_due(&self, _now: Instant) -> bool {
+    /// Whether something is due now; the clock is read only when a plan is in force (the
+    /// stream loop asks on every turn).
+    pub(crate) fn is_due(&self, _now: impl FnOnce() -> Instant) -> bool {
         #[cfg(feature = "faults")]
         if let Some(machine) = &self.machine {
-            return machine.is_due(_now);
+            return machine.is_due(_now());
         }
         self.ready.is_some()
     }

@@ -181,7 +181,7 @@ impl Driver {
                     .map(|t| shared.clock.to_std(t))
             };
             let waiting_for_node = self.group.is_none();
-            let due = self.faults.is_due(shared.clock.now());
+            let due = self.faults.is_due(|| shared.clock.now());
             // Armed only while nothing is due, so a full slot never makes the loop spin.
             let held_until = match due {
                 true => None,

@@ -2,6 +2,8 @@
 //! same port, resource bodies, and bounded waits on watches.
 #![allow(dead_code)]
 
+pub mod counting_recorder;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

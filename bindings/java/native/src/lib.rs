@@ -64,6 +64,40 @@ unsafe fn free<T>(handle: jlong) {
     }
 }
 
+/// A new object from its JSON options: `{"ok": handle}` or an error answer.
+fn create<T>(
+    env: &mut JNIEnv<'_>,
+    options: &JString<'_>,
+    make: fn(&str) -> Result<T, xds_sansio_bindings::Error>,
+) -> jstring {
+    answer(env, |env| {
+        let options = text(env, options)?;
+        Ok(match make(&options) {
+            Ok(object) => handle(object),
+            Err(e) => wire::answer::<()>(Err(e)),
+        })
+    })
+}
+
+/// A method call on the object behind `handle`.
+///
+/// # Safety
+/// As [`object`]: `handle` is 0 or a live handle of a `T`; the Java class serializes calls.
+unsafe fn call<T>(
+    env: &mut JNIEnv<'_>,
+    handle: jlong,
+    method: &JString<'_>,
+    args: &JString<'_>,
+    run: fn(&mut T, &str, &str) -> String,
+) -> jstring {
+    answer(env, |env| {
+        let (method, args) = (text(env, method)?, text(env, args)?);
+        // SAFETY: the caller's contract.
+        let object = unsafe { object::<T>(handle)? };
+        Ok(run(object, &method, &args))
+    })
+}
+
 /// `Native.check(records, options)`.
 #[no_mangle]
 pub extern "system" fn Java_io_github_xdssansio_Native_check<'l>(
@@ -97,13 +131,7 @@ pub extern "system" fn Java_io_github_xdssansio_Native_startControlPlane<'l>(
     _class: JClass<'l>,
     options: JString<'l>,
 ) -> jstring {
-    answer(&mut env, |env| {
-        let options = text(env, &options)?;
-        Ok(match wire::control_plane(&options) {
-            Ok(plane) => handle(plane),
-            Err(e) => wire::answer::<()>(Err(e)),
-        })
-    })
+    create(&mut env, &options, wire::control_plane)
 }
 
 /// `Native.controlPlaneCall(handle, method, args)`.
@@ -115,12 +143,8 @@ pub extern "system" fn Java_io_github_xdssansio_Native_controlPlaneCall<'l>(
     method: JString<'l>,
     args: JString<'l>,
 ) -> jstring {
-    answer(&mut env, |env| {
-        let (method, args) = (text(env, &method)?, text(env, &args)?);
-        // SAFETY: a live handle from `startControlPlane`; the Java class serializes calls.
-        let plane = unsafe { object::<ControlPlane>(plane)? };
-        Ok(wire::control_plane_call(plane, &method, &args))
-    })
+    // SAFETY: a live handle from `startControlPlane`; the Java class serializes calls.
+    unsafe { call::<ControlPlane>(&mut env, plane, &method, &args, wire::control_plane_call) }
 }
 
 /// `Native.controlPlaneFree(handle)`.
@@ -141,13 +165,7 @@ pub extern "system" fn Java_io_github_xdssansio_Native_newStepper<'l>(
     _class: JClass<'l>,
     options: JString<'l>,
 ) -> jstring {
-    answer(&mut env, |env| {
-        let options = text(env, &options)?;
-        Ok(match wire::stepper(&options) {
-            Ok(stepper) => handle(stepper),
-            Err(e) => wire::answer::<()>(Err(e)),
-        })
-    })
+    create(&mut env, &options, wire::stepper)
 }
 
 /// `Native.stepperCall(handle, method, args)`.
@@ -159,12 +177,8 @@ pub extern "system" fn Java_io_github_xdssansio_Native_stepperCall<'l>(
     method: JString<'l>,
     args: JString<'l>,
 ) -> jstring {
-    answer(&mut env, |env| {
-        let (method, args) = (text(env, &method)?, text(env, &args)?);
-        // SAFETY: a live handle from `newStepper`; the Java class serializes calls.
-        let stepper = unsafe { object::<Stepper>(stepper)? };
-        Ok(wire::stepper_call(stepper, &method, &args))
-    })
+    // SAFETY: a live handle from `newStepper`; the Java class serializes calls.
+    unsafe { call::<Stepper>(&mut env, stepper, &method, &args, wire::stepper_call) }
 }
 
 /// `Native.stepperFree(handle)`.
