@@ -59,6 +59,16 @@ pub struct ServerConfig {
     /// ACK); a server whose transport buffers responses (HTTP/2 does) turns it on so a slow
     /// reader is never sent a queue of stale states. go-control-plane's watches behave so.
     pub await_ack: bool,
+    /// Delta: once a wildcard type's full answer is out, keep only what differs from the
+    /// store instead of an entry per resource sent (see the `server` module docs, "Memory
+    /// of an incremental stream"). On by default: a wildcard stream then costs what is in
+    /// flight, not its type's size. The price is that a stream whose store's change log
+    /// runs past it (more changes between two polls than the log holds) cannot tell which
+    /// resources were removed meanwhile and ends with
+    /// [`ProtocolError::ChangeLogOutrun`] (`UNAVAILABLE`), for the client to resume with
+    /// `initial_resource_versions`. Off: every stream keeps an entry per resource and
+    /// resyncs in place instead.
+    pub delta_in_step: bool,
 }
 
 impl ServerConfig {
@@ -74,6 +84,7 @@ impl ServerConfig {
             sticky_legacy_wildcard: false,
             sotw_not_found_errors: false,
             await_ack: false,
+            delta_in_step: true,
             limits: ServerLimits::default(),
         }
     }

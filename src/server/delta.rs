@@ -5,13 +5,14 @@
 //! turns store changes and subscription changes into pending upserts and removals, and the
 //! stream then emits upserts (in make-before-break order) before removals.
 
-use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::flow::{SendCtx, Timers};
+use super::known::{Known, KnownSet};
 use super::names::{Changes, Names};
+use super::publication::StoreChange;
 use super::resource_errors::{self, error_hash, TYPE_WIDE};
 use super::sotw::Diff;
 use super::store::{ResourceStore, StoredResource};
@@ -23,23 +24,6 @@ use crate::pb::google::protobuf::TypeUrl;
 use crate::pb::google::rpc::Status;
 use crate::types::TypeInfo;
 
-/// Below this many new entries `known` is not rebuilt packed (small trees gain little).
-const PACK_AFTER: usize = 32;
-
-/// What the server believes the client holds for one name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Known {
-    /// A published error was sent in place of a body: its hash.
-    Error(u64),
-    /// The entry hash (name, version, TTL) of the version the client holds (told by
-    /// `initial_resource_versions`, or sent): equal hashes are the same version, and the
-    /// TTL is in it so a TTL change is sent. Only the hash is kept (the version string
-    /// would cost about 50 bytes per resource per stream and is never read back).
-    Version(u64),
-    /// The client was told the name does not exist (not-found or removal).
-    Absent,
-}
-
 /// The incremental state of one type.
 #[derive(Clone, Debug)]
 pub(crate) struct DeltaState {
@@ -48,10 +32,13 @@ pub(crate) struct DeltaState {
     wildcard: bool,
     /// Explicit subscriptions: resource names, aliases or `xdstp://` globs.
     names: Names,
-    /// Keyed by resource name (or, for a name that resolves to nothing, that name); boxed
-    /// names (16 bytes a key, not 24), and the tree rebuilt packed after it grew a lot
-    /// (see [`DeltaState::emit`]).
-    known: BTreeMap<Box<str>, Known>,
+    /// What the client holds: per name, or, once a wildcard stream's full answer is out,
+    /// only what differs from the store (see [`super::known`]).
+    known: KnownSet,
+    /// A wildcard full answer was planned: once it is out, step in with the store.
+    step_in_due: bool,
+    /// Whether stepping in is allowed ([`super::ServerConfig::delta_in_step`]).
+    may_step_in: bool,
     /// Names (re)subscribed: answered with the resource or a not-found, even if unchanged.
     pending: BTreeSet<String>,
     /// Names unsubscribed while wildcard: answered with the resource or its removal.
@@ -79,13 +66,15 @@ pub(crate) struct DeltaState {
 }
 
 impl DeltaState {
-    pub(crate) fn new(type_url: &str) -> DeltaState {
+    pub(crate) fn new(type_url: &str, may_step_in: bool) -> DeltaState {
         DeltaState {
             type_url: String::from(type_url),
             legacy_type: TypeInfo::of(type_url).legacy_wildcard(),
             wildcard: false,
             names: Names::default(),
-            known: BTreeMap::new(),
+            known: KnownSet::default(),
+            step_in_due: false,
+            may_step_in,
             pending: BTreeSet::new(),
             pending_unsubscribed: BTreeSet::new(),
             to_forget: BTreeSet::new(),
@@ -113,14 +102,17 @@ impl DeltaState {
     pub(crate) fn covers(&self, name: &str, aliases: &[String]) -> bool {
         self.wildcard
             || self.names.cover(name)
-            || self.known.contains_key(name)
+            || self.known.contains_explicit(name)
             || aliases.iter().any(|a| self.names.contains(a.as_str()))
     }
 
-    /// Notes a store change of resource `name` (with these aliases), if it concerns the
-    /// stream.
-    pub(crate) fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
-        if self.covers(name, aliases) {
+    /// Notes a store change of a resource, if it concerns the stream; in step with the
+    /// store, first notes what the client held of it.
+    pub(crate) fn mark_dirty(&mut self, change: &StoreChange) {
+        let name = change.name.as_str();
+        self.known
+            .store_changed(name, change.revision, change.before);
+        if self.covers(name, &change.aliases) {
             self.changes.mark(name);
         }
     }
@@ -130,9 +122,16 @@ impl DeltaState {
         &mut self.changes
     }
 
-    /// Whether the next plan compares everything.
+    /// Whether the next plan compares everything and the change log adds nothing (in
+    /// step with the store, it still says what the client held).
     pub(crate) fn resyncing(&self) -> bool {
-        self.changes.resync
+        self.changes.resync && !self.known.is_in_step()
+    }
+
+    /// Whether the change log ran past what this type must read of it (see
+    /// [`super::known::KnownSet::lost_track`]).
+    pub(crate) fn lost_track(&self) -> bool {
+        self.known.lost_track()
     }
 
     /// Whether the next plan or emit has something to consider.
@@ -166,8 +165,7 @@ impl DeltaState {
                 }
                 let name = &comparable(name).into_owned();
                 let pair = pair_hash(name, version);
-                self.known
-                    .insert(Box::from(name.as_str()), Known::Version(pair));
+                self.known.told(name, Known::Version(pair));
                 if self.names.insert(name.clone()) {
                     diff.added.push(name.clone());
                 }
@@ -209,6 +207,9 @@ impl DeltaState {
                     self.wildcard = false;
                     diff.removed.push(name.clone());
                     self.drop_uncovered = true;
+                    // Names dropped while wildcard covered them are now covered by
+                    // nothing: they are forgotten with the rest, not answered.
+                    self.to_forget.append(&mut self.pending_unsubscribed);
                 }
                 continue;
             }
@@ -240,36 +241,36 @@ impl DeltaState {
                 .resolve(t, n)
                 .map_or_else(|| String::from(n), |r| String::from(r.name()))
         };
+        if !self.wildcard {
+            // Not wildcard (any more): what the client holds is listed name by name.
+            self.known.step_out(store, t);
+        }
         if core::mem::take(&mut self.drop_uncovered) && !self.wildcard {
             // Wildcard ended: forget what only wildcard covered.
             let covered: BTreeSet<String> = self.names.set().iter().map(|n| resolve(n)).collect();
-            let known = core::mem::take(&mut self.known);
-            self.known = known
-                .into_iter()
-                .filter(|(name, _)| covered.contains(&**name) || self.names.cover(name))
-                .collect();
+            let names = &self.names;
+            self.known
+                .retain_explicit(|name| covered.contains(name) || names.cover(name));
         }
         for name in core::mem::take(&mut self.to_forget) {
             if is_glob(&name) {
-                // Its members leave with it, unless something else still covers them.
-                let known = core::mem::take(&mut self.known);
-                self.known = known
-                    .into_iter()
-                    .filter(|(k, _)| {
-                        collection_of(k).as_deref() != Some(name.as_str())
-                            || self.wildcard
-                            || self.names.cover(k)
-                    })
-                    .collect();
-                self.known.remove(name.as_str());
+                // Its members leave with it, unless something else still covers them (a
+                // wildcard covers every one).
+                if !self.wildcard {
+                    let names = &self.names;
+                    self.known.retain_explicit(|k| {
+                        collection_of(k).as_deref() != Some(name.as_str()) || names.cover(k)
+                    });
+                }
+                self.known.remove(store, t, name.as_str());
                 continue;
             }
             let resolved = resolve(&name);
             if !self.wildcard && !self.names.contains(resolved.as_str()) {
-                self.known.remove(resolved.as_str());
+                self.known.remove(store, t, resolved.as_str());
             }
             if !self.names.contains(name.as_str()) {
-                self.known.remove(name.as_str());
+                self.known.remove(store, t, name.as_str());
             }
         }
         for name in core::mem::take(&mut self.pending_unsubscribed) {
@@ -278,11 +279,11 @@ impl DeltaState {
             }
             match store.resolve(t, &name) {
                 Some(r) => {
-                    self.known.remove(r.name());
+                    self.known.remove(store, t, r.name());
                     self.out_upserts.insert(String::from(r.name()), true);
                 }
                 None => {
-                    self.known.remove(name.as_str());
+                    self.known.remove(store, t, name.as_str());
                     self.out_removals.insert(name);
                 }
             }
@@ -297,7 +298,7 @@ impl DeltaState {
     /// [`DeltaState::holds`], with what the client holds looked up under `name` (the
     /// name it was planned by).
     fn holds_as(&self, name: &str, r: &StoredResource) -> bool {
-        matches!(self.known.get(name), Some(Known::Version(pair)) if *pair == r.pair_hash())
+        self.known.holds(name, r)
     }
 
     /// The published error a subscriber of `name` is owed, when the store holds no body for
@@ -321,8 +322,8 @@ impl DeltaState {
         let Some(e) = self.error_for(store, name) else {
             return false;
         };
-        let held =
-            matches!(self.known.get(name), Some(Known::Error(h)) if *h == error_hash(name, e));
+        let t = self.type_url.as_str();
+        let held = matches!(self.known.get(store, t, name), Some(Known::Error(h)) if h == error_hash(name, e));
         if always || !held {
             self.out_errors.insert(String::from(name));
         }
@@ -340,6 +341,9 @@ impl DeltaState {
         // again (most of a reconnect storm's cost). The candidates loop below then skips
         // what the store holds.
         let store_compared = resync && self.wildcard;
+        if store_compared && self.may_step_in && !self.known.is_in_step() {
+            self.step_in_due = true;
+        }
         if store_compared {
             for r in store.iter(t) {
                 if self.covers(r.name(), r.aliases()) && !self.holds(r) {
@@ -358,11 +362,13 @@ impl DeltaState {
             candidates.extend(store.errors(t).map(|(n, _)| String::from(n)));
         }
         if resync {
-            candidates.extend(self.known.keys().map(|k| String::from(&**k)));
+            // In step, the store's names are compared above (a wildcard resync); the rest
+            // is listed.
+            candidates.extend(self.known.explicit_names().map(String::from));
             for name in self.names.set() {
                 if is_glob(name) {
                     let mut members = store.members(t, name).peekable();
-                    if members.peek().is_none() && !self.known.contains_key(name.as_str()) {
+                    if members.peek().is_none() && !self.known.contains(store, t, name.as_str()) {
                         self.out_not_found.insert(name.clone());
                     }
                     candidates.extend(members.map(|r| String::from(r.name())));
@@ -373,7 +379,7 @@ impl DeltaState {
                         candidates.insert(String::from(r.name()));
                     }
                     None => {
-                        if !self.known.contains_key(name.as_str()) {
+                        if !self.known.contains(store, t, name.as_str()) {
                             candidates.insert(name.clone());
                         }
                     }
@@ -414,7 +420,7 @@ impl DeltaState {
                     }
                 }
                 None if self.plan_error(store, &name, false) => {}
-                None => match self.known.get(name.as_str()) {
+                None => match self.known.get(store, t, name.as_str()) {
                     Some(Known::Version(_)) => {
                         self.out_removals.insert(name);
                     }
@@ -425,7 +431,7 @@ impl DeltaState {
                         if self.names.contains(name.as_str()) {
                             self.out_not_found.insert(name);
                         } else {
-                            self.known.remove(name.as_str());
+                            self.known.remove(store, t, name.as_str());
                         }
                     }
                 },
@@ -438,6 +444,22 @@ impl DeltaState {
                 }
             }
         }
+    }
+
+    /// Whether the planned upserts are every resource of the store, to a wildcard client
+    /// that holds nothing and has nothing else due.
+    fn sends_the_whole_store(&self, store: &ResourceStore) -> bool {
+        let t = self.type_url.as_str();
+        self.wildcard
+            && self.known.len() == 0
+            && self.changes.is_empty()
+            && self.pending.is_empty()
+            && self.pending_unsubscribed.is_empty()
+            && self.to_forget.is_empty()
+            && !self.drop_uncovered
+            && self.out_removals.is_empty()
+            && self.out_upserts.len() == store.len(t)
+            && self.out_upserts.keys().all(|n| store.get(t, n).is_some())
     }
 
     /// Whether upserts (or not-found reports, or the answer to a new wildcard) are planned.
@@ -482,8 +504,8 @@ impl DeltaState {
                 match self.error_for(store, &name) {
                     Some(e) => {
                         timers.cancel(&name);
-                        self.known
-                            .insert(Box::from(name.as_str()), Known::Error(error_hash(&name, e)));
+                        let known = Known::Error(error_hash(&name, e));
+                        self.known.insert(store, t, &name, known);
                         resource_errors.push(resource_errors::entry(&name, e));
                     }
                     // A body came meanwhile (it is dirty and will be sent), or the error
@@ -495,6 +517,12 @@ impl DeltaState {
                     }
                 }
             }
+            if self.step_in_due && self.sends_the_whole_store(store) {
+                // A full answer to a client that holds nothing: step in now, so the loop
+                // below records nothing (a reconnect storm's streams never hold a name).
+                self.step_in_due = false;
+                self.known.step_in_sending_all(store.revision());
+            }
             for (name, with_body) in core::mem::take(&mut self.out_upserts) {
                 match store.get(t, &name) {
                     Some(r) => {
@@ -505,10 +533,10 @@ impl DeltaState {
                             None => timers.cancel(&name),
                         }
                         self.known
-                            .insert(name.into_boxed_str(), Known::Version(r.pair_hash()));
+                            .insert(store, t, &name, Known::Version(r.pair_hash()));
                     }
                     None => {
-                        if matches!(self.known.get(name.as_str()), Some(Known::Version(_))) {
+                        if matches!(self.known.get(store, t, &name), Some(Known::Version(_))) {
                             self.out_removals.insert(name);
                         }
                     }
@@ -529,7 +557,7 @@ impl DeltaState {
                     }),
                 }
                 timers.cancel(&name);
-                self.known.insert(name.into_boxed_str(), Known::Absent);
+                self.known.insert(store, t, &name, Known::Absent);
             }
         }
         if with_removals {
@@ -540,20 +568,21 @@ impl DeltaState {
                 }
                 timers.cancel(&name);
                 if self.names.contains(name.as_str()) {
-                    self.known.insert(Box::from(name.as_str()), Known::Absent);
+                    self.known.insert(store, t, &name, Known::Absent);
                 } else {
-                    self.known.remove(name.as_str());
+                    self.known.remove(store, t, &name);
                 }
                 removed.insert(name);
             }
         }
-        if self.known.len() > known_before.saturating_mul(2).saturating_add(PACK_AFTER) {
-            // Names inserted in order leave the tree's nodes about half full; rebuilt from
-            // its sorted entries it is packed. Only after the tree doubled, so the rebuild
-            // costs O(1) per entry inserted.
-            self.known = core::mem::take(&mut self.known).into_iter().collect();
-        }
         let answer = with_upserts && core::mem::take(&mut self.answer_due);
+        if self.step_in_due && self.wildcard && !self.has_work() {
+            // The full answer is out and nothing else is due: what the client holds is
+            // the store (but for what differs).
+            self.step_in_due = false;
+            self.known.step_in(store, t, store.revision());
+        }
+        self.known.pack_if_grown(known_before);
         if resources.is_empty() && removed.is_empty() && resource_errors.is_empty() && !answer {
             return None;
         }

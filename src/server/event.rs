@@ -129,6 +129,16 @@ pub enum ProtocolError {
     },
     /// A request goes beyond the stream's [`ServerLimits`](super::ServerLimits).
     LimitExceeded(Limit),
+    /// Not the client's doing: the store's change log no longer reaches back to an
+    /// incremental type this stream kept in step with the store (more changes than
+    /// [`DEFAULT_LOG_CAPACITY`](super::DEFAULT_LOG_CAPACITY), or the store's own capacity,
+    /// between two polls), so which resources were removed meanwhile is lost. The call ends
+    /// with `UNAVAILABLE`; the client reconnects presenting `initial_resource_versions`,
+    /// and is then sent exactly what differs, removals included.
+    ChangeLogOutrun {
+        /// The type that lost track.
+        type_url: String,
+    },
 }
 
 /// Which of the stream's [`ServerLimits`](super::ServerLimits) a request went beyond.
@@ -155,11 +165,14 @@ impl fmt::Display for Limit {
 
 impl ProtocolError {
     /// The gRPC status code to end the call with: `RESOURCE_EXHAUSTED` (8) for a limit,
-    /// `INVALID_ARGUMENT` (3) otherwise.
+    /// `UNAVAILABLE` (14) for [`ProtocolError::ChangeLogOutrun`], `INVALID_ARGUMENT` (3)
+    /// otherwise.
     pub fn grpc_code(&self) -> i32 {
         match self {
             // RESOURCE_EXHAUSTED: the request is well-formed but too big.
             ProtocolError::LimitExceeded(_) => 8,
+            // UNAVAILABLE: the server's doing; clients reconnect with backoff.
+            ProtocolError::ChangeLogOutrun { .. } => 14,
             _ => 3,
         }
     }
@@ -178,6 +191,10 @@ impl fmt::Display for ProtocolError {
                 write!(f, "request of the wrong variant on a {expected:?} stream")
             }
             ProtocolError::LimitExceeded(what) => write!(f, "{what}"),
+            ProtocolError::ChangeLogOutrun { type_url } => write!(
+                f,
+                "the server's change log no longer reaches back to what this stream was sent of {type_url}; reconnect presenting initial_resource_versions"
+            ),
         }
     }
 }

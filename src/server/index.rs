@@ -207,18 +207,24 @@ impl StreamSet {
                             Concern::Wildcard { type_url, changes } => {
                                 stream.mark_dirty_all(type_url, changes)
                             }
-                            Concern::Named(change) => {
-                                stream.mark_dirty(&change.type_url, &change.name, &change.aliases)
-                            }
+                            Concern::Named(change) => stream.mark_dirty(change),
                         }
                         ready.insert(id);
                     }
                 });
             }
             Err(_) => {
+                let mut ended = Vec::new();
                 for (id, stream) in self.streams.iter_mut() {
                     stream.resync_all();
+                    if stream.is_closed() {
+                        // `ChangeLogOutrun`: out of the index, as after a closing request.
+                        ended.push((id, stream.subscriptions()));
+                    }
                     self.ready.insert(id);
+                }
+                for (id, subscriptions) in ended {
+                    self.index.remove(id, &subscriptions);
                 }
             }
         }

@@ -75,6 +75,24 @@
 //!   `tests/replica_failover.rs` moves 10 000 clients: zero bytes resent for incremental
 //!   clients, only the named EDS part for Envoy-shaped SotW clients (`benches/README.md`).
 //!
+//! # Memory of an incremental stream
+//!
+//! A delta stream must know what its client holds, name by name, to send only what
+//! differs. A stream subscribed by wildcard, once its full answer is out, holds what the
+//! store holds: it then keeps only the names whose held state differs from the store's
+//! (changed since and not sent yet, published errors, absences), and reads the rest from
+//! the store (`known.rs`, [`ServerConfig::delta_in_step`]). What the client held of a
+//! changed resource comes from the change log ([`StoreChange::before`]), read before the
+//! stream next looks at the store. So 100 000 wildcard streams over one type cost what is
+//! in flight to them, not 100 000 copies of the type's names. If the log runs past such a
+//! stream (more changes between two polls than the log holds), the removals in between
+//! cannot be told: the stream ends with [`ProtocolError::ChangeLogOutrun`]
+//! (`UNAVAILABLE`) and the client resumes with `initial_resource_versions`, which the
+//! protocol defines for exactly this ("the first message (for a given type_url) of a
+//! reconnected gRPC stream has a third role: informing the server of the resources (and
+//! their versions) that the client already possesses"). A stream subscribed by
+//! name keeps an entry per name, as it must: which names it holds is its own.
+//!
 //! # Decisions
 //!
 //! - **Classification** (one home, `flow.rs`, shared by SotW and delta). The first request
@@ -267,7 +285,8 @@
 //! - TTLs are sent whatever the node's `client_features` say
 //!   (`xds.config.supports-resource-ttl`, `xds.config.supports-resource-in-sotw`).
 //! - The store keeps the last [`DEFAULT_LOG_CAPACITY`] changes; a stream or set that falls
-//!   further behind rescans its subscriptions (correct, slower).
+//!   further behind rescans its subscriptions (correct, slower), except an incremental
+//!   stream in step with the store, which ends (see "Memory of an incremental stream").
 
 mod applied;
 mod body_checks;
@@ -278,6 +297,7 @@ mod delta;
 mod event;
 mod flow;
 mod index;
+mod known;
 mod names;
 mod publication;
 mod resource_errors;

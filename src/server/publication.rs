@@ -104,6 +104,10 @@ pub struct StoreChange {
     /// Aliases the resource had before or has after the change (subscribers by alias are
     /// affected too).
     pub aliases: Vec<String>,
+    /// The entry hash ([`entry_hash`](super::entry_hash)) of the body the resource had
+    /// just before the change; `None` when it had none. An incremental stream in step with
+    /// the store reads it to know what its client holds without a copy of every name.
+    pub before: Option<u64>,
 }
 
 impl StoreChange {

@@ -662,7 +662,9 @@ impl ResourceStore {
         }
         table.sum.add(pair);
         table.frame_bytes = table.frame_bytes.saturating_add(stored.frame.len());
+        let mut before = None;
         if let Some(ByName(old)) = table.resources.replace(ByName(Box::new(stored))) {
+            before = Some(old.pair);
             table.sum.remove(old.pair);
             table.frame_bytes = table.frame_bytes.saturating_sub(old.frame.len());
             for alias in old.aliases.into_vec() {
@@ -673,7 +675,7 @@ impl ResourceStore {
             }
         }
         table.changed(revision);
-        self.push_change(revision, type_url, entry.name, changed_aliases);
+        self.push_change(revision, type_url, entry.name, changed_aliases, before);
     }
 
     /// Removes a resource at `revision` (a no-op when it is not there).
@@ -690,9 +692,14 @@ impl ResourceStore {
             table.aliases.remove(alias.as_str());
         }
         table.changed(revision);
-        let StoredResource { name, aliases, .. } = *old;
+        let StoredResource {
+            name,
+            aliases,
+            pair,
+            ..
+        } = *old;
         let (name, aliases) = (String::from(name), aliases.into_vec());
-        self.push_change(revision, type_url, name, aliases);
+        self.push_change(revision, type_url, name, aliases, Some(pair));
     }
 
     /// Publishes a type not published yet, at `revision`.
@@ -703,7 +710,7 @@ impl ResourceStore {
             ..TypeTable::default()
         };
         self.types.insert(String::from(type_url), table);
-        self.push_change(revision, type_url, String::new(), Vec::new());
+        self.push_change(revision, type_url, String::new(), Vec::new(), None);
     }
 
     /// Publishes an error for `name` of `type_url` instead of a body (xRFC TP3
@@ -759,7 +766,7 @@ impl ResourceStore {
         }
         table.sum.add(error.hash);
         table.changed(revision);
-        self.push_change(revision, type_url, name, Vec::new());
+        self.push_change(revision, type_url, name, Vec::new(), None);
     }
 
     /// Clears the error of `name` ([`TYPE_WIDE`]: the type's); `None` when it had none.
@@ -787,7 +794,7 @@ impl ResourceStore {
         };
         table.sum.remove(old.hash);
         table.changed(revision);
-        self.push_change(revision, type_url, name, Vec::new());
+        self.push_change(revision, type_url, name, Vec::new(), None);
         true
     }
 
@@ -983,6 +990,7 @@ impl ResourceStore {
         type_url: &str,
         name: String,
         aliases: Vec<String>,
+        before: Option<u64>,
     ) {
         self.revision = revision;
         if self.log_capacity == 0 {
@@ -996,7 +1004,7 @@ impl ResourceStore {
         }
         if self.log.len() == self.log.capacity() {
             // Grown by a quarter, not doubled: a log short of its capacity holds at most
-            // a quarter of its entries' size spare (88 bytes an entry), not all of it.
+            // a quarter of its entries' size spare (104 bytes an entry), not all of it.
             let room = (self.log.len() / 4)
                 .max(16)
                 .min(self.log_capacity.saturating_sub(self.log.len()));
@@ -1011,6 +1019,7 @@ impl ResourceStore {
             type_url,
             name,
             aliases,
+            before,
         });
     }
 }

@@ -294,7 +294,7 @@ impl ServerStream {
                         .iter_mut()
                         .find(|t| t.type_url == change.type_url)
                     {
-                        entry.mark_dirty(&change.name, &change.aliases);
+                        entry.mark_dirty(change);
                     }
                 }
             }
@@ -303,16 +303,29 @@ impl ServerStream {
         self.seen = store.revision();
     }
 
+    /// The change log no longer reaches back to the stream's last catch-up: every type
+    /// compares everything at its next build; a type that cannot recover so ends the
+    /// stream ([`ProtocolError::ChangeLogOutrun`]).
     pub(crate) fn resync_all(&mut self) {
+        let mut lost = None;
         for entry in &mut self.types {
-            entry.resync();
+            if entry.lost_log() && lost.is_none() {
+                lost = Some(String::from(entry.type_url.as_str()));
+            }
+        }
+        if let (Some(type_url), None) = (lost, &self.closed) {
+            self.close(ProtocolError::ChangeLogOutrun { type_url });
         }
     }
 
     /// Marks a store change for this stream (the `StreamSet` index calls it).
-    pub(crate) fn mark_dirty(&mut self, type_url: &str, name: &str, aliases: &[String]) {
-        if let Some(entry) = self.types.iter_mut().find(|t| t.type_url == type_url) {
-            entry.mark_dirty(name, aliases);
+    pub(crate) fn mark_dirty(&mut self, change: &StoreChange) {
+        if let Some(entry) = self
+            .types
+            .iter_mut()
+            .find(|t| t.type_url == change.type_url)
+        {
+            entry.mark_dirty(change);
         }
     }
 
@@ -325,7 +338,7 @@ impl ServerStream {
                 if !change.name.is_empty() && entry.saturated() {
                     continue;
                 }
-                entry.mark_dirty(&change.name, &change.aliases);
+                entry.mark_dirty(change);
             }
         }
     }
@@ -397,7 +410,8 @@ impl ServerStream {
         if !self.indexed {
             self.catch_up(store);
         }
-        Some(())
+        // Catching up may end the stream (`ChangeLogOutrun`).
+        self.closed.is_none().then_some(())
     }
 
     fn next_nonce(&mut self) -> String {

@@ -9,6 +9,7 @@ use super::applied::{Applied, AppliedState};
 use super::config::ServerConfig;
 use super::delta::DeltaState;
 use super::flow::{Flow, Kind, SendCtx, Timers};
+use super::publication::StoreChange;
 use super::resource_errors::TYPE_WIDE;
 use super::sotw::{Diff, SotwState};
 use super::store::ResourceStore;
@@ -50,7 +51,7 @@ impl TypeState {
                 config.sticky_legacy_wildcard,
                 config.sotw_not_found_errors,
             )),
-            Variant::Delta => State::Delta(DeltaState::new(type_url)),
+            Variant::Delta => State::Delta(DeltaState::new(type_url, config.delta_in_step)),
         };
         TypeState {
             type_url: SharedStr::from(type_url),
@@ -138,7 +139,8 @@ impl TypeState {
     /// A store change of resource `name` of this type; an empty name is the type's
     /// publication, [`TYPE_WIDE`] a change of the type's error (it may concern every name
     /// subscribed: compare everything).
-    pub(crate) fn mark_dirty(&mut self, name: &str, aliases: &[String]) {
+    pub(crate) fn mark_dirty(&mut self, change: &StoreChange) {
+        let name = change.name.as_str();
         if name.is_empty() {
             self.unpublished = false;
             self.hold_reported = false;
@@ -150,7 +152,18 @@ impl TypeState {
         }
         match &mut self.state {
             State::Sotw(s) => s.mark_dirty(name),
-            State::Delta(d) => d.mark_dirty(name, aliases),
+            State::Delta(d) => d.mark_dirty(change),
+        }
+    }
+
+    /// The change log no longer reaches back to the last change this type noted: compare
+    /// everything at the next build. Whether the type cannot recover (an incremental type
+    /// in step with the store lost which resources were removed meanwhile).
+    pub(crate) fn lost_log(&mut self) -> bool {
+        self.resync();
+        match &self.state {
+            State::Sotw(_) => false,
+            State::Delta(d) => d.lost_track(),
         }
     }
 

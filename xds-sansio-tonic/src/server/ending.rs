@@ -102,6 +102,7 @@ impl Ending {
             Ending::Broken(_) => "broken",
             Ending::Gone => "gone",
             Ending::Protocol(ProtocolError::LimitExceeded(_)) => "limit",
+            Ending::Protocol(ProtocolError::ChangeLogOutrun { .. }) => "change_log_outrun",
             Ending::Protocol(_) => "protocol_error",
             Ending::Denied(_) => "permission_denied",
             Ending::NoFirstRequest => "no_first_request",
@@ -129,6 +130,10 @@ impl Ending {
             }
             Ending::Protocol(ProtocolError::LimitExceeded(what)) => {
                 tracing::warn!(reason = self.label(), limit = %what, "stream closed: limit exceeded")
+            }
+            Ending::Protocol(e @ ProtocolError::ChangeLogOutrun { .. }) => {
+                // The server's doing: the store's log is too short for its publications.
+                tracing::warn!(reason = self.label(), error = %e, "stream ended: the change log ran past it")
             }
             Ending::Protocol(e) => {
                 tracing::info!(reason = self.label(), error = %e, "stream closed: protocol error")

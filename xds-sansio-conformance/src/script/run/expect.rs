@@ -176,6 +176,7 @@ fn protocol_error_name(error: &ProtocolError) -> &'static str {
         ProtocolError::WrongTypeUrl { .. } => "wrong-type-url",
         ProtocolError::WrongVariant { .. } => "wrong-variant",
         ProtocolError::LimitExceeded(_) => "limit-exceeded",
+        ProtocolError::ChangeLogOutrun { .. } => "change-log-outrun",
         _ => "unknown",
     }
 }
