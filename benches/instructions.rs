@@ -59,6 +59,11 @@ const WORKLOADS: &[Workload] = &[
         run: client_sotw_all_changed_batched,
     },
     Workload {
+        name: "client_sotw_unchanged_10k_batched",
+        iterations: 3,
+        run: client_sotw_unchanged_batched,
+    },
+    Workload {
         name: "prost_decode_cds_10k",
         iterations: 3,
         run: prost_decode_cds,
@@ -154,8 +159,9 @@ fn client_sotw_first_load_batched(work: bool) {
     black_box(clients);
 }
 
-fn all_changed(work: bool, shape: EventShape) {
-    let (first, second) = (cds_response_at(1), cds_response_at(2));
+/// A second full state after a first load: at generation `second` (1: unchanged).
+fn full_state_again(work: bool, shape: EventShape, second: u8) {
+    let (first, second) = (cds_response_at(1), cds_response_at(second));
     let mut clients: Vec<Client> = (0..3).map(|_| sotw_client_with(shape)).collect();
     for c in &mut clients {
         ingest_sotw(c, &first);
@@ -170,12 +176,19 @@ fn all_changed(work: bool, shape: EventShape) {
 
 /// The full state again with every body changed (owned events).
 fn client_sotw_all_changed(work: bool) {
-    all_changed(work, EventShape::PerResource)
+    full_state_again(work, EventShape::PerResource, 2)
 }
 
 /// The full state again with every body changed (batched, every change read).
 fn client_sotw_all_changed_batched(work: bool) {
-    all_changed(work, EventShape::Batched)
+    full_state_again(work, EventShape::Batched, 2)
+}
+
+/// The same full state again, every body unchanged (batched): what a client pays for a
+/// server's resend (a reconnect, or a SotW server that answers every change with the
+/// whole type).
+fn client_sotw_unchanged_batched(work: bool) {
+    full_state_again(work, EventShape::Batched, 1)
 }
 
 /// Decode, handle and ACK a 10k-cluster response on a fresh client (first load).

@@ -16,6 +16,7 @@
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
+use core::num::NonZeroU64;
 
 use super::publication::Revision;
 use super::store::{ResourceStore, StoredResource};
@@ -139,14 +140,21 @@ impl KnownSet {
     /// The store changed `name` at `revision`; `before` is the entry hash it had just
     /// before (`None`: no body). In step, what the client holds stops being the store's:
     /// the first change after the set stepped in says what it was.
-    pub(crate) fn store_changed(&mut self, name: &str, revision: Revision, before: Option<u64>) {
+    pub(crate) fn store_changed(
+        &mut self,
+        name: &str,
+        revision: Revision,
+        before: Option<NonZeroU64>,
+    ) {
         let Some(since) = self.in_step else {
             return;
         };
         if revision <= since || self.entries.contains_key(name) {
             return;
         }
-        let entry = before.map_or(Entry::NotHeld, |pair| Entry::Held(Known::Version(pair)));
+        let entry = before.map_or(Entry::NotHeld, |pair| {
+            Entry::Held(Known::Version(pair.get()))
+        });
         self.entries.insert(Box::from(name), entry);
     }
 
@@ -291,10 +299,10 @@ mod tests {
         let old = pair(&store, "a");
         let rev = store.set(T, "a", Bytes::from_static(b"a2")).unwrap();
         let rev_c = store.set(T, "c", Bytes::from_static(b"c")).unwrap();
-        known.store_changed("a", rev, Some(old));
+        known.store_changed("a", rev, NonZeroU64::new(old));
         known.store_changed("c", rev_c, None);
         // A second change of "a" does not overwrite what the client held.
-        known.store_changed("a", rev_c, Some(pair(&store, "a")));
+        known.store_changed("a", rev_c, NonZeroU64::new(pair(&store, "a")));
         assert_eq!(known.get(&store, T, "a"), Some(Known::Version(old)));
         assert_eq!(known.get(&store, T, "c"), None);
         assert!(known.holds("b", store.get(T, "b").unwrap()));
@@ -304,7 +312,7 @@ mod tests {
         known.insert(&store, T, "c", Known::Version(pair(&store, "c")));
         assert_eq!(known.len(), 0);
         // A change at or before the step-in revision is old news.
-        known.store_changed("b", Revision(0), Some(1));
+        known.store_changed("b", Revision(0), NonZeroU64::new(1));
         assert_eq!(known.len(), 0);
     }
 

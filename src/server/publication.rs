@@ -2,11 +2,13 @@
 //! operations), what the store answers (revisions, changes, errors). Below the store and
 //! its checks, so each of them reads it and none of them reads another through it.
 
+use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
+use core::num::NonZeroU64;
 use core::time::Duration;
 
 use super::consistency::ConsistencyReport;
@@ -99,15 +101,19 @@ pub struct StoreChange {
     pub revision: Revision,
     /// Which type (one buffer shared by every change of the type).
     pub type_url: SharedStr,
-    /// Which resource; empty when the type itself was published.
-    pub name: String,
+    /// Which resource; empty when the type itself was published. Boxed, like the other
+    /// fields, so the log costs as little as it can per change (it holds tens of
+    /// thousands).
+    pub name: Box<str>,
     /// Aliases the resource had before or has after the change (subscribers by alias are
     /// affected too).
-    pub aliases: Vec<String>,
+    pub aliases: Box<[String]>,
     /// The entry hash ([`entry_hash`](super::entry_hash)) of the body the resource had
-    /// just before the change; `None` when it had none. An incremental stream in step with
-    /// the store reads it to know what its client holds without a copy of every name.
-    pub before: Option<u64>,
+    /// just before the change; `None` when it had none (or, one time in 2^64, when that
+    /// hash was 0: a reader then resends, never misses). An incremental stream in step
+    /// with the store reads it to know what its client holds without a copy of every
+    /// name.
+    pub before: Option<NonZeroU64>,
 }
 
 impl StoreChange {
@@ -122,7 +128,7 @@ impl StoreChange {
         let named = !self.name.is_empty();
         let glob = named.then(|| collection_of(&self.name)).flatten();
         named
-            .then_some(Cow::Borrowed(self.name.as_str()))
+            .then_some(Cow::Borrowed(&*self.name))
             .into_iter()
             .chain(
                 self.aliases

@@ -179,7 +179,7 @@ impl<K: Copy + Ord> SubscriptionIndex<K> {
                 );
             }
             for change in changes {
-                if change.name.is_empty() || change.name == TYPE_WIDE {
+                if change.name.is_empty() || &*change.name == TYPE_WIDE {
                     for key in entry.by_name.values().flatten() {
                         visit(*key, Concern::Named(change));
                     }

@@ -140,7 +140,7 @@ impl TypeState {
     /// publication, [`TYPE_WIDE`] a change of the type's error (it may concern every name
     /// subscribed: compare everything).
     pub(crate) fn mark_dirty(&mut self, change: &StoreChange) {
-        let name = change.name.as_str();
+        let name = &*change.name;
         if name.is_empty() {
             self.unpublished = false;
             self.hold_reported = false;

@@ -158,3 +158,31 @@ mod tests {
         assert_eq!(VersionSum::EMPTY.to_version(), "0000000000000000");
     }
 }
+
+/// A stored version string, kept inline when it is 16 bytes long (the default version,
+/// [`body_version`], always is): a store of a million resources then holds no buffer per
+/// version. Longer or shorter versions (the application's own) are boxed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CompactVersion {
+    /// 16 bytes of UTF-8, inline.
+    Inline([u8; 16]),
+    /// Any other length.
+    Boxed(alloc::boxed::Box<str>),
+}
+
+impl CompactVersion {
+    pub(crate) fn new(version: String) -> CompactVersion {
+        match <[u8; 16]>::try_from(version.as_bytes()) {
+            Ok(bytes) => CompactVersion::Inline(bytes),
+            Err(_) => CompactVersion::Boxed(version.into_boxed_str()),
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            // Built from a `String`, so always UTF-8.
+            CompactVersion::Inline(bytes) => core::str::from_utf8(bytes).unwrap_or_default(),
+            CompactVersion::Boxed(s) => s,
+        }
+    }
+}

@@ -179,7 +179,7 @@ impl Callbacks for Recorder {
             self.record(|line| Entry::Store {
                 line,
                 type_url: String::from(change.type_url.as_str()),
-                name: change.name.clone(),
+                name: String::from(&*change.name),
                 version,
             });
         }
