@@ -200,7 +200,7 @@ fn served(store: &ResourceStore, in_step: bool) -> ServerStream {
     let mut s = ServerStream::new(config(in_step));
     s.handle_request(T0, dreq(delta(CDS, &["*"], &[], "")));
     let first = one_delta(drain(&mut s, T0, store));
-    assert_eq!(first.resources.len(), 3);
+    assert_eq!(first.resources.len(), store.len(CDS));
     let mut ack = delta(CDS, &[], &[], &first.nonce);
     ack.node = None;
     s.handle_request(T0, dreq(ack));
@@ -208,7 +208,7 @@ fn served(store: &ResourceStore, in_step: bool) -> ServerStream {
 }
 
 #[test]
-fn a_change_log_that_runs_past_an_in_step_stream_ends_it_unavailable() {
+fn an_in_step_stream_the_log_ran_past_recovers_from_the_removed_names() {
     let mut store = ResourceStore::with_log_capacity(2);
     for n in ["a", "b", "c"] {
         store.set(CDS, n, body(n, "1")).unwrap();
@@ -220,17 +220,36 @@ fn a_change_log_that_runs_past_an_in_step_stream_ends_it_unavailable() {
     for g in 2..6 {
         store.set(CDS, "a", body("a", &g.to_string())).unwrap();
     }
+    for s in [&mut in_step, &mut explicit] {
+        let d = one_delta(drain(s, T0, &store));
+        assert!(!s.is_closed());
+        assert_eq!(delta_names(&d), ["a"]);
+        assert_eq!(d.removed_resources, ["b"]);
+    }
+}
+
+#[test]
+fn a_change_log_that_runs_past_even_the_removed_names_ends_an_in_step_stream_unavailable() {
+    // The removed names are kept as long as the log is (here 2 removals).
+    let mut store = ResourceStore::with_log_capacity(2);
+    for n in ["a", "b", "c", "d"] {
+        store.set(CDS, n, body(n, "1")).unwrap();
+    }
+    let mut in_step = served(&store, true);
+    let mut explicit = served(&store, false);
+    for n in ["b", "c", "d"] {
+        store.remove(CDS, n);
+    }
     assert!(drain(&mut in_step, T0, &store).is_empty());
     let Some(ProtocolError::ChangeLogOutrun { type_url }) = in_step.closed_by() else {
         panic!("closed by {:?}", in_step.closed_by());
     };
     assert_eq!(type_url, CDS);
     assert_eq!(in_step.closed_by().map(ProtocolError::grpc_code), Some(14));
-    // Without stepping in, the stream resyncs in place and tells the removal.
+    // Without stepping in, the stream resyncs in place and tells every removal.
     let d = one_delta(drain(&mut explicit, T0, &store));
     assert!(!explicit.is_closed());
-    assert_eq!(delta_names(&d), ["a"]);
-    assert_eq!(d.removed_resources, ["b"]);
+    assert_eq!(d.removed_resources, ["b", "c", "d"]);
 }
 
 #[test]
@@ -250,4 +269,131 @@ fn an_in_step_stream_polled_late_sends_what_changed_and_what_was_removed() {
     let d = one_delta(drain(&mut s, T0, &store));
     assert_eq!(delta_names(&d), ["a", "d"]);
     assert_eq!(d.removed_resources, ["b"]);
+}
+
+/// One wildcard CDS stream, alone or in a [`StreamSet`].
+#[allow(clippy::large_enum_variant)]
+enum OneStream {
+    Alone(ServerStream),
+    InSet(StreamSet, StreamId),
+}
+
+impl OneStream {
+    fn open(in_set: bool) -> OneStream {
+        if in_set {
+            let mut set = StreamSet::new();
+            let id = set.insert(config(true));
+            OneStream::InSet(set, id)
+        } else {
+            OneStream::Alone(ServerStream::new(config(true)))
+        }
+    }
+
+    fn send(&mut self, r: xds_sansio::pb::discovery::DeltaDiscoveryRequest) {
+        match self {
+            OneStream::Alone(s) => s.handle_request(T0, dreq(r)),
+            OneStream::InSet(set, id) => set.handle_request(*id, T0, dreq(r)).unwrap(),
+        }
+    }
+
+    fn poll(&mut self, store: &ResourceStore) -> Option<Response> {
+        match self {
+            OneStream::Alone(s) => s.poll_response(T0, store),
+            OneStream::InSet(set, id) => {
+                set.sync(store);
+                set.poll_response(*id, T0, store)
+            }
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        match self {
+            OneStream::Alone(s) => s.is_closed(),
+            OneStream::InSet(set, id) => set.stream(*id).is_none_or(ServerStream::is_closed),
+        }
+    }
+}
+
+/// A model incremental client of wildcard CDS against a store whose change log holds 3
+/// changes: whatever the store does and however late the stream is polled, once the
+/// stream is quiet the client's cache is the store. A stream the log ran past ends, and
+/// the client resumes on a new one presenting what it holds, as a real client does.
+fn converges(ops: Vec<Op>, in_set: bool) -> bool {
+    use std::collections::BTreeMap;
+    let mut store = ResourceStore::with_log_capacity(3);
+    let mut cache: BTreeMap<String, (String, bytes::Bytes)> = BTreeMap::new();
+    let mut stream = OneStream::open(in_set);
+    stream.send(delta(CDS, &["*"], &[], ""));
+    let mut reconnects = 0;
+    for op in ops {
+        match op {
+            Op::Set {
+                name, generation, ..
+            } => {
+                let n = name_of(name % NAMES.len() as u8);
+                store.set(CDS, n, body(n, &generation.to_string())).unwrap();
+            }
+            Op::SetError { name, .. } => {
+                let n = name_of(name % NAMES.len() as u8);
+                store.set(CDS, n, body(n, "9")).unwrap();
+            }
+            Op::Remove { name, .. }
+            | Op::ClearError { name, .. }
+            | Op::Unsubscribe { name, .. } => {
+                store.remove(CDS, name_of(name % NAMES.len() as u8));
+            }
+            Op::Subscribe { .. } | Op::Poll => {
+                for _ in 0..20 {
+                    match stream.poll(&store) {
+                        Some(Response::Delta(d)) => {
+                            for r in &d.resources {
+                                if let Some(any) = &r.resource {
+                                    cache.insert(
+                                        r.name.clone(),
+                                        (r.version.clone(), any.value.clone()),
+                                    );
+                                }
+                            }
+                            for n in &d.removed_resources {
+                                cache.remove(n);
+                            }
+                            let mut ack = delta(CDS, &[], &[], &d.nonce);
+                            ack.node = None;
+                            stream.send(ack);
+                        }
+                        Some(other) => panic!("not incremental: {other:?}"),
+                        None if stream.is_closed() => {
+                            reconnects += 1;
+                            stream = OneStream::open(in_set);
+                            let mut r = delta(CDS, &["*"], &[], "");
+                            r.initial_resource_versions = cache
+                                .iter()
+                                .map(|(n, (v, _))| (n.clone(), v.clone()))
+                                .collect();
+                            stream.send(r);
+                        }
+                        None => break,
+                    }
+                }
+                let held: BTreeMap<String, bytes::Bytes> = cache
+                    .iter()
+                    .map(|(n, (_, b))| (n.clone(), b.clone()))
+                    .collect();
+                let stored: BTreeMap<String, bytes::Bytes> = store
+                    .iter(CDS)
+                    .map(|r| (r.name().to_string(), r.body().clone()))
+                    .collect();
+                if held != stored {
+                    eprintln!("after {reconnects} reconnects: held {held:?}, stored {stored:?}");
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}
+
+#[test]
+fn a_client_of_an_in_step_stream_over_a_short_log_holds_the_store() {
+    QuickCheck::new().quickcheck(converges as fn(Vec<Op>, bool) -> bool);
 }

@@ -62,9 +62,9 @@ pub struct ServerConfig {
     /// Delta: once a wildcard type's full answer is out, keep only what differs from the
     /// store instead of an entry per resource sent (see the `server` module docs, "Memory
     /// of an incremental stream"). On by default: a wildcard stream then costs what is in
-    /// flight, not its type's size. The price is that a stream whose store's change log
-    /// runs past it (more changes between two polls than the log holds) cannot tell which
-    /// resources were removed meanwhile and ends with
+    /// flight, not its type's size. The price: a stream whose store's change log runs
+    /// past it resends every resource changed meanwhile (not only those the client does
+    /// not hold), and one that falls behind by more removals than the log holds ends with
     /// [`ProtocolError::ChangeLogOutrun`] (`UNAVAILABLE`), for the client to resume with
     /// `initial_resource_versions`. Off: every stream keeps an entry per resource and
     /// resyncs in place instead.

@@ -128,10 +128,11 @@ impl DeltaState {
         self.changes.resync && !self.known.is_in_step()
     }
 
-    /// Whether the change log ran past what this type must read of it (see
-    /// [`super::known::KnownSet::lost_track`]).
-    pub(crate) fn lost_track(&self) -> bool {
-        self.known.lost_track()
+    /// The change log ran past this type: whether what the client holds could be
+    /// recovered (see [`super::known::KnownSet::recover`]).
+    pub(crate) fn recover(&mut self, store: &ResourceStore) -> bool {
+        let t = self.type_url.as_str();
+        self.known.recover(store, t)
     }
 
     /// Whether the next plan or emit has something to consider.

@@ -129,10 +129,11 @@ pub enum ProtocolError {
     },
     /// A request goes beyond the stream's [`ServerLimits`](super::ServerLimits).
     LimitExceeded(Limit),
-    /// Not the client's doing: the store's change log no longer reaches back to an
-    /// incremental type this stream kept in step with the store (more changes than
-    /// [`DEFAULT_LOG_CAPACITY`](super::DEFAULT_LOG_CAPACITY), or the store's own capacity,
-    /// between two polls), so which resources were removed meanwhile is lost. The call ends
+    /// Not the client's doing: neither the store's change log nor its list of removed
+    /// names reaches back to an incremental type this stream kept in step with the store
+    /// (more removals than [`DEFAULT_LOG_CAPACITY`](super::DEFAULT_LOG_CAPACITY), or the
+    /// store's own capacity, between two polls), so which resources were removed
+    /// meanwhile is lost. The call ends
     /// with `UNAVAILABLE`; the client reconnects presenting `initial_resource_versions`,
     /// and is then sent exactly what differs, removals included.
     ChangeLogOutrun {

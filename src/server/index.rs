@@ -216,7 +216,7 @@ impl StreamSet {
             Err(_) => {
                 let mut ended = Vec::new();
                 for (id, stream) in self.streams.iter_mut() {
-                    stream.resync_all();
+                    stream.resync_all(store);
                     if stream.is_closed() {
                         // `ChangeLogOutrun`: out of the index, as after a closing request.
                         ended.push((id, stream.subscriptions()));

@@ -50,6 +50,8 @@ pub(crate) struct KnownSet {
     /// In step since this revision: every resource the store has is held as the store has
     /// it, except the names in `entries`. `None`: `entries` is everything.
     in_step: Option<Revision>,
+    /// The newest change noted (in step): what a recovery need not look behind.
+    noted: Revision,
     /// Boxed names (16 bytes a key, not 24); the tree is rebuilt packed after it grew a
     /// lot ([`KnownSet::pack_if_grown`]).
     entries: BTreeMap<Box<str>, Entry>,
@@ -149,6 +151,7 @@ impl KnownSet {
         let Some(since) = self.in_step else {
             return;
         };
+        self.noted = self.noted.max(revision);
         if revision <= since || self.entries.contains_key(name) {
             return;
         }
@@ -215,11 +218,35 @@ impl KnownSet {
         self.entries.retain(|_, e| *e != Entry::NotHeld);
     }
 
-    /// The store's change log no longer reaches back to when the set stepped in: which
-    /// resources were removed since is lost. Whether that happened (the stream cannot
-    /// tell its client about those removals and must end).
-    pub(crate) fn lost_track(&self) -> bool {
-        self.in_step.is_some()
+    /// The store's change log no longer reaches back to when the set stepped in, so what
+    /// the client held of the resources changed since is unknown. Recovers from what the
+    /// store still says: a resource changed since is taken as not held (resent), a name
+    /// removed since as held (its removal is told; a client that never held it ignores
+    /// it), and the set stands in step at the store's revision. Whether it could: `false`
+    /// when even the removed names no longer reach back (the stream must end).
+    pub(crate) fn recover(&mut self, store: &ResourceStore, type_url: &str) -> bool {
+        let Some(stepped_in) = self.in_step else {
+            return true;
+        };
+        // Changes up to the newest one noted were read from the log already.
+        let since = stepped_in.max(self.noted);
+        let Ok(removed) = store.removed_since(type_url, since) else {
+            return false;
+        };
+        for name in removed {
+            if !self.entries.contains_key(name) {
+                // Some version: none the store has, so the next build tells its removal.
+                self.entries
+                    .insert(Box::from(name), Entry::Held(Known::Version(0)));
+            }
+        }
+        for r in store.iter(type_url) {
+            if r.revision() > since && !self.entries.contains_key(r.name()) {
+                self.entries.insert(Box::from(r.name()), Entry::NotHeld);
+            }
+        }
+        self.in_step = Some(store.revision());
+        true
     }
 
     /// The names kept explicitly that the client holds something for (in step, the
@@ -329,6 +356,5 @@ mod tests {
             ["a"]
         );
         assert_eq!(known.get(&store, T, "b"), None);
-        assert!(!known.lost_track());
     }
 }

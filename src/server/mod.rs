@@ -85,9 +85,13 @@
 //! changed resource comes from the change log ([`StoreChange::before`]), read before the
 //! stream next looks at the store. So 100 000 wildcard streams over one type cost what is
 //! in flight to them, not 100 000 copies of the type's names. If the log runs past such a
-//! stream (more changes between two polls than the log holds), the removals in between
-//! cannot be told: the stream ends with [`ProtocolError::ChangeLogOutrun`]
-//! (`UNAVAILABLE`) and the client resumes with `initial_resource_versions`, which the
+//! stream (more changes between two polls than the log holds, as when a large type is
+//! republished whole), the stream recovers from what the store still says: every resource
+//! changed since is resent, and every name removed since (the store keeps as many removed
+//! names as its log holds changes, `graves.rs`) is told removed. Only if the removals too
+//! run past it (more removals than the log holds) does it end, with
+//! [`ProtocolError::ChangeLogOutrun`] (`UNAVAILABLE`), for the client to resume with
+//! `initial_resource_versions`, which the
 //! protocol defines for exactly this ("the first message (for a given type_url) of a
 //! reconnected gRPC stream has a third role: informing the server of the resources (and
 //! their versions) that the client already possesses"). A stream subscribed by
@@ -285,8 +289,9 @@
 //! - TTLs are sent whatever the node's `client_features` say
 //!   (`xds.config.supports-resource-ttl`, `xds.config.supports-resource-in-sotw`).
 //! - The store keeps the last [`DEFAULT_LOG_CAPACITY`] changes; a stream or set that falls
-//!   further behind rescans its subscriptions (correct, slower), except an incremental
-//!   stream in step with the store, which ends (see "Memory of an incremental stream").
+//!   further behind rescans its subscriptions (correct, slower); an incremental stream in
+//!   step with the store that falls behind by more removals than that ends (see "Memory
+//!   of an incremental stream").
 
 mod applied;
 mod body_checks;
@@ -296,6 +301,7 @@ mod dangling;
 mod delta;
 mod event;
 mod flow;
+mod graves;
 mod index;
 mod known;
 mod names;

@@ -17,6 +17,7 @@ use prost::Message;
 use super::body_checks::BodyChecks;
 use super::consistency::{Consistency, ConsistencyReport};
 use super::dangling::{self, TwoPhase};
+use super::graves::Graves;
 use super::publication::{LogTruncated, ResourceEntry, Revision, StoreChange, StoreError, StoreOp};
 use super::resource_errors::{StoredError, TYPE_WIDE};
 use super::shared::SharedFrames;
@@ -215,6 +216,8 @@ struct TypeTable {
     errors: BTreeMap<String, StoredError>,
     /// The error of every name held neither as a body nor as an error of its own.
     type_error: Option<StoredError>,
+    /// Names removed, kept longer than the log's entries (see `graves.rs`).
+    graves: Graves,
 }
 
 impl TypeTable {
@@ -693,6 +696,7 @@ impl ResourceStore {
         let Some(ByName(old)) = table.resources.take(name) else {
             return;
         };
+        table.graves.bury(revision, name, self.log_capacity);
         table.sum.remove(old.pair);
         table.frame_bytes = table.frame_bytes.saturating_sub(old.frame.len());
         for alias in old.aliases() {
@@ -973,6 +977,20 @@ impl ResourceStore {
         self.types
             .get(type_url)
             .map_or(VersionSum::EMPTY, |t| t.sum)
+    }
+
+    /// The names of `type_url` removed after `since` (some may be back), kept longer than
+    /// the change log; `Err` when they no longer reach back that far.
+    pub(crate) fn removed_since(
+        &self,
+        type_url: &str,
+        since: Revision,
+    ) -> Result<impl Iterator<Item = &str>, LogTruncated> {
+        match self.types.get(type_url) {
+            Some(t) => t.graves.since(since).map(Some),
+            None => Ok(None),
+        }
+        .map(|names| names.into_iter().flatten())
     }
 
     /// The changes after `since`, oldest first, in O(log n) + O(changes); `Err` when the

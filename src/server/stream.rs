@@ -298,7 +298,7 @@ impl ServerStream {
                     }
                 }
             }
-            Err(_) => self.resync_all(),
+            Err(_) => self.resync_all(store),
         }
         self.seen = store.revision();
     }
@@ -306,10 +306,10 @@ impl ServerStream {
     /// The change log no longer reaches back to the stream's last catch-up: every type
     /// compares everything at its next build; a type that cannot recover so ends the
     /// stream ([`ProtocolError::ChangeLogOutrun`]).
-    pub(crate) fn resync_all(&mut self) {
+    pub(crate) fn resync_all(&mut self, store: &ResourceStore) {
         let mut lost = None;
         for entry in &mut self.types {
-            if entry.lost_log() && lost.is_none() {
+            if !entry.lost_log(store) && lost.is_none() {
                 lost = Some(String::from(entry.type_url.as_str()));
             }
         }

@@ -157,13 +157,13 @@ impl TypeState {
     }
 
     /// The change log no longer reaches back to the last change this type noted: compare
-    /// everything at the next build. Whether the type cannot recover (an incremental type
-    /// in step with the store lost which resources were removed meanwhile).
-    pub(crate) fn lost_log(&mut self) -> bool {
+    /// everything at the next build. Whether the type recovered (an incremental type in
+    /// step with the store may have lost which resources were removed meanwhile).
+    pub(crate) fn lost_log(&mut self, store: &ResourceStore) -> bool {
         self.resync();
-        match &self.state {
-            State::Sotw(_) => false,
-            State::Delta(d) => d.lost_track(),
+        match &mut self.state {
+            State::Sotw(_) => true,
+            State::Delta(d) => d.recover(store),
         }
     }
 
