@@ -216,8 +216,6 @@ struct TypeTable {
     errors: BTreeMap<String, StoredError>,
     /// The error of every name held neither as a body nor as an error of its own.
     type_error: Option<StoredError>,
-    /// Names removed, kept longer than the log's entries (see `graves.rs`).
-    graves: Graves,
 }
 
 impl TypeTable {
@@ -295,6 +293,8 @@ pub struct ResourceStore {
     consistency: Consistency,
     /// Whether bodies are checked against their type and entry.
     body_checks: BodyChecks,
+    /// Per type, the names removed, kept longer than the log's entries (see `graves.rs`).
+    graves: BTreeMap<String, Graves>,
 }
 
 impl Default for ResourceStore {
@@ -320,6 +320,7 @@ impl ResourceStore {
             log_floor: Revision(0),
             consistency: Consistency::Off,
             body_checks: BodyChecks::Off,
+            graves: BTreeMap::new(),
         }
     }
 
@@ -696,9 +697,16 @@ impl ResourceStore {
         let Some(ByName(old)) = table.resources.take(name) else {
             return;
         };
-        table.graves.bury(revision, name, self.log_capacity);
+
         table.sum.remove(old.pair);
         table.frame_bytes = table.frame_bytes.saturating_sub(old.frame.len());
+        if !self.graves.contains_key(type_url) {
+            self.graves
+                .insert(String::from(type_url), Graves::default());
+        }
+        if let Some(graves) = self.graves.get_mut(type_url) {
+            graves.bury(revision, name, self.log_capacity);
+        }
         for alias in old.aliases() {
             table.aliases.remove(alias.as_str());
         }
@@ -986,8 +994,8 @@ impl ResourceStore {
         type_url: &str,
         since: Revision,
     ) -> Result<impl Iterator<Item = &str>, LogTruncated> {
-        match self.types.get(type_url) {
-            Some(t) => t.graves.since(since).map(Some),
+        match self.graves.get(type_url) {
+            Some(g) => g.since(since).map(Some),
             None => Ok(None),
         }
         .map(|names| names.into_iter().flatten())

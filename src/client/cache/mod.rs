@@ -7,6 +7,7 @@
 mod apply;
 pub(crate) mod record;
 mod records;
+mod unchanged;
 
 use alloc::string::String;
 use hashbrown::HashMap;

@@ -63,6 +63,12 @@ impl Rare {
 }
 
 impl Record {
+    /// Whether nothing but its state and what it holds is known of it (no rejection,
+    /// server error, timer or ignored deletion).
+    pub(crate) fn is_plain(&self) -> bool {
+        self.rare.as_deref().is_none_or(Rare::is_empty)
+    }
+
     pub(crate) fn requested() -> Record {
         Record {
             cached: None,

@@ -162,6 +162,11 @@ impl Records {
         self.entries.iter().map(|(n, r)| (n, r))
     }
 
+    /// Every record with its name, in the order of [`Records::iter`].
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&SharedStr, &mut Record)> {
+        self.entries.iter_mut().map(|(n, r)| (&*n, r))
+    }
+
     pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut Record> {
         self.entries.iter_mut().map(|(_, r)| r)
     }
