@@ -6,6 +6,9 @@
 //!
 //! `cargo bench -p xds-sansio-tonic --bench fanout -- --warm-up-time 1 --measurement-time 10`
 
+#[path = "../tests/support/loopback.rs"]
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,13 +72,7 @@ impl Loopback {
         server
             .publish(DEFAULT_GROUP, (0..CLUSTERS).map(|i| set(i, "v0")).collect())
             .unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let uri = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(
-            server
-                .clone()
-                .serve_with_listener(listener, std::future::pending()),
-        );
+        let uri = support::serve_on_loopback(&server).await;
         let acks = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(Notify::new());
         let target = Arc::new(AtomicUsize::new(streams));

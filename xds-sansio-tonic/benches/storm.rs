@@ -26,6 +26,9 @@
 //! `XDS_STORM_MAX_WAIT_MS` (protection's settings, default `Admission::default()`),
 //! `XDS_STORM_MODES` (`off,on`). Figures: `benches/README.md`, "Storm".
 
+#[path = "../tests/support/loopback.rs"]
+mod support;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -34,11 +37,10 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
 use xds_sansio::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
-use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::server::{BodyChecks, ResourceEntry, StoreOp};
 use xds_sansio::types::CLUSTER;
-use xds_sansio::{Request, Response, Transport, Variant};
-use xds_sansio_tonic::call::{connect, ConnectOptions, Inbound, Ready};
+use xds_sansio::{Request, Response};
+use xds_sansio_tonic::call::{connect, ConnectOptions, Inbound};
 use xds_sansio_tonic::client::ManagementServer;
 use xds_sansio_tonic::server::Admission;
 use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
@@ -94,19 +96,7 @@ async fn open(
     channel: &Channel,
     version: &str,
 ) -> Result<(mpsc::UnboundedSender<Request>, Inbound), tonic::Status> {
-    let ready = Ready::new(channel.clone(), Variant::Sotw, &Transport::Aggregated).await?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let _ = tx.send(Request::Sotw(DiscoveryRequest {
-        node: Some(Node {
-            id: "storm".into(),
-            ..Node::default()
-        }),
-        type_url: CDS.into(),
-        version_info: version.into(),
-        ..Default::default()
-    }));
-    let inbound = ready.start(rx).await?;
-    Ok((tx, inbound))
+    support::open_cds(channel, "storm", version).await
 }
 
 fn ack(tx: &mpsc::UnboundedSender<Request>, response: &DiscoveryResponse) {
@@ -222,13 +212,7 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
     server
         .publish(DEFAULT_GROUP, (0..CLUSTERS).map(|i| set(i, 0)).collect())
         .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let uri = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(
-        server
-            .clone()
-            .serve_with_listener(listener, std::future::pending()),
-    );
+    let uri = support::serve_on_loopback(&server).await;
     let updates = Arc::new(Updates::default());
     updates
         .published

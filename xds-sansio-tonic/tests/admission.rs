@@ -13,12 +13,10 @@ use support::counting_recorder::counts;
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
 use tonic::Code;
-use xds_sansio::pb::discovery::DiscoveryRequest;
-use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::server::{ResourceEntry, StoreOp};
 use xds_sansio::types::CLUSTER;
-use xds_sansio::{Request, Response, Transport, Variant};
-use xds_sansio_tonic::call::{connect, ConnectOptions, Inbound, Ready};
+use xds_sansio::{Request, Response};
+use xds_sansio_tonic::call::{connect, ConnectOptions, Inbound};
 use xds_sansio_tonic::client::ManagementServer;
 use xds_sansio_tonic::server::metrics::names;
 use xds_sansio_tonic::server::Admission;
@@ -38,22 +36,9 @@ fn cluster(name: &str) -> StoreOp {
 
 /// One raw SotW ADS call whose first request asks wildcard CDS at `version`.
 async fn open(channel: &Channel, version: &str) -> (mpsc::UnboundedSender<Request>, Inbound) {
-    let ready = Ready::new(channel.clone(), Variant::Sotw, &Transport::Aggregated)
+    support::loopback::open_cds(channel, "storm", version)
         .await
-        .unwrap();
-    let (tx, rx) = mpsc::unbounded_channel();
-    tx.send(Request::Sotw(DiscoveryRequest {
-        node: Some(Node {
-            id: "storm".into(),
-            ..Node::default()
-        }),
-        type_url: CDS.into(),
-        version_info: version.into(),
-        ..Default::default()
-    }))
-    .unwrap();
-    let inbound = ready.start(rx).await.unwrap();
-    (tx, inbound)
+        .unwrap()
 }
 
 /// A server with `admission` serving two clusters, and a connection to it.
@@ -62,13 +47,7 @@ async fn serve(admission: Admission) -> (XdsServer, Channel) {
     server
         .publish(DEFAULT_GROUP, vec![cluster("c1"), cluster("c2")])
         .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let uri = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(
-        server
-            .clone()
-            .serve_with_listener(listener, std::future::pending()),
-    );
+    let uri = support::loopback::serve_on_loopback(&server).await;
     let channel = connect(&ManagementServer::insecure(uri), &ConnectOptions::new(WAIT))
         .await
         .unwrap();

@@ -10,6 +10,8 @@
 //! endpoint change on the new streams. Every wait is bounded.
 #![cfg(feature = "record")]
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -90,13 +92,7 @@ impl Harness {
             .callbacks(recorder.clone())
             .body_checks(xds_sansio::server::BodyChecks::Off) // placeholder bodies
             .build();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let uri = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(
-            server
-                .clone()
-                .serve_with_listener(listener, std::future::pending()),
-        );
+        let uri = support::loopback::serve_on_loopback(&server).await;
         let server = Server(server);
         server.update(|s| {
             s.set(CDS, "c1", body("c1", "a")).unwrap();

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod counting_recorder;
+pub mod loopback;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
