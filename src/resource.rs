@@ -53,7 +53,21 @@ impl std::error::Error for NameError {}
 /// is not field 1.
 pub type NameExtractor = fn(&Bytes) -> Result<Bytes, NameError>;
 
+/// Reads a varint; a one-byte varint (every tag of fields 1-15 and every length under
+/// 128, nearly all of a resource's top level) takes the short path.
+#[inline]
 fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, NameError> {
+    match buf.get(*pos) {
+        Some(&byte) if byte < 0x80 => {
+            *pos += 1;
+            Ok(u64::from(byte))
+        }
+        _ => read_long_varint(buf, pos),
+    }
+}
+
+#[cold]
+fn read_long_varint(buf: &[u8], pos: &mut usize) -> Result<u64, NameError> {
     let mut value: u64 = 0;
     for shift in (0..64).step_by(7) {
         let byte = *buf.get(*pos).ok_or(NameError::Truncated)?;
@@ -86,32 +100,22 @@ fn name_range(buf: &[u8]) -> Result<core::ops::Range<usize>, NameError> {
     while pos < buf.len() {
         let tag = read_varint(buf, &mut pos)?;
         let field = tag >> 3;
-        if field == 0 {
-            return Err(NameError::BadWireType);
-        }
-        match tag & 7 {
-            0 => {
-                read_varint(buf, &mut pos)?;
-            }
-            1 => skip(buf, &mut pos, 8)?,
-            2 => {
-                let len = read_varint(buf, &mut pos)?;
-                let start = pos;
-                skip(buf, &mut pos, len)?;
-                if field == 1 && group_depth == 0 {
-                    found = Some(start..pos);
+        // Length-delimited first: nearly every top-level field of a resource (messages,
+        // strings, repeated messages) is one.
+        if tag & 7 == 2 && field != 0 {
+            let len = read_varint(buf, &mut pos)?;
+            let start = pos;
+            skip(buf, &mut pos, len)?;
+            if field == 1 && group_depth == 0 {
+                // The last one is the name, but every one must be a string (a decoder
+                // refuses the message otherwise): one replaced is checked now.
+                if let Some(earlier) = found.replace(start..pos) {
+                    check_utf8(buf.get(earlier).ok_or(NameError::Truncated)?)?;
                 }
             }
-            3 => group_depth = group_depth.saturating_add(1),
-            4 => {
-                group_depth = group_depth.checked_sub(1).ok_or(NameError::BadWireType)?;
-            }
-            5 => skip(buf, &mut pos, 4)?,
-            _ => return Err(NameError::BadWireType),
+            continue;
         }
-        if field == 1 && group_depth == 0 && tag & 7 != 2 && tag & 7 != 4 {
-            return Err(NameError::NameNotString);
-        }
+        skip_other(buf, &mut pos, tag, &mut group_depth)?;
     }
     if group_depth != 0 {
         return Err(NameError::Truncated);
@@ -120,12 +124,74 @@ fn name_range(buf: &[u8]) -> Result<core::ops::Range<usize>, NameError> {
     if range.is_empty() {
         return Err(NameError::Empty);
     }
-    let name = buf.get(range.clone()).ok_or(NameError::Truncated)?;
-    // Names are nearly always ASCII, which is UTF-8 and several times cheaper to check.
-    if !name.is_ascii() {
+    check_utf8(buf.get(range.clone()).ok_or(NameError::Truncated)?)?;
+    Ok(range)
+}
+
+/// Fails unless `name` is UTF-8. Names are nearly always ASCII, which is UTF-8 and several
+/// times cheaper to check.
+#[inline]
+fn check_utf8(name: &[u8]) -> Result<(), NameError> {
+    if !is_ascii(name) {
         core::str::from_utf8(name).map_err(|_| NameError::NameNotUtf8)?;
     }
-    Ok(range)
+    Ok(())
+}
+
+/// Skips a field that is not length-delimited (or refuses it): varints, fixed widths and
+/// group markers, none of which may be the name.
+fn skip_other(
+    buf: &[u8],
+    pos: &mut usize,
+    tag: u64,
+    group_depth: &mut u32,
+) -> Result<(), NameError> {
+    let field = tag >> 3;
+    if field == 0 {
+        return Err(NameError::BadWireType);
+    }
+    let at_top = *group_depth == 0;
+    match tag & 7 {
+        0 => {
+            read_varint(buf, pos)?;
+        }
+        1 => skip(buf, pos, 8)?,
+        3 => *group_depth = group_depth.saturating_add(1),
+        4 => {
+            *group_depth = group_depth.checked_sub(1).ok_or(NameError::BadWireType)?;
+        }
+        5 => skip(buf, pos, 4)?,
+        _ => return Err(NameError::BadWireType),
+    }
+    // Field 1 outside any group is the name, a string: any other wire type (the start of
+    // a group included) is not one.
+    if field == 1 && at_top {
+        return Err(NameError::NameNotString);
+    }
+    Ok(())
+}
+
+/// Whether `bytes` is ASCII, a word at a time: names are short (10-60 bytes), where the
+/// standard library's check spends more on lining up than on reading.
+#[inline]
+fn is_ascii(bytes: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let word = |chunk: &[u8]| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(chunk);
+        u64::from_le_bytes(w)
+    };
+    if bytes.len() < 8 {
+        return bytes.iter().fold(0u8, |acc, b| acc | b) < 0x80;
+    }
+    let chunks = bytes.chunks_exact(8);
+    // The last 8 bytes cover the remainder (reading some bytes twice).
+    let tail = bytes.len() - 8;
+    let mut any = bytes.get(tail..).map_or(HIGH, word);
+    for chunk in chunks {
+        any |= word(chunk);
+    }
+    any & HIGH == 0
 }
 
 /// The name (field 1) of an encoded resource, as a slice of `body`.
@@ -153,6 +219,22 @@ pub(crate) fn shared_name_field_1(body: &Bytes) -> Result<SharedStr, NameError> 
 mod tests {
     use super::*;
     use alloc::vec::Vec;
+    use quickcheck::Arbitrary;
+
+    #[test]
+    fn is_ascii_agrees_with_the_standard_library_at_every_length_and_position() {
+        for len in 0..40 {
+            let plain: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            assert!(is_ascii(&plain), "len {len}");
+            for at in 0..len {
+                for high in [0x80u8, 0xc3, 0xff] {
+                    let mut bytes = plain.clone();
+                    bytes[at] = high;
+                    assert_eq!(is_ascii(&bytes), bytes.is_ascii(), "len {len} at {at}");
+                }
+            }
+        }
+    }
 
     fn field(out: &mut Vec<u8>, number: u8, wire: u8, payload: &[u8]) {
         out.push(number << 3 | wire);
@@ -205,6 +287,86 @@ mod tests {
         fn never_panics(body: Vec<u8>) -> bool {
             let _ = name_of(&body);
             true
+        }
+    }
+
+    /// A message with a string name in field 1 and nothing else known: what prost makes of
+    /// a body is what protobuf says its name is.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Named {
+        #[prost(string, tag = "1")]
+        name: alloc::string::String,
+    }
+
+    /// A body of random top-level fields (any wire type, field 1 among them, groups with
+    /// fields inside), possibly cut short.
+    #[derive(Clone, Debug)]
+    struct Body(Vec<u8>);
+
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    fn random_field(g: &mut quickcheck::Gen, out: &mut Vec<u8>, depth: u32) {
+        let field = u64::from(*g.choose(&[1u8, 1, 2, 3, 9, 17]).unwrap_or(&1));
+        let wire = *g.choose(&[2u64, 2, 2, 0, 1, 5, 3]).unwrap_or(&2);
+        varint(out, field << 3 | wire);
+        match wire {
+            0 => varint(out, u64::arbitrary(g) >> (u8::arbitrary(g) % 64)),
+            1 => out.extend_from_slice(&u64::arbitrary(g).to_le_bytes()),
+            5 => out.extend_from_slice(&u32::arbitrary(g).to_le_bytes()),
+            2 => {
+                let text: Vec<u8> = match u8::arbitrary(g) % 4 {
+                    0 => Vec::new(),
+                    1 => Vec::<u8>::arbitrary(g),
+                    _ => alloc::format!("cluster-{}", u16::arbitrary(g)).into_bytes(),
+                };
+                let pad = if bool::arbitrary(g) { 130 } else { 0 };
+                varint(out, (text.len() + pad) as u64);
+                out.extend_from_slice(&text);
+                out.extend(core::iter::repeat_n(7u8, pad));
+            }
+            _ => {
+                if depth < 2 {
+                    for _ in 0..u8::arbitrary(g) % 3 {
+                        random_field(g, out, depth + 1);
+                    }
+                }
+                varint(out, field << 3 | 4);
+            }
+        }
+    }
+
+    impl Arbitrary for Body {
+        fn arbitrary(g: &mut quickcheck::Gen) -> Body {
+            let mut out = Vec::new();
+            for _ in 0..u8::arbitrary(g) % 6 {
+                random_field(g, &mut out, 0);
+            }
+            if u8::arbitrary(g) % 8 == 0 && !out.is_empty() {
+                let keep = usize::arbitrary(g) % out.len();
+                out.truncate(keep);
+            }
+            Body(out)
+        }
+    }
+
+    quickcheck::quickcheck! {
+        /// The scanner agrees with a protobuf decoder: the name it reads is the one a
+        /// decoder reads (the last field 1), and it refuses what a decoder refuses (and an
+        /// empty or absent name).
+        fn agrees_with_a_protobuf_decoder(body: Body) -> bool {
+            use prost::Message;
+            match (name_of(&body.0), Named::decode(body.0.as_slice())) {
+                (Ok(ours), Ok(theirs)) => ours == theirs.name,
+                (Err(NameError::Empty | NameError::Missing), Ok(theirs)) => theirs.name.is_empty(),
+                (Err(_), Err(_)) => true,
+                _ => false,
+            }
         }
     }
 }

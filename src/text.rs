@@ -31,7 +31,7 @@ use core::ops::Deref;
 /// let owned = String::from("type.googleapis.com/envoy.config.cluster.v3.Cluster");
 /// assert_eq!(short(&shared), short(&owned));
 /// ```
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Default, Eq, PartialOrd, Ord)]
 pub struct SharedStr(Bytes);
 
 impl SharedStr {
@@ -122,6 +122,17 @@ impl Borrow<str> for SharedStr {
 impl Hash for SharedStr {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.as_str().hash(state);
+    }
+}
+
+/// Two handles to the same bytes are equal without reading them: a type URL or a version
+/// compared with its own clone (every change of a batch, every resource of a response)
+/// costs two word comparisons instead of a `memcmp`.
+impl PartialEq for SharedStr {
+    #[inline]
+    fn eq(&self, other: &SharedStr) -> bool {
+        let (a, b) = (self.0.as_ref(), other.0.as_ref());
+        a.len() == b.len() && (core::ptr::eq(a.as_ptr(), b.as_ptr()) || a == b)
     }
 }
 

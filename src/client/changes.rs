@@ -55,9 +55,33 @@ pub enum Change {
 
 /// The changes of one [`ClientEvent::Changed`](super::ClientEvent::Changed), in the order they happened: a name per
 /// change, nothing copied from the response.
-#[derive(Clone, Debug, Default, PartialEq)]
+///
+/// An upsert also notes where its record stood in the cache, so reading it back
+/// ([`Client::changes`](super::Client::changes)) needs no second hash of the name. The
+/// position is a hint, checked against the name when read (a later removal may have moved
+/// the record), and is not part of what the batch says: batches compare by names and
+/// changes only.
+#[derive(Clone, Debug, Default)]
 pub struct ChangeBatch {
-    entries: Vec<(SharedStr, Change)>,
+    entries: Vec<Entry>,
+}
+
+/// One change: the name, what happened, and the record's position when it happened.
+#[derive(Clone, Debug)]
+struct Entry {
+    name: SharedStr,
+    change: Change,
+    /// [`NO_POSITION`] when the change left no record to read.
+    at: u32,
+}
+
+/// The position of a change that left nothing to read.
+const NO_POSITION: u32 = u32::MAX;
+
+impl PartialEq for ChangeBatch {
+    fn eq(&self, other: &ChangeBatch) -> bool {
+        self.iter().eq(other.iter())
+    }
 }
 
 impl ChangeBatch {
@@ -68,9 +92,12 @@ impl ChangeBatch {
         }
     }
 
-    /// Adds a change at the end.
-    pub(crate) fn push(&mut self, name: SharedStr, change: Change) {
-        self.entries.push((name, change));
+    /// Adds a change at the end; `at` is where its record stands now, if it is to be read.
+    pub(crate) fn push(&mut self, name: SharedStr, change: Change, at: Option<usize>) {
+        let at = at
+            .and_then(|at| u32::try_from(at).ok())
+            .unwrap_or(NO_POSITION);
+        self.entries.push(Entry { name, change, at });
     }
 
     /// The number of changes.
@@ -85,7 +112,17 @@ impl ChangeBatch {
 
     /// Each changed name and what happened to it, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&SharedStr, Change)> + '_ {
-        self.entries.iter().map(|(name, change)| (name, *change))
+        self.entries.iter().map(|e| (&e.name, e.change))
+    }
+
+    /// [`ChangeBatch::iter`] with each record's position when the change was made.
+    pub(crate) fn iter_at(
+        &self,
+    ) -> impl ExactSizeIterator<Item = (&SharedStr, Change, Option<usize>)> + '_ {
+        self.entries.iter().map(|e| {
+            let at = (e.at != NO_POSITION).then_some(e.at as usize);
+            (&e.name, e.change, at)
+        })
     }
 }
 

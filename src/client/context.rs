@@ -5,8 +5,9 @@
 use alloc::collections::VecDeque;
 
 use super::changes::Change;
+use super::changes::EventShape;
 use super::config::{ClientConfig, DataErrors, NackPolicy};
-use super::event::{queue_change, ClientEvent};
+use super::event::{push_batched, ClientEvent};
 use super::timers::Timers;
 use super::validation::Judges;
 use crate::message::Variant;
@@ -45,23 +46,35 @@ impl Ctx<'_> {
         }
     }
 
-    /// Queues one cache change in the configured [`EventShape`](super::EventShape).
+    /// Adds one change to the batch at the back of the queue (the configured shape is
+    /// [`EventShape::Batched`](super::EventShape::Batched): a caller that made no owned
+    /// event).
+    pub(crate) fn batch_change(
+        &mut self,
+        type_url: &SharedStr,
+        name: SharedStr,
+        change: Change,
+        at: Option<usize>,
+    ) {
+        debug_assert_eq!(self.config.event_shape, EventShape::Batched);
+        push_batched(self.events, self.batch_hint, type_url, name, change, at);
+    }
+
+    /// Queues one cache change in the configured [`EventShape`](super::EventShape); `at`
+    /// is the position of the record to read it from, if any.
     pub(crate) fn change(
         &mut self,
         type_url: &SharedStr,
         name: SharedStr,
         change: Change,
+        at: Option<usize>,
         owned: impl FnOnce(SharedStr, SharedStr) -> ClientEvent,
     ) {
-        let shape = self.config.event_shape;
-        queue_change(
-            self.events,
-            shape,
-            self.batch_hint,
-            type_url,
-            name,
-            change,
-            owned,
-        );
+        match self.config.event_shape {
+            EventShape::PerResource => self.events.push_back(owned(type_url.clone(), name)),
+            EventShape::Batched => {
+                push_batched(self.events, self.batch_hint, type_url, name, change, at)
+            }
+        }
     }
 }

@@ -88,9 +88,10 @@ fn check(
             body,
             aliases,
             ttl,
+            hash: 0,
         });
     }
-    incoming::check_duplicates(&out, removed)?;
+    incoming::check_duplicates(&mut out, removed, ts.cache)?;
     if !ts.sub.is_wildcard() {
         out.retain(|inc| ts.sub.wants(&inc.name, &inc.aliases));
     }

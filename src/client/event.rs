@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
 
-use super::changes::{Change, ChangeBatch, EventShape, RemovalReason};
+use super::changes::{Change, ChangeBatch, RemovalReason};
 use super::defect::ResponseDefect;
 use crate::name::NameParseError;
 use crate::text::SharedStr;
@@ -211,37 +211,31 @@ impl fmt::Display for ClientError {
 #[cfg(feature = "std")]
 impl std::error::Error for ClientError {}
 
-/// Queues one change: an owned event (made by `owned` from the type URL and the name) or an entry of the batch at the back
-/// of the queue, opening a new batch (room for `hint` changes: one allocation for a large
-/// response) when the back is anything else.
-pub(crate) fn queue_change(
+/// Adds one change to the batch of `type_url` at the back of the queue, opening a new
+/// batch (room for `hint` changes) when the back is anything else.
+#[inline]
+pub(crate) fn push_batched(
     events: &mut VecDeque<ClientEvent>,
-    shape: EventShape,
     hint: usize,
     type_url: &SharedStr,
     name: SharedStr,
     change: Change,
-    owned: impl FnOnce(SharedStr, SharedStr) -> ClientEvent,
+    at: Option<usize>,
 ) {
-    match shape {
-        EventShape::PerResource => events.push_back(owned(type_url.clone(), name)),
-        EventShape::Batched => {
-            if let Some(ClientEvent::Changed {
-                type_url: open,
-                changes,
-            }) = events.back_mut()
-            {
-                if open == type_url {
-                    changes.push(name, change);
-                    return;
-                }
-            }
-            let mut changes = ChangeBatch::with_capacity(hint.max(1));
-            changes.push(name, change);
-            events.push_back(ClientEvent::Changed {
-                type_url: type_url.clone(),
-                changes,
-            });
+    if let Some(ClientEvent::Changed {
+        type_url: open,
+        changes,
+    }) = events.back_mut()
+    {
+        if open == type_url {
+            changes.push(name, change, at);
+            return;
         }
     }
+    let mut changes = ChangeBatch::with_capacity(hint.max(1));
+    changes.push(name, change, at);
+    events.push_back(ClientEvent::Changed {
+        type_url: type_url.clone(),
+        changes,
+    });
 }

@@ -7,8 +7,10 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
-use hashbrown::HashSet;
+use hashbrown::hash_table::Entry;
+use hashbrown::HashTable;
 
+use super::cache::TypeCache;
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
 use crate::name::{XdstpName, XDSTP_SCHEME};
@@ -26,6 +28,10 @@ pub(crate) struct Incoming {
     pub(crate) body: Option<Bytes>,
     pub(crate) aliases: Vec<SharedStr>,
     pub(crate) ttl: Option<Duration>,
+    /// The name's hash by its type's cache ([`TypeCache::name_hash`]), set by
+    /// [`check_duplicates`], which every response passes: the duplicate check and the
+    /// cache's record lookup share one hash of each name.
+    pub(crate) hash: u64,
 }
 
 /// A checked response.
@@ -183,10 +189,17 @@ pub(crate) fn wrapper_name(name: String, resource_name: Option<ResourceName>) ->
 /// A name from the wire in the form the client compares it in: an `xdstp://` name
 /// canonicalised (xDS TP1: context parameters in any order are the same resource), a
 /// malformed one refused. Any other name is kept as it is (no copy).
+#[inline]
 pub(crate) fn received_name(name: SharedStr) -> Result<SharedStr, ResponseDefect> {
     if !name.starts_with(XDSTP_SCHEME) {
         return Ok(name);
     }
+    canonical_xdstp(name)
+}
+
+/// [`received_name`] of an `xdstp://` name.
+#[cold]
+fn canonical_xdstp(name: SharedStr) -> Result<SharedStr, ResponseDefect> {
     let urn = XdstpName::parse(&name).map_err(|error| ResponseDefect::MalformedXdstpName {
         name: String::from(name.as_str()),
         error,
@@ -201,15 +214,42 @@ pub(crate) fn received_name(name: SharedStr) -> Result<SharedStr, ResponseDefect
 
 /// Fails on the first name that appears twice ("Clients should NACK responses that contain
 /// multiple instances of the same resource name", xDS protocol, "Duplicate Resource
-/// Names"): among the resources, among the removed names, or in both.
+/// Names"): among the resources, among the removed names, or in both. Notes each
+/// resource's [`Incoming::hash`] by `cache`, the hash its record is found by.
 pub(crate) fn check_duplicates(
-    resources: &[Incoming],
+    resources: &mut [Incoming],
     removed: &[SharedStr],
+    cache: &TypeCache,
 ) -> Result<(), ResponseDefect> {
-    let mut seen: HashSet<&str> = HashSet::with_capacity(resources.len() + removed.len());
-    for name in resources.iter().map(|inc| &inc.name).chain(removed) {
-        if !seen.insert(name.as_str()) {
-            return Err(ResponseDefect::DuplicateName(name.clone()));
+    for inc in resources.iter_mut() {
+        inc.hash = cache.name_hash(&inc.name);
+    }
+    let removed_hashes: Vec<u64> = removed.iter().map(|n| cache.name_hash(n)).collect();
+    let named = |i: usize| {
+        resources
+            .get(i)
+            .map(|inc| (&inc.name, inc.hash))
+            .or_else(|| {
+                let r = i.checked_sub(resources.len())?;
+                Some((removed.get(r)?, *removed_hashes.get(r)?))
+            })
+    };
+    // Positions among the resources, then the removed names; room for all, so it never
+    // grows (the rehash below is never called).
+    let mut seen: HashTable<u32> = HashTable::with_capacity(resources.len() + removed.len());
+    for i in 0..resources.len().saturating_add(removed.len()) {
+        let (Some((name, hash)), Ok(slot)) = (named(i), u32::try_from(i)) else {
+            break;
+        };
+        match seen.entry(
+            hash,
+            |&j| named(j as usize).is_some_and(|(n, _)| n == name),
+            |&j| named(j as usize).map_or(0, |(_, h)| h),
+        ) {
+            Entry::Occupied(_) => return Err(ResponseDefect::DuplicateName(name.clone())),
+            Entry::Vacant(v) => {
+                v.insert(slot);
+            }
         }
     }
     Ok(())

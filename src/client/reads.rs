@@ -29,10 +29,13 @@ impl Client {
         batch: &'a ChangeBatch,
     ) -> impl ExactSizeIterator<Item = ChangeView<'a>> + 'a {
         let ts = self.index.get(type_url).and_then(|&i| self.types.get(i));
-        batch.iter().map(move |(name, change)| ChangeView {
+        batch.iter_at().map(move |(name, change, at)| ChangeView {
             name,
             change,
-            resource: ts.and_then(|ts| ts.cache.held(name.as_str())),
+            resource: ts.and_then(|ts| match at {
+                Some(at) => ts.cache.held_at(at, name),
+                None => ts.cache.held(name.as_str()),
+            }),
         })
     }
 

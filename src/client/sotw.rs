@@ -74,6 +74,7 @@ fn incoming(
             body: Some(body),
             aliases: Vec::new(),
             ttl: None,
+            hash: 0,
         });
     }
     let wrapper = Resource::decode(any.value).map_err(|e| ResponseDefect::UndecodableWrapper {
@@ -99,6 +100,7 @@ fn incoming(
         body,
         aliases: wrapper.aliases.into_iter().map(SharedStr::from).collect(),
         ttl,
+        hash: 0,
     })
 }
 
@@ -117,7 +119,7 @@ fn check(
         incoming::check_name_len("name", Some(At::Index(i)), &inc.name, limits)?;
         out.push(inc);
     }
-    incoming::check_duplicates(&out, &[])?;
+    incoming::check_duplicates(&mut out, &[], ts.cache)?;
     if !ts.sub.is_wildcard() {
         out.retain(|inc| ts.sub.wants(&inc.name, &[]));
     }

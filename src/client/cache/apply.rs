@@ -157,7 +157,7 @@ impl TypeCache {
     fn upsert(
         &mut self,
         inc: Incoming,
-        mut body: Bytes,
+        body: Bytes,
         response_version: &SharedStr,
         fresh: &mut Fresh,
         ar: &mut Around<'_, '_>,
@@ -165,8 +165,9 @@ impl TypeCache {
         let Incoming {
             name,
             version,
-            mut aliases,
+            aliases,
             ttl,
+            hash,
             ..
         } = inc;
         let cx = &mut *ar.cx;
@@ -181,7 +182,7 @@ impl TypeCache {
                 ar.readiness.answered(alias.as_str());
             }
         }
-        let Some((at, rec)) = self.records.get_or_insert_at(&name) else {
+        let Some((at, rec)) = self.records.get_or_insert_hashed(&name, hash) else {
             return;
         };
         rec.seen = self.generation;
@@ -191,16 +192,18 @@ impl TypeCache {
         }
         // Moved into the cache when no owned event takes it: an incremental version is a
         // buffer of its own, and a second handle to it would allocate a shared header.
-        let mut version = version.unwrap_or_else(|| response_version.clone());
+        let version = version.unwrap_or_else(|| response_version.clone());
         let replaced = rec.cached.is_some();
+        // `None`: unchanged; `Some(None)`: changed, told in a batch; `Some(Some(parts))`:
+        // changed, told by an owned event made of `parts`.
         let changed = match rec.cached.as_mut() {
             // Same content: keep the held buffers, note the version and TTL.
             Some(c) if c.body == body && c.aliases == aliases => {
                 if c.version != version {
-                    c.version = version.clone();
+                    c.version = version;
                 }
                 c.ttl = ttl;
-                false
+                None
             }
             _ => {
                 match rec.cached.take() {
@@ -214,28 +217,17 @@ impl TypeCache {
                 for a in &aliases {
                     self.aliases.insert(a.clone(), name.clone());
                 }
-                // The cache owns the buffers; an owned event takes its own handles.
-                let owned_event = cx.config.event_shape == EventShape::PerResource;
+                // The cache owns the buffers; an owned event takes handles of its own.
+                let event_parts = (cx.config.event_shape == EventShape::PerResource)
+                    .then(|| (version.clone(), body.clone(), aliases.clone()));
                 rec.cached = Some(CachedResource {
-                    version: if owned_event {
-                        version.clone()
-                    } else {
-                        core::mem::take(&mut version)
-                    },
-                    body: if owned_event {
-                        body.clone()
-                    } else {
-                        core::mem::take(&mut body)
-                    },
-                    aliases: if owned_event {
-                        aliases.clone()
-                    } else {
-                        core::mem::take(&mut aliases)
-                    },
+                    version,
+                    body,
+                    aliases,
                     ttl,
                 });
                 fresh.note(at, rec);
-                true
+                Some(event_parts)
             }
         };
         rec.state = ResourceState::Acked;
@@ -244,7 +236,7 @@ impl TypeCache {
             set_ttl(rec, &name, ttl, cx);
         }
         ar.readiness.answered(name.as_str());
-        if changed && replaced && cx.variant() == Variant::Sotw {
+        if changed.is_some() && replaced && cx.variant() == Variant::Sotw {
             // A SotW key is a zero-copy slice of the body it was read with: keyed by the
             // old one, the record would keep the old response's whole buffer alive for a
             // name. Re-keyed in place with the new body's slice (an equal key, so no
@@ -252,16 +244,22 @@ impl TypeCache {
             // of their own.)
             self.records.replace_key_at(at, name.clone());
         }
-        if changed {
-            cx.change(ar.url, name, Change::Upserted, |type_url, name| {
-                ClientEvent::Upserted {
+        match changed {
+            None => {}
+            Some(None) => cx.batch_change(ar.url, name, Change::Upserted, Some(at)),
+            Some(Some((version, body, aliases))) => cx.change(
+                ar.url,
+                name,
+                Change::Upserted,
+                Some(at),
+                |type_url, name| ClientEvent::Upserted {
                     type_url,
                     name,
                     version,
                     body,
                     aliases,
-                }
-            });
+                },
+            ),
         }
     }
 
@@ -421,6 +419,7 @@ impl TypeCache {
             ar.url,
             name.clone(),
             Change::Removed(reason),
+            None,
             |type_url, name| ClientEvent::Removed {
                 type_url,
                 name,
@@ -529,6 +528,7 @@ impl TypeCache {
                 ar.url,
                 name.clone(),
                 Change::DoesNotExist,
+                None,
                 |type_url, name| ClientEvent::DoesNotExist { type_url, name },
             );
         }

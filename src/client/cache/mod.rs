@@ -67,6 +67,12 @@ impl TypeCache {
         self.records.get(name)
     }
 
+    /// The hash `name`'s record is found by (see [`Incoming::hash`]).
+    #[inline]
+    pub(crate) fn name_hash(&self, name: &str) -> u64 {
+        self.records.hash(name)
+    }
+
     /// The record of `name`, following an alias.
     pub(crate) fn record(&self, name: &str) -> Option<&Record> {
         self.records.get(name).or_else(|| {
@@ -79,6 +85,16 @@ impl TypeCache {
     /// The resource held under exactly `name`.
     pub(crate) fn held(&self, name: &str) -> Option<&CachedResource> {
         self.records.get(name)?.cached.as_ref()
+    }
+
+    /// The resource held under exactly `name`, whose record stood at `at` (a hint: checked,
+    /// and looked up by name if the record has moved since).
+    #[inline]
+    pub(crate) fn held_at(&self, at: usize, name: &SharedStr) -> Option<&CachedResource> {
+        match self.records.at_keyed(at, name) {
+            Some(rec) => rec.cached.as_ref(),
+            None => self.held(name.as_str()),
+        }
     }
 
     /// Every record, in no order.

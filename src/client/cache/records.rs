@@ -27,8 +27,9 @@ pub(crate) struct Records {
 }
 
 impl Records {
+    /// The hash a name's record is found by.
     #[inline]
-    fn hash(&self, name: &str) -> u64 {
+    pub(crate) fn hash(&self, name: &str) -> u64 {
         self.hasher.hash_one(name)
     }
 
@@ -88,7 +89,17 @@ impl Records {
     /// [`Records::replace_key_at`] (valid until the next removal).
     #[inline]
     pub(crate) fn get_or_insert_at(&mut self, name: &SharedStr) -> Option<(usize, &mut Record)> {
-        let hash = self.hash(name);
+        self.get_or_insert_hashed(name, self.hash(name))
+    }
+
+    /// [`Records::get_or_insert_at`] with `name`'s hash by [`Records::hash`], already made.
+    #[inline]
+    pub(crate) fn get_or_insert_hashed(
+        &mut self,
+        name: &SharedStr,
+        hash: u64,
+    ) -> Option<(usize, &mut Record)> {
+        debug_assert_eq!(hash, self.hash(name), "a hash by another hasher");
         let (entries, hasher) = (&mut self.entries, &self.hasher);
         // An index beyond u32 would need 4 billion records of 128 bytes each: memory runs
         // out first.
@@ -115,6 +126,16 @@ impl Records {
     /// The record at `at`.
     pub(crate) fn at(&self, at: usize) -> Option<&Record> {
         self.entries.get(at).map(|(_, r)| r)
+    }
+
+    /// The record at `at` if its key is `name` (a handle to the same bytes is recognised
+    /// without reading them).
+    #[inline]
+    pub(crate) fn at_keyed(&self, at: usize, name: &SharedStr) -> Option<&Record> {
+        self.entries
+            .get(at)
+            .filter(|(key, _)| key == name)
+            .map(|(_, r)| r)
     }
 
     /// The record at `at` and its key, which may only be replaced by an equal string.
