@@ -16,7 +16,10 @@
 //! more (the adapter waits for the ACK), so the updates during the storm go to the 1 000
 //! connected clients only and what is measured is the cost of the storm, not a fan-out to
 //! 1 000 + N. With `XDS_STORM_RESUMING=R` the first R new clients present a stale
-//! version (they resume, yet are owed the whole state): protection admits them first. With `XDS_STORM_HOLD=0` a new client closes its stream once served (for
+//! version (they resume, yet are owed the whole state): protection admits them first. With
+//! `XDS_STORM_ACK=1` a new client ACKs its full state, as a real one would (the server then
+//! sends it the next update too, which it does not ACK); a window (mode `window`) needs
+//! it. With `XDS_STORM_HOLD=0` a new client closes its stream once served (for
 //! N beyond what the machine's memory holds open: each open stream keeps its receive and
 //! send buffers, client and server in one process).
 //!
@@ -24,7 +27,9 @@
 //! (5 000), `XDS_STORM_CONNECTED` (1 000), `XDS_STORM_UPDATE_MS` (1 000: one update every
 //! so often), `XDS_STORM_PER_CONNECTION` (100), `XDS_STORM_RATE` / `XDS_STORM_BURST` /
 //! `XDS_STORM_MAX_WAIT_MS` (protection's settings, default `Admission::default()`),
-//! `XDS_STORM_MODES` (`off,on`). Figures: `benches/README.md`, "Storm".
+//! `XDS_STORM_MODES` (`off,on`; `window` is protection with a window of
+//! `XDS_STORM_WINDOW` (64) warming streams instead of a rate, `window:N` one of N).
+//! Figures: `benches/README.md`, "Storm".
 
 #[path = "../tests/support/loopback.rs"]
 mod support;
@@ -108,6 +113,15 @@ fn ack(tx: &mpsc::UnboundedSender<Request>, response: &DiscoveryResponse) {
     }));
 }
 
+/// When a shed client is told to come back (1 s without a hint).
+fn retry_hint(status: &tonic::Status) -> Duration {
+    status
+        .metadata()
+        .get("grpc-retry-pushback-ms")
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+        .map_or(Duration::from_secs(1), Duration::from_millis)
+}
+
 async fn channel(uri: &str) -> Channel {
     connect(
         &ManagementServer::insecure(uri.to_string()),
@@ -163,6 +177,8 @@ impl Updates {
 struct Figures {
     served: Option<Duration>,
     median_served: Duration,
+    /// When the new clients were served, sorted (those served within the limit).
+    times: Vec<Duration>,
     /// When each client that presented a version was served, sorted.
     resumed: Vec<Duration>,
     sheds: usize,
@@ -199,6 +215,8 @@ struct Load {
     hold: bool,
     /// How many of the new clients present a (stale) version.
     resuming: usize,
+    /// Whether a new client ACKs its full state.
+    acks: bool,
 }
 
 async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
@@ -230,21 +248,35 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
         let channel = channels[i % channels.len()].clone();
         let (ready, updates) = (ready.clone(), updates.clone());
         tokio::spawn(async move {
-            let (tx, mut inbound) = open(&channel, "").await.expect("a connected client's call");
+            // Protection may shed a connected client too while they all connect: it comes
+            // back when told, as a storm client does.
+            let (tx, mut inbound, first) = loop {
+                let (tx, mut inbound) =
+                    open(&channel, "").await.expect("a connected client's call");
+                match inbound.message().await {
+                    Ok(Some(Response::Sotw(first))) => break (tx, inbound, first),
+                    Ok(_) => panic!("a connected client's call ended"),
+                    Err(status) => tokio::time::sleep(retry_hint(&status)).await,
+                }
+            };
             let mut held = None;
-            while let Ok(Some(Response::Sotw(response))) = inbound.message().await {
+            let mut response = first;
+            loop {
                 let now = Instant::now();
                 ack(&tx, &response);
-                let Some(tick) = tick_of(&response) else {
-                    continue;
-                };
-                match held {
-                    None => {
-                        ready.fetch_add(1, Ordering::AcqRel);
+                if let Some(tick) = tick_of(&response) {
+                    match held {
+                        None => {
+                            ready.fetch_add(1, Ordering::AcqRel);
+                        }
+                        Some(held) => updates.received(held, tick, now),
                     }
-                    Some(held) => updates.received(held, tick, now),
+                    held = Some(tick);
                 }
-                held = Some(tick);
+                match inbound.message().await {
+                    Ok(Some(Response::Sotw(next))) => response = next,
+                    _ => break,
+                }
             }
         });
     }
@@ -314,7 +346,7 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
     for first in (0..load.clients).step_by(load.per_connection) {
         let count = load.per_connection.min(load.clients - first);
         let (uri, served, sheds) = (uri.clone(), served.clone(), sheds.clone());
-        let (hold, resuming) = (load.hold, load.resuming);
+        let (hold, resuming, acks) = (load.hold, load.resuming, load.acks);
         tokio::spawn(async move {
             let channel = channel(&uri).await;
             for k in 0..count {
@@ -332,9 +364,16 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
                                 Ok(Some(Response::Sotw(r))) if r.resources.len() == CLUSTERS => {
                                     let resumed = !version.is_empty();
                                     served.lock().unwrap().push((start.elapsed(), resumed));
+                                    if acks {
+                                        ack(&tx, &r);
+                                    }
                                     if hold {
-                                        // Hold the stream open, without an ACK.
-                                        let _hold = (tx, inbound);
+                                        // Hold the stream open, without another ACK,
+                                        // reading what comes (unread responses would
+                                        // fill the connection's HTTP/2 window and stall
+                                        // the other streams on it).
+                                        let _tx = tx;
+                                        while let Ok(Some(_)) = inbound.message().await {}
                                         std::future::pending::<()>().await;
                                     }
                                     return;
@@ -342,11 +381,7 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
                                 Ok(_) => Duration::from_secs(1),
                                 Err(status) => {
                                     sheds.fetch_add(1, Ordering::AcqRel);
-                                    status
-                                        .metadata()
-                                        .get("grpc-retry-pushback-ms")
-                                        .and_then(|v| v.to_str().ok()?.parse().ok())
-                                        .map_or(Duration::from_secs(1), Duration::from_millis)
+                                    retry_hint(&status)
                                 }
                             },
                             Err(_) => Duration::from_secs(1),
@@ -380,6 +415,7 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
     Figures {
         served: all,
         median_served: quantile(&times, 0.5),
+        times: times.clone(),
         resumed,
         sheds: sheds.load(Ordering::Acquire),
         before,
@@ -396,6 +432,7 @@ fn main() {
         update_every: Duration::from_millis(env("XDS_STORM_UPDATE_MS", 1_000).max(1)),
         hold: env("XDS_STORM_HOLD", 1) != 0,
         resuming: env("XDS_STORM_RESUMING", 0) as usize,
+        acks: env("XDS_STORM_ACK", 0) != 0,
     };
     let defaults = Admission::default();
     let mut admission = Admission::new(
@@ -423,10 +460,19 @@ fn main() {
         if load.hold { "hold" } else { "close" },
     );
     for mode in modes.split(',') {
+        let window = |size: u64| {
+            let mut a = Admission::window(size as usize);
+            a.max_wait = admission.max_wait;
+            a
+        };
         let protection = match mode.trim() {
             "off" => None,
             "on" => Some(admission),
-            other => panic!("XDS_STORM_MODES: unknown mode {other:?}"),
+            "window" => Some(window(env("XDS_STORM_WINDOW", 64))),
+            other => match other.strip_prefix("window:").and_then(|n| n.parse().ok()) {
+                Some(size) => Some(window(size)),
+                None => panic!("XDS_STORM_MODES: unknown mode {other:?}"),
+            },
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -437,10 +483,13 @@ fn main() {
         runtime.shutdown_timeout(Duration::from_secs(5));
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
         println!(
-            "protection {mode:<3} {}: every new client served in {}, median {}, {} sheds; \
+            "protection {mode:<6} {}: every new client served in {}, median {}, {} sheds; \
              connected clients' update latency during the storm p50 {} p99 {} max {} ({} \
              samples), before it p50 {} p99 {} ({} samples); RSS {} MiB",
             match protection {
+                Some(a) if a.window > 0 => {
+                    format!("(window {}, max wait {:?})", a.window, a.max_wait)
+                }
                 Some(a) => format!(
                     "(rate {}/s, burst {}, max wait {:?})",
                     a.rate, a.burst, a.max_wait
@@ -461,6 +510,18 @@ fn main() {
             ms(quantile(&f.before, 0.99)),
             f.before.len(),
             f.rss_mib,
+        );
+        println!(
+            "  served {} of {}; by decile: {}",
+            f.times.len(),
+            load.clients,
+            (1..=10)
+                .map(|d| format!(
+                    "{:.2}",
+                    quantile(&f.times, f64::from(d) / 10.0).as_secs_f64()
+                ))
+                .collect::<Vec<_>>()
+                .join(" "),
         );
         if load.resuming > 0 {
             println!(

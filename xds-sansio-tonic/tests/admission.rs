@@ -1,8 +1,9 @@
 //! Storm protection over loopback (`XdsServerBuilder::admission`): a new stream beyond the
 //! rate is shed with `UNAVAILABLE` and a `grpc-retry-pushback-ms` hint, while a stream that
 //! presents versions is admitted at the same moment; a new stream that finds the bucket
-//! empty waits for its token and is served. The metrics count each. Bounded waits; nothing
-//! is timed.
+//! empty waits for its token and is served; with a window, a new stream waits for an
+//! earlier one to acknowledge its state (or to time out). The metrics count each. Bounded
+//! waits; nothing is timed.
 
 mod support;
 
@@ -13,6 +14,7 @@ use support::counting_recorder::counts;
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
 use tonic::Code;
+use xds_sansio::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
 use xds_sansio::server::{ResourceEntry, StoreOp};
 use xds_sansio::types::CLUSTER;
 use xds_sansio::{Request, Response};
@@ -120,4 +122,88 @@ async fn a_new_stream_that_finds_the_bucket_empty_waits_for_its_token() {
     };
     assert_eq!(response.resources.len(), 2);
     assert!(counters.get(&format!("{}{{arrival=new,waited=yes}}", names::ADMITTED)) >= 1);
+}
+
+fn ack(tx: &mpsc::UnboundedSender<Request>, response: &DiscoveryResponse) {
+    tx.send(Request::Sotw(DiscoveryRequest {
+        type_url: CDS.into(),
+        version_info: response.version_info.clone(),
+        response_nonce: response.nonce.clone(),
+        ..Default::default()
+    }))
+    .unwrap();
+}
+
+/// Whether `inbound` stays silent for a moment (a stream that must still be waiting).
+async fn silent(inbound: &mut Inbound) -> bool {
+    tokio::time::timeout(Duration::from_millis(300), inbound.message())
+        .await
+        .is_err()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_window_a_new_stream_waits_for_an_earlier_one_to_acknowledge() {
+    let counters = counts();
+    // One new stream warming at a time; a queued one waits 2 s at most.
+    let mut admission = Admission::window(1);
+    admission.max_wait = Duration::from_secs(2);
+    let (_server, channel) = serve(admission).await;
+
+    let (first_tx, mut first) = open(&channel, "").await;
+    let Some(Response::Sotw(state)) = next(&mut first).await.unwrap() else {
+        panic!("the first stream's CDS");
+    };
+    // The first has not acknowledged its state: the second queues.
+    let (_second_tx, mut second) = open(&channel, "").await;
+    assert!(silent(&mut second).await, "served before the first ACKed");
+    // A resuming stream takes no place in the window: served at once.
+    let (_resuming_tx, mut resuming) = open(&channel, "an-older-version").await;
+    assert!(matches!(
+        next(&mut resuming).await.unwrap(),
+        Some(Response::Sotw(_))
+    ));
+    // The first ACKs: the second gets its place and its state.
+    ack(&first_tx, &state);
+    let Some(Response::Sotw(response)) = next(&mut second).await.unwrap() else {
+        panic!("the queued stream's CDS");
+    };
+    assert_eq!(response.resources.len(), 2);
+    // The second never acknowledges: a third waits its 2 s, then is shed with a hint.
+    let (_third_tx, mut third) = open(&channel, "").await;
+    let status = next(&mut third).await.expect_err("shed with a status");
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert!(status.metadata().get("grpc-retry-pushback-ms").is_some());
+    assert!(counters.get(&format!("{}{{reason=window}}", names::SHED)) >= 1);
+    assert!(counters.get(&format!("{}{{arrival=new,waited=yes}}", names::ADMITTED)) >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_never_acknowledges_gives_its_place_up_after_the_window_timeout() {
+    let mut admission = Admission::window(1);
+    admission.window_timeout = Duration::from_millis(500);
+    let (_server, channel) = serve(admission).await;
+    let (_first_tx, mut first) = open(&channel, "").await;
+    assert!(next(&mut first).await.unwrap().is_some());
+    // No ACK ever comes; after half a second the second is let in all the same.
+    let (_second_tx, mut second) = open(&channel, "").await;
+    assert!(matches!(
+        next(&mut second).await.unwrap(),
+        Some(Response::Sotw(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warming_stream_that_ends_lets_the_next_one_in() {
+    let (_server, channel) = serve(Admission::window(1)).await;
+    let (first_tx, mut first) = open(&channel, "").await;
+    assert!(next(&mut first).await.unwrap().is_some());
+    let (_second_tx, mut second) = open(&channel, "").await;
+    assert!(silent(&mut second).await, "served before the first ended");
+    // The first client goes away without an ACK.
+    drop(first_tx);
+    drop(first);
+    assert!(matches!(
+        next(&mut second).await.unwrap(),
+        Some(Response::Sotw(_))
+    ));
 }

@@ -39,7 +39,24 @@
 //! - **Tokens of waiters that leave are not returned**: a client that goes away while it
 //!   waits wastes its token (at most `max_wait` of tokens per storm); keeping a queue to
 //!   give them back would cost more than the tokens.
+//! - **Or a window instead of a rate** ([`Admission::window`]): at most `window` new
+//!   streams are *warming* at once, admitted and their first response not yet
+//!   acknowledged (ACK or NACK: the client has it and has applied or judged it). The
+//!   others queue, first come first served, and each acknowledgement lets the next one in.
+//!   A rate is a number the operator must pick for the machine, the state's size and the
+//!   connected clients' needs (a state ten times larger needs a rate ten times lower); a
+//!   window follows what the machine and the clients actually manage, as a TCP window
+//!   follows its path. A stream that never acknowledges frees its place after
+//!   `window_timeout`, or when it ends. A new stream is shed at once when the queue ahead
+//!   of it would take longer than `max_wait` at the pace acknowledgements have been coming
+//!   (a moving average of the time between them); its hint is when its turn would come.
+//!   Resuming streams take no place in the window: they are admitted at once, as with the
+//!   rate. Known limit (`benches/README.md`, "A window instead of a rate"): with tens of
+//!   thousands of new streams the pace measured comes out slower than the machine's, and
+//!   the shed clients' hints, one pace apart, add up to minutes; the rate is the tested
+//!   choice there.
 
+use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
 use xds_sansio::time::Instant;
@@ -69,6 +86,12 @@ pub struct Admission {
     pub reserved_for_resuming: usize,
     /// The retry hint of a stream shed for the cap (spread over one more `cap_retry`).
     pub cap_retry: Duration,
+    /// New streams warming at once (admitted, first response not yet acknowledged); when
+    /// not 0 it paces new streams instead of `rate` and `burst`. 0 (the default): no
+    /// window.
+    pub window: usize,
+    /// How long a stream holds its place in the window without acknowledging anything.
+    pub window_timeout: Duration,
 }
 
 impl Default for Admission {
@@ -80,6 +103,8 @@ impl Default for Admission {
             max_streams: 100_000,
             reserved_for_resuming: 10_000,
             cap_retry: Duration::from_secs(5),
+            window: 0,
+            window_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -90,6 +115,14 @@ impl Admission {
         Admission {
             rate,
             burst,
+            ..Admission::default()
+        }
+    }
+
+    /// The defaults with a window of `window` warming streams instead of a rate.
+    pub fn window(window: usize) -> Admission {
+        Admission {
+            window: window.max(1),
             ..Admission::default()
         }
     }
@@ -116,6 +149,8 @@ pub enum ShedReason {
     Rate,
     /// `max_streams` (less the resuming share, for a new stream) are admitted or waiting.
     Cap,
+    /// The window's queue would take longer than `max_wait`.
+    Window,
 }
 
 impl ShedReason {
@@ -124,6 +159,7 @@ impl ShedReason {
         match self {
             ShedReason::Rate => "rate",
             ShedReason::Cap => "cap",
+            ShedReason::Window => "window",
         }
     }
 }
@@ -136,6 +172,15 @@ pub enum Decision {
     /// Serve it at `until` (its token is due then); it holds a slot meanwhile.
     Wait {
         /// When its token is due.
+        until: Instant,
+    },
+    /// Serve it once [`AdmissionGate::settled`] grants `ticket` its place in the window;
+    /// it holds a slot meanwhile. At `until` it gives up ([`AdmissionGate::abandon`]) and
+    /// is shed, unless its place was granted meanwhile.
+    Queue {
+        /// What the grant names.
+        ticket: u64,
+        /// When it stops waiting.
         until: Instant,
     },
     /// End it, telling the client to come back after `retry_after`.
@@ -165,6 +210,29 @@ pub struct AdmissionGate {
     cap_sheds: u64,
     /// Streams admitted or waiting, not yet released.
     held: usize,
+    /// New streams admitted by the window and not yet settled.
+    warming: usize,
+    /// The tickets queued for a place in the window are those from `first_queued` to
+    /// `next_ticket` (they are handed out in order and granted in order), less those
+    /// `abandoned` (skipped when their turn comes: O(1) to give up, in a queue of 50 000).
+    first_queued: u64,
+    next_ticket: u64,
+    abandoned: HashSet<u64>,
+    /// The window's pace where it is the bottleneck: when the last settles happened
+    /// while streams queued (at most [`PACE_SAMPLES`], oldest first), and since when
+    /// streams have queued without a break. Cleared each time a queue forms: the pace of
+    /// quiet times (when settles say how fast clients arrive, not how fast they are
+    /// served) or of an earlier storm says nothing of this one; and the gaps between
+    /// settles, not the time since the queue formed, leave out the time the first full
+    /// states took to fill the window.
+    recent: VecDeque<Instant>,
+    queue_since: Instant,
+    /// How long a warming stream takes to settle (nanoseconds, a moving average over
+    /// about the last eight): with the window full, a place frees every
+    /// `latency / window` (Little's law). The second measure of the pace.
+    latency: Option<u64>,
+    /// Where the last window-shed stream's hint landed (as `shed_tat` for the rate).
+    window_shed_at: Instant,
 }
 
 impl AdmissionGate {
@@ -176,6 +244,14 @@ impl AdmissionGate {
             shed_tat: Instant::ZERO,
             cap_sheds: 0,
             held: 0,
+            warming: 0,
+            first_queued: 0,
+            next_ticket: 0,
+            abandoned: HashSet::new(),
+            recent: VecDeque::new(),
+            queue_since: Instant::ZERO,
+            latency: None,
+            window_shed_at: Instant::ZERO,
         }
     }
 
@@ -187,6 +263,19 @@ impl AdmissionGate {
     /// Streams admitted or waiting, not yet released.
     pub fn held(&self) -> usize {
         self.held
+    }
+
+    /// New streams in the window: admitted, first response not yet acknowledged.
+    pub fn warming(&self) -> usize {
+        self.warming
+    }
+
+    /// Streams queued for a place in the window.
+    pub fn queued(&self) -> usize {
+        let span = self.next_ticket.saturating_sub(self.first_queued);
+        usize::try_from(span)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(self.abandoned.len())
     }
 
     /// Decides for a stream whose first request arrived at `now`. `Admit` and `Wait` hold a
@@ -201,6 +290,9 @@ impl AdmissionGate {
         };
         if self.held >= cap {
             return self.shed_for_cap();
+        }
+        if config.window > 0 && arrival == Arrival::New {
+            return self.admit_to_window(now);
         }
         let interval = config.interval();
         let capacity = interval.saturating_mul(u64::from(config.burst.max(1)));
@@ -255,6 +347,148 @@ impl AdmissionGate {
         self.held = self.held.saturating_sub(1);
     }
 
+    /// A place in the window, or the queue for one, or a shed when the queue ahead would
+    /// take longer than `max_wait` at the window's pace.
+    fn admit_to_window(&mut self, now: Instant) -> Decision {
+        if self.warming < self.config.window && self.queued() == 0 {
+            self.warming += 1;
+            self.held += 1;
+            return Decision::Admit;
+        }
+        let max_wait = duration_nanos(self.config.max_wait);
+        // Shed on the measured pace only: until it is measured, a stream queues (bounded
+        // by its `max_wait`).
+        if self.recent.len() >= PACE_TRUSTED {
+            if let Some(interval) = self.pace() {
+                let turn = self.turn(interval);
+                if turn > max_wait {
+                    return Decision::Shed {
+                        reason: ShedReason::Window,
+                        retry_after: self.window_hint(now, turn, interval),
+                    };
+                }
+            }
+        }
+        if self.queued() == 0 {
+            self.queue_since = now;
+            self.recent.clear();
+        }
+        let ticket = self.next_ticket;
+        self.next_ticket = self.next_ticket.saturating_add(1);
+        self.held += 1;
+        Decision::Queue {
+            ticket,
+            until: Instant::from_nanos(now.as_nanos().saturating_add(max_wait)),
+        }
+    }
+
+    /// A stream warming since `since` settled at `now` (its first response acknowledged,
+    /// its `window_timeout` passed, or it ended): its place goes to the first ticket
+    /// queued, returned to be woken.
+    pub fn settled(&mut self, now: Instant, since: Instant) -> Option<u64> {
+        self.warming = self.warming.saturating_sub(1);
+        let took = now.as_nanos().saturating_sub(since.as_nanos());
+        self.latency = Some(match self.latency {
+            None => took,
+            Some(avg) => avg - avg / 8 + took / 8,
+        });
+        if self.queued() > 0 {
+            if self.recent.len() >= PACE_SAMPLES {
+                self.recent.pop_front();
+            }
+            self.recent
+                .push_back(now.max(self.recent.back().copied().unwrap_or(now)));
+        }
+        self.grant_next()
+    }
+
+    /// The time between two places freeing up with the window full (nanoseconds), by
+    /// two measures: the mean gap between the recent settles, and the time a stream takes
+    /// to settle over the window's size. Each errs slow now and then (a stall among the
+    /// recent settles; streams settling slower than the window turns over), and a pace too
+    /// slow costs most: shed clients told to come back late while the server idles. A
+    /// pace too fast only brings them back early, to queue or be told again. So the faster
+    /// of the two.
+    fn pace(&self) -> Option<u64> {
+        let gaps = || {
+            let (first, last) = (self.recent.front()?, self.recent.back()?);
+            let gaps = u64::try_from(self.recent.len().checked_sub(1)?).ok()?;
+            last.as_nanos()
+                .saturating_sub(first.as_nanos())
+                .checked_div(gaps)
+        };
+        let little = || {
+            let window = u64::try_from(self.config.window.max(1)).ok()?;
+            Some(self.latency? / window)
+        };
+        match (gaps(), little()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// When a stream queued now would be let in, at `interval` a place: after the queue
+    /// ahead of it.
+    fn turn(&self, interval: u64) -> u64 {
+        let ahead = u64::try_from(self.queued()).unwrap_or(u64::MAX);
+        ahead.saturating_add(1).saturating_mul(interval)
+    }
+
+    /// The first ticket queued gets a place, if the window has one.
+    fn grant_next(&mut self) -> Option<u64> {
+        if self.warming >= self.config.window {
+            return None;
+        }
+        while self.first_queued < self.next_ticket {
+            let ticket = self.first_queued;
+            self.first_queued += 1;
+            if !self.abandoned.remove(&ticket) {
+                self.warming += 1;
+                return Some(ticket);
+            }
+        }
+        None
+    }
+
+    /// A queued stream stops waiting at `now`. `Some(hint)`: it was still queued, holds
+    /// nothing in the window now (its slot is held until [`release`](Self::release)) and
+    /// is to be shed with this hint; `None`: its place was granted before, and it is
+    /// warming.
+    pub fn abandon(&mut self, now: Instant, ticket: u64) -> Option<Duration> {
+        if !(self.first_queued..self.next_ticket).contains(&ticket) {
+            return None;
+        }
+        self.abandoned.insert(ticket);
+        // Nothing settled twice in this queue: the wait itself is the best guess of a
+        // place's pace.
+        let interval = self
+            .pace()
+            .unwrap_or(now.as_nanos().saturating_sub(self.queue_since.as_nanos()));
+        let turn = self.turn(interval);
+        Some(self.window_hint(now, turn, interval))
+    }
+
+    /// A granted place its stream will never use (it ended as it was granted): it goes to
+    /// the next ticket, returned to be woken.
+    pub fn unclaimed(&mut self) -> Option<u64> {
+        self.warming = self.warming.saturating_sub(1);
+        self.grant_next()
+    }
+
+    /// The hint of a stream shed from the window whose turn would come `turn` from `now`:
+    /// spread one `interval` after the previous one's, so shed clients come back at the
+    /// pace the window lets them in.
+    fn window_hint(&mut self, now: Instant, turn: u64, interval: u64) -> Duration {
+        let from = now.as_nanos().saturating_add(turn);
+        let at = self
+            .window_shed_at
+            .as_nanos()
+            .saturating_add(interval)
+            .max(from);
+        self.window_shed_at = Instant::from_nanos(at);
+        Duration::from_nanos(at.saturating_sub(now.as_nanos())).max(Duration::from_millis(1))
+    }
+
     fn shed_for_cap(&mut self) -> Decision {
         let base = self.config.cap_retry;
         let span = duration_nanos(base).max(1);
@@ -272,6 +506,11 @@ impl AdmissionGate {
         }
     }
 }
+
+/// Settles the window's pace is the mean gap of.
+const PACE_SAMPLES: usize = 64;
+/// Settles in this queue before its pace is trusted to shed a new stream.
+const PACE_TRUSTED: usize = 8;
 
 fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
@@ -296,6 +535,7 @@ mod tests {
             max_streams,
             reserved_for_resuming: reserved,
             cap_retry: Duration::from_secs(2),
+            ..Admission::default()
         })
     }
 
@@ -453,6 +693,138 @@ mod tests {
         assert_eq!(hints[1] - hints[0], Duration::from_nanos(100 * MS));
     }
 
+    /// A window of 2, 1 s of wait at most.
+    fn window_gate() -> AdmissionGate {
+        let mut config = Admission::window(2);
+        config.max_wait = Duration::from_secs(1);
+        AdmissionGate::new(config)
+    }
+
+    fn ticket_of(decision: Decision) -> u64 {
+        match decision {
+            Decision::Queue { ticket, .. } => ticket,
+            other => panic!("not queued: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_window_admits_its_size_then_queues_first_come_first_served() {
+        let mut g = window_gate();
+        let now = at_ms(1_000);
+        assert_eq!(g.admit(now, Arrival::New), Decision::Admit);
+        assert_eq!(g.admit(now, Arrival::New), Decision::Admit);
+        assert_eq!(g.warming(), 2);
+        // No rate applies: whatever the bucket, the window decides.
+        let a = g.admit(now, Arrival::New);
+        assert_eq!(
+            a,
+            Decision::Queue {
+                ticket: 0,
+                until: at_ms(2_000)
+            }
+        );
+        let b = ticket_of(g.admit(now, Arrival::New));
+        assert_eq!((g.queued(), g.held()), (2, 4));
+        // Each settle lets the next one in, in order.
+        assert_eq!(g.settled(at_ms(0), at_ms(0)), Some(0));
+        assert_eq!(g.settled(at_ms(0), at_ms(0)), Some(b));
+        assert_eq!(g.settled(at_ms(0), at_ms(0)), None);
+        assert_eq!((g.warming(), g.queued()), (1, 0));
+        // With room in the window and nobody queued, a new stream is admitted at once.
+        assert_eq!(g.admit(at_ms(1_300), Arrival::New), Decision::Admit);
+    }
+
+    #[test]
+    fn resuming_streams_take_no_place_in_the_window() {
+        let mut g = window_gate();
+        let now = at_ms(0);
+        for _ in 0..2 {
+            assert_eq!(g.admit(now, Arrival::New), Decision::Admit);
+        }
+        for _ in 0..10 {
+            assert_eq!(g.admit(now, Arrival::Resuming), Decision::Admit);
+        }
+        assert_eq!(g.warming(), 2);
+        assert!(matches!(g.admit(now, Arrival::New), Decision::Queue { .. }));
+    }
+
+    #[test]
+    fn an_abandoned_ticket_is_skipped_and_a_granted_one_cannot_be_abandoned() {
+        let mut g = window_gate();
+        let now = at_ms(0);
+        g.admit(now, Arrival::New);
+        g.admit(now, Arrival::New);
+        let first = ticket_of(g.admit(now, Arrival::New));
+        let second = ticket_of(g.admit(now, Arrival::New));
+        let third = ticket_of(g.admit(now, Arrival::New));
+        // The second gives up: it is shed with a hint, and the queue skips it.
+        assert!(g.abandon(at_ms(1_000), second).is_some());
+        assert_eq!(g.queued(), 2);
+        assert_eq!(g.settled(at_ms(0), at_ms(0)), Some(first));
+        assert_eq!(g.settled(at_ms(0), at_ms(0)), Some(third));
+        // A ticket granted before its stream gave up stays granted.
+        assert_eq!(g.abandon(at_ms(1_200), third), None);
+        assert_eq!(g.abandon(at_ms(1_200), first), None);
+        assert_eq!(g.warming(), 2);
+        // A grant its stream never takes passes to the next one.
+        let fourth = ticket_of(g.admit(now, Arrival::New));
+        assert_eq!(g.unclaimed(), Some(fourth));
+        assert_eq!(g.warming(), 2);
+    }
+
+    #[test]
+    fn a_queue_longer_than_the_wait_at_the_windows_pace_sheds_at_once() {
+        let mut g = window_gate();
+        g.admit(at_ms(60_000), Arrival::New);
+        g.admit(at_ms(60_000), Arrival::New);
+        // Until the pace is measured in this queue, every stream queues (bounded by its
+        // wait) rather than being shed on a guess.
+        for _ in 0..10 {
+            assert!(matches!(
+                g.admit(at_ms(60_000), Arrival::New),
+                Decision::Queue { .. }
+            ));
+        }
+        // Eight settles 100 ms apart (the first after 600 ms: filling the window is not
+        // the pace): a place frees every 100 ms.
+        for k in 0..8 {
+            assert!(g.settled(at_ms(60_600 + 100 * k), at_ms(60_000)).is_some());
+        }
+        let now = at_ms(61_300);
+        assert_eq!(g.queued(), 2);
+        // With q queued a stream's turn comes after (q + 1) places: up to 9 queued, within
+        // the 1 s wait; a tenth would wait 1.1 s.
+        for _ in 0..8 {
+            assert!(matches!(g.admit(now, Arrival::New), Decision::Queue { .. }));
+        }
+        let (reason, first) = retry_of(g.admit(now, Arrival::New));
+        assert_eq!(
+            (reason, first),
+            (ShedReason::Window, Duration::from_millis(1_100))
+        );
+        // The next shed client is told to come one place later.
+        let (_, second) = retry_of(g.admit(now, Arrival::New));
+        assert_eq!(second, Duration::from_millis(1_200));
+        assert_eq!(g.queued(), 10);
+    }
+
+    #[test]
+    fn a_stream_that_gives_up_is_told_when_its_turn_would_come() {
+        let mut g = window_gate();
+        g.admit(at_ms(0), Arrival::New);
+        g.admit(at_ms(0), Arrival::New);
+        let first = ticket_of(g.admit(at_ms(0), Arrival::New));
+        let second = ticket_of(g.admit(at_ms(0), Arrival::New));
+        // Nothing settled in a whole second: the wait itself is the pace guessed, and the
+        // hint counts the place of the one still queued (the second) and its own.
+        let hint = g.abandon(at_ms(1_000), first).expect("still queued");
+        assert_eq!(hint, Duration::from_secs(2));
+        // A settle grants the second its place before it gives up: it is warming.
+        assert!(g.settled(at_ms(0), at_ms(0)).is_some());
+        let hint = g.abandon(at_ms(1_200), second);
+        assert_eq!(hint, None, "granted by that settle");
+    }
+
     #[test]
     fn extreme_settings_never_panic() {
         let mut g = AdmissionGate::new(Admission {
@@ -462,10 +834,14 @@ mod tests {
             max_streams: usize::MAX,
             reserved_for_resuming: usize::MAX,
             cap_retry: Duration::MAX,
+            window: usize::MAX,
+            window_timeout: Duration::MAX,
         });
         for arrival in [Arrival::New, Arrival::Resuming] {
             for now in [Instant::ZERO, Instant::MAX] {
                 let _ = g.admit(now, arrival);
+                let _ = g.settled(at_ms(0), at_ms(0));
+                let _ = g.abandon(now, 0);
             }
         }
         let mut g = AdmissionGate::new(Admission {

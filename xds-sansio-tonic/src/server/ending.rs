@@ -85,6 +85,9 @@ impl Ending {
                 let why = match reason {
                     ShedReason::Rate => "the server admits new streams at a bounded rate",
                     ShedReason::Cap => "the server serves as many streams as it may",
+                    ShedReason::Window => {
+                        "the server lets new streams in as earlier ones acknowledge their state"
+                    }
                 };
                 let mut status = Status::unavailable(format!("{why}; retry after {millis} ms"));
                 status

@@ -16,8 +16,9 @@
 //! | `xds_publishes_total` | counter | |
 //! | `xds_streams_woken_total` | counter | streams a publish woke |
 //! | `xds_admission_admitted_total` | counter | `arrival` (`new`, `resuming`), `waited` (`yes`, `no`) |
-//! | `xds_admission_shed_total` | counter | `reason` (`rate`, `cap`) |
-//! | `xds_admission_waiting` | gauge | streams waiting for their token |
+//! | `xds_admission_shed_total` | counter | `reason` (`rate`, `cap`, `window`) |
+//! | `xds_admission_waiting` | gauge | streams waiting for their token or their place in the window |
+//! | `xds_admission_warming` | gauge | new streams in the window: admitted, first response not yet acknowledged |
 
 use xds_sansio::{Transport, Variant};
 
@@ -57,10 +58,13 @@ pub mod names {
     /// Streams storm protection admitted, by `arrival` (`new`, `resuming`) and whether
     /// they `waited` for their token (`yes`, `no`).
     pub const ADMITTED: &str = "xds_admission_admitted_total";
-    /// Streams storm protection shed, by `reason` (`rate`, `cap`).
+    /// Streams storm protection shed, by `reason` (`rate`, `cap`, `window`).
     pub const SHED: &str = "xds_admission_shed_total";
-    /// Streams waiting for their token now.
+    /// Streams waiting for their token, or their place in the window, now.
     pub const WAITING: &str = "xds_admission_waiting";
+    /// New streams in storm protection's window now (admitted, first response not yet
+    /// acknowledged).
+    pub const WARMING: &str = "xds_admission_warming";
 }
 
 pub(crate) fn admitted(arrival: Arrival, waited: bool) {
@@ -78,6 +82,10 @@ pub(crate) fn shed(reason: ShedReason) {
 
 pub(crate) fn waiting(delta: f64) {
     metrics::gauge!(names::WAITING).increment(delta);
+}
+
+pub(crate) fn warming(delta: f64) {
+    metrics::gauge!(names::WARMING).increment(delta);
 }
 
 pub(crate) fn stream_opened(variant: Variant, transport: &Transport) {

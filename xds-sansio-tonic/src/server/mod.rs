@@ -28,9 +28,10 @@
 //!   ([`ProtocolError::grpc_code`](xds_sansio::server::ProtocolError::grpc_code)); every
 //!   reason maps to its status in one place (`ending.rs`).
 //! - **Storm protection** ([`XdsServerBuilder::admission`], off by default): new streams
-//!   are admitted at a rate (a token bucket), wait for their turn a bounded time, and past
-//!   it or past a cap are shed with `UNAVAILABLE` and a `grpc-retry-pushback-ms` hint;
-//!   streams that present versions go first. The decisions are [`admission`]'s, a pure
+//!   are admitted at a rate (a token bucket) or through a window (at most so many new
+//!   streams whose first response is not yet acknowledged), wait for their turn a bounded
+//!   time, and past it or past a cap are shed with `UNAVAILABLE` and a
+//!   `grpc-retry-pushback-ms` hint; streams that present versions go first. The decisions are [`admission`]'s, a pure
 //!   type in virtual time; the stream task applies them at the first request.
 //! - **Shutdown** ([`XdsServer::shutdown`], or the signal given to
 //!   [`XdsServer::serve_with_shutdown`]): the listener stops accepting, the health service
@@ -42,6 +43,7 @@
 //!   the `metrics` facade ([`metrics::names`]); [`Callbacks`] for the application.
 
 pub mod admission;
+mod admitting;
 pub(crate) mod applied;
 mod debug;
 mod ending;
@@ -134,7 +136,7 @@ struct Shared {
     generation: watch::Sender<u64>,
     health: tonic_health::server::HealthReporter,
     /// Storm protection's state, when on.
-    admission: Option<Mutex<admission::AdmissionGate>>,
+    admission: Option<admitting::Admitting>,
 }
 
 impl Shared {
@@ -160,24 +162,17 @@ impl Shared {
         self.open_streams.fetch_sub(1, Ordering::AcqRel);
     }
 
-    /// Storm protection's decision for a stream whose first request just arrived; `None`
-    /// when protection is off.
-    fn admit(&self, arrival: admission::Arrival) -> Option<admission::Decision> {
-        let gate = self.admission.as_ref()?;
-        let now = self.clock.now();
-        Some(
-            gate.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .admit(now, arrival),
-        )
+    /// A stream storm protection admitted (or told to wait, or queued) ended.
+    fn release_admission(&self) {
+        if let Some(admitting) = &self.admission {
+            admitting.release();
+        }
     }
 
-    /// A stream storm protection admitted (or told to wait) ended.
-    fn release_admission(&self) {
-        if let Some(gate) = &self.admission {
-            gate.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .release();
+    /// A stream warming in storm protection's window since `since` settled.
+    fn settle_warming(&self, since: xds_sansio::time::Instant) {
+        if let Some(admitting) = &self.admission {
+            admitting.settled(self.clock.now(), since);
         }
     }
 
@@ -434,13 +429,15 @@ impl XdsServerBuilder {
     }
 
     /// Storm protection ([`admission`]; default off): new streams are admitted at
-    /// `rate` per second after a `burst`, wait at most `max_wait` for their turn, and at
-    /// most `max_streams` are admitted at once; a stream that presents versions in its
+    /// `rate` per second after a `burst` (or, with [`Admission::window`], as earlier new
+    /// streams acknowledge their first response), wait at most `max_wait` for their turn,
+    /// and at most `max_streams` are admitted at once; a stream that presents versions in its
     /// first request (it resumes) is admitted at once and may use a reserved share of the
     /// cap. A stream shed ends with `UNAVAILABLE` and the `grpc-retry-pushback-ms` trailer
     /// (gRFC A6): when to come back, spread so the shed clients do not return together.
     /// Metrics: `xds_admission_admitted_total{arrival,waited}`,
-    /// `xds_admission_shed_total{reason}`, `xds_admission_waiting`.
+    /// `xds_admission_shed_total{reason}`, `xds_admission_waiting`,
+    /// `xds_admission_warming`.
     ///
     /// Off by default because the rate that protects depends on the size of the state a new
     /// client is owed and on the machine, which only the operator knows; a wrong default
@@ -456,10 +453,7 @@ impl XdsServerBuilder {
     /// The server (nothing is listening yet: see [`XdsServer::serve`]).
     pub fn build(self) -> XdsServer {
         let health = tonic_health::server::HealthReporter::new();
-        let admission = self
-            .options
-            .admission
-            .map(|a| Mutex::new(admission::AdmissionGate::new(a)));
+        let admission = self.options.admission.map(admitting::Admitting::new);
         XdsServer {
             shared: Arc::new(Shared {
                 admission,

@@ -21,7 +21,8 @@ use xds_sansio::server::{EncodedBytes, EncodedResponse, ServerEvent};
 use xds_sansio::time::Instant;
 use xds_sansio::{Request, ServerConfig, ServerStream};
 
-use super::admission::{Arrival, Decision};
+use super::admission::{Arrival, Decision, ShedReason};
+use super::admitting::{Admitting, Queued};
 use super::ending::Ending;
 use super::faults::{Out, StreamFaults};
 use super::group::Group;
@@ -51,6 +52,78 @@ impl Drop for AdmissionSlot {
     }
 }
 
+/// Holds a new stream's place in storm protection's window until it settles: its first
+/// response acknowledged, its `window_timeout` passed, or the stream ended.
+struct WarmingSlot {
+    shared: Arc<Shared>,
+    /// When it began to warm (how long streams take is one measure of the window's pace).
+    since: Instant,
+    /// `None`: a timeout too long to fall due.
+    until: Option<tokio::time::Instant>,
+}
+
+impl WarmingSlot {
+    fn new(shared: Arc<Shared>, timeout: std::time::Duration) -> WarmingSlot {
+        metrics::warming(1.0);
+        WarmingSlot {
+            since: shared.clock.now(),
+            shared,
+            until: tokio::time::Instant::now().checked_add(timeout),
+        }
+    }
+}
+
+impl Drop for WarmingSlot {
+    fn drop(&mut self) {
+        metrics::warming(-1.0);
+        self.shared.settle_warming(self.since);
+    }
+}
+
+/// How a queued stream's wait for its place in the window ended.
+enum QueueWait {
+    Granted,
+    GaveUp,
+    Shutdown,
+}
+
+/// Waits for a queued stream's place in storm protection's window: `Ok(shutting_down)`
+/// once it holds one (granted before it gave up, or as a shutdown began), `Err` with the
+/// stream's ending when it gave up first (shed, or shut down).
+async fn wait_for_place(
+    shared: &Shared,
+    admitting: &Admitting,
+    queued: Queued,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<bool, Ending> {
+    metrics::waiting(1.0);
+    let at = shared.clock.to_std(queued.until);
+    let wait = tokio::select! {
+        granted = queued.granted => match granted {
+            Ok(()) => QueueWait::Granted,
+            Err(_) => QueueWait::GaveUp,
+        },
+        () = tokio::time::sleep_until(at.into()) => QueueWait::GaveUp,
+        _ = shutdown.changed() => QueueWait::Shutdown,
+    };
+    metrics::waiting(-1.0);
+    if matches!(wait, QueueWait::Granted) {
+        return Ok(false);
+    }
+    // Unless its place was granted meanwhile (then it is warming).
+    match admitting.abandon(shared.clock.now(), queued.ticket) {
+        None => Ok(matches!(wait, QueueWait::Shutdown)),
+        Some(_) if matches!(wait, QueueWait::Shutdown) => Err(Ending::Shutdown),
+        Some(retry_after) => {
+            metrics::shed(ShedReason::Window);
+            Err(Ending::Shed {
+                reason: ShedReason::Window,
+                retry_after,
+            })
+        }
+    }
+}
+
 /// Everything the task holds besides the core's stream.
 struct Driver {
     shared: Arc<Shared>,
@@ -67,6 +140,8 @@ struct Driver {
     admission_pending: bool,
     /// The place storm protection gave the stream.
     admission: Option<AdmissionSlot>,
+    /// Its place in storm protection's window, while it warms.
+    warming: Option<WarmingSlot>,
 }
 
 /// Spawns the task for a new stream.
@@ -96,6 +171,7 @@ pub(crate) fn spawn<Req: WireRequest>(
             let driver = Driver {
                 admission_pending: shared.admission.is_some(),
                 admission: None,
+                warming: None,
                 shared,
                 info,
                 group: None,
@@ -181,6 +257,7 @@ impl Driver {
                     .map(|t| shared.clock.to_std(t))
             };
             let waiting_for_node = self.group.is_none();
+            let warm_until = self.warming.as_ref().and_then(|w| w.until);
             let due = self.faults.is_due(|| shared.clock.now());
             // Armed only while nothing is due, so a full slot never makes the loop spin.
             let held_until = match due {
@@ -251,6 +328,8 @@ impl Driver {
                     }
                 }
                 _ = sleep_until(deadline) => want_send = true,
+                // Never acknowledged in time: the window's place goes to the next stream.
+                _ = sleep_until(warm_until) => self.warming = None,
                 // A delayed or held response becomes due: the loop sees it.
                 _ = sleep_until(held_until) => {}
                 _ = sleep_until(first_deadline), if waiting_for_node => {
@@ -268,13 +347,16 @@ impl Driver {
         shutdown: &mut watch::Receiver<bool>,
     ) -> Option<Ending> {
         self.admission_pending = false;
+        let shared = self.shared.clone();
+        let admitting = shared.admission.as_ref()?;
         let arrival = if presents_versions(request) {
             Arrival::Resuming
         } else {
             Arrival::New
         };
-        let until = match self.shared.admit(arrival)? {
-            Decision::Admit => None,
+        let (decision, queued) = admitting.admit(shared.clock.now(), arrival);
+        let until = match decision {
+            Decision::Admit | Decision::Queue { .. } => None,
             Decision::Wait { until } => Some(until),
             Decision::Shed {
                 reason,
@@ -300,7 +382,23 @@ impl Driver {
                 return Some(Ending::Shutdown);
             }
         }
-        metrics::admitted(arrival, until.is_some());
+        let waited = until.is_some() || queued.is_some();
+        let shutting_down = match queued {
+            Some(queued) => match wait_for_place(&shared, admitting, queued, shutdown).await {
+                Ok(shutting_down) => shutting_down,
+                Err(ending) => return Some(ending),
+            },
+            None => false,
+        };
+        if admitting.windowed(arrival) {
+            // Held from here: dropped (settled) on the first acknowledgement, the timeout
+            // or the end of the stream, a shutdown now included.
+            self.warming = Some(WarmingSlot::new(shared.clone(), admitting.window_timeout()));
+        }
+        if shutting_down {
+            return Some(Ending::Shutdown);
+        }
+        metrics::admitted(arrival, waited);
         None
     }
 
@@ -425,6 +523,8 @@ impl Driver {
         }
         if answered {
             self.note_applied(stream);
+            // The client has its first response: the window lets the next stream in.
+            self.warming = None;
         }
         // A first request without a node, on a server that does not require one.
         if self.group.is_none() && stream.node().is_none() && stream.type_urls().next().is_some() {
