@@ -10,7 +10,6 @@ use core::time::Duration;
 use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 
-use super::cache::TypeCache;
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
 use crate::name::{XdstpName, XDSTP_SCHEME};
@@ -28,7 +27,7 @@ pub(crate) struct Incoming {
     pub(crate) body: Option<Bytes>,
     pub(crate) aliases: Vec<SharedStr>,
     pub(crate) ttl: Option<Duration>,
-    /// The name's hash by its type's cache ([`TypeCache::name_hash`]), set by
+    /// The name's hash by its type's cache (the hash its record is found by), set by
     /// [`check_duplicates`], which every response passes: the duplicate check and the
     /// cache's record lookup share one hash of each name.
     pub(crate) hash: u64,
@@ -215,16 +214,17 @@ fn canonical_xdstp(name: SharedStr) -> Result<SharedStr, ResponseDefect> {
 /// Fails on the first name that appears twice ("Clients should NACK responses that contain
 /// multiple instances of the same resource name", xDS protocol, "Duplicate Resource
 /// Names"): among the resources, among the removed names, or in both. Notes each
-/// resource's [`Incoming::hash`] by `cache`, the hash its record is found by.
+/// resource's [`Incoming::hash`] by `name_hash`, the hash its type's cache finds its record
+/// by.
 pub(crate) fn check_duplicates(
     resources: &mut [Incoming],
     removed: &[SharedStr],
-    cache: &TypeCache,
+    name_hash: impl Fn(&str) -> u64,
 ) -> Result<(), ResponseDefect> {
     for inc in resources.iter_mut() {
-        inc.hash = cache.name_hash(&inc.name);
+        inc.hash = name_hash(&inc.name);
     }
-    let removed_hashes: Vec<u64> = removed.iter().map(|n| cache.name_hash(n)).collect();
+    let removed_hashes: Vec<u64> = removed.iter().map(|n| name_hash(n)).collect();
     let named = |i: usize| {
         resources
             .get(i)

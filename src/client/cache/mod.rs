@@ -67,7 +67,7 @@ impl TypeCache {
         self.records.get(name)
     }
 
-    /// The hash `name`'s record is found by (see [`Incoming::hash`]).
+    /// The hash `name`'s record is found by (what [`Incoming::hash`] holds).
     #[inline]
     pub(crate) fn name_hash(&self, name: &str) -> u64 {
         self.records.hash(name)
