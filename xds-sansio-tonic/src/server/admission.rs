@@ -51,10 +51,10 @@
 //!   of it would take longer than `max_wait` at the pace acknowledgements have been coming
 //!   (a moving average of the time between them); its hint is when its turn would come.
 //!   Resuming streams take no place in the window: they are admitted at once, as with the
-//!   rate. Known limit (`benches/README.md`, "A window instead of a rate"): with tens of
-//!   thousands of new streams the pace measured comes out slower than the machine's, and
-//!   the shed clients' hints, one pace apart, add up to minutes; the rate is the tested
-//!   choice there.
+//!   rate. A shed stream is never told to come back more than two `max_wait`s later: the
+//!   pace measured can come out slower than the machine's, and over tens of thousands of
+//!   sheds hints one pace apart would add up to minutes of an idle server
+//!   (`benches/README.md`, "A window instead of a rate").
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
@@ -477,16 +477,28 @@ impl AdmissionGate {
 
     /// The hint of a stream shed from the window whose turn would come `turn` from `now`:
     /// spread one `interval` after the previous one's, so shed clients come back at the
-    /// pace the window lets them in.
+    /// pace the window lets them in; but never more than [`HINT_HORIZON`] `max_wait`s
+    /// away. A pace measured slower than the machine's (it happens: `benches/README.md`,
+    /// "A window instead of a rate") would otherwise add up, over tens of thousands of
+    /// sheds, to clients sent away for minutes while the server idles; a client told to
+    /// come back too early only queues, or is told again. Past the horizon the hints wrap
+    /// round within its last `max_wait`, still one `interval` apart.
     fn window_hint(&mut self, now: Instant, turn: u64, interval: u64) -> Duration {
-        let from = now.as_nanos().saturating_add(turn);
-        let at = self
+        let now = now.as_nanos();
+        let max_wait = duration_nanos(self.config.max_wait).max(1);
+        let horizon = now.saturating_add(max_wait.saturating_mul(HINT_HORIZON));
+        let from = now.saturating_add(turn);
+        let mut at = self
             .window_shed_at
             .as_nanos()
             .saturating_add(interval)
             .max(from);
+        if at > horizon {
+            let band = horizon.saturating_sub(max_wait);
+            at = band.saturating_add((at - horizon) % max_wait);
+        }
         self.window_shed_at = Instant::from_nanos(at);
-        Duration::from_nanos(at.saturating_sub(now.as_nanos())).max(Duration::from_millis(1))
+        Duration::from_nanos(at.saturating_sub(now)).max(Duration::from_millis(1))
     }
 
     fn shed_for_cap(&mut self) -> Decision {
@@ -506,6 +518,9 @@ impl AdmissionGate {
         }
     }
 }
+
+/// The farthest a window-shed stream is told to come back, in `max_wait`s.
+const HINT_HORIZON: u64 = 2;
 
 /// Settles the window's pace is the mean gap of.
 const PACE_SAMPLES: usize = 64;
@@ -806,6 +821,42 @@ mod tests {
         let (_, second) = retry_of(g.admit(now, Arrival::New));
         assert_eq!(second, Duration::from_millis(1_200));
         assert_eq!(g.queued(), 10);
+    }
+
+    #[test]
+    fn window_hints_never_reach_past_two_waits_and_stay_spread() {
+        let mut g = window_gate();
+        g.admit(at_ms(0), Arrival::New);
+        g.admit(at_ms(0), Arrival::New);
+        for _ in 0..10 {
+            g.admit(at_ms(0), Arrival::New);
+        }
+        // A pace of 100 ms a place, measured.
+        for k in 0..8 {
+            assert!(g.settled(at_ms(500 + 100 * k), at_ms(0)).is_some());
+        }
+        let now = at_ms(1_200);
+        let hints: Vec<Duration> = (0..40)
+            .map(|_| g.admit(now, Arrival::New))
+            .filter_map(|d| match d {
+                Decision::Shed { retry_after, .. } => Some(retry_after),
+                _ => None,
+            })
+            .collect();
+        assert!(hints.len() >= 30, "{}", hints.len());
+        // Within the 1 s wait's horizon of 2 s; once there, in its last second.
+        assert!(
+            hints.iter().all(|h| *h <= Duration::from_secs(2)),
+            "{hints:?}"
+        );
+        let wrapped: Vec<&Duration> = hints
+            .iter()
+            .filter(|h| **h >= Duration::from_secs(1))
+            .collect();
+        assert_eq!(wrapped.len(), hints.len());
+        // Still one pace (100 ms) apart, round the band: ten distinct hints.
+        let distinct: std::collections::BTreeSet<&Duration> = hints.iter().collect();
+        assert_eq!(distinct.len(), 10, "{hints:?}");
     }
 
     #[test]
