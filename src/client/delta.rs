@@ -91,7 +91,7 @@ fn check(
             hash: 0,
         });
     }
-    incoming::check_duplicates(&mut out, removed, |n| ts.cache.name_hash(n))?;
+    incoming::check_duplicates(&mut out, removed, ts.cache.name_hasher())?;
     if !ts.sub.is_wildcard() {
         out.retain(|inc| ts.sub.wants(&inc.name, &inc.aliases));
     }

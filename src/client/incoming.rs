@@ -6,9 +6,10 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
+use core::hash::BuildHasher;
 use core::time::Duration;
 use hashbrown::hash_table::Entry;
-use hashbrown::HashTable;
+use hashbrown::{DefaultHashBuilder, HashTable};
 
 use super::config::Limits;
 use super::defect::{At, ResponseDefect};
@@ -214,17 +215,19 @@ fn canonical_xdstp(name: SharedStr) -> Result<SharedStr, ResponseDefect> {
 /// Fails on the first name that appears twice ("Clients should NACK responses that contain
 /// multiple instances of the same resource name", xDS protocol, "Duplicate Resource
 /// Names"): among the resources, among the removed names, or in both. Notes each
-/// resource's [`Incoming::hash`] by `name_hash`, the hash its type's cache finds its record
-/// by.
+/// resource's [`Incoming::hash`] by `hasher`, the one its type's cache finds its record by.
 pub(crate) fn check_duplicates(
     resources: &mut [Incoming],
     removed: &[SharedStr],
-    name_hash: impl Fn(&str) -> u64,
+    hasher: &DefaultHashBuilder,
 ) -> Result<(), ResponseDefect> {
     for inc in resources.iter_mut() {
-        inc.hash = name_hash(&inc.name);
+        inc.hash = hasher.hash_one(inc.name.as_str());
     }
-    let removed_hashes: Vec<u64> = removed.iter().map(|n| name_hash(n)).collect();
+    let removed_hashes: Vec<u64> = removed
+        .iter()
+        .map(|n| hasher.hash_one(n.as_str()))
+        .collect();
     let named = |i: usize| {
         resources
             .get(i)

@@ -119,7 +119,7 @@ fn check(
         incoming::check_name_len("name", Some(At::Index(i)), &inc.name, limits)?;
         out.push(inc);
     }
-    incoming::check_duplicates(&mut out, &[], |n| ts.cache.name_hash(n))?;
+    incoming::check_duplicates(&mut out, &[], ts.cache.name_hasher())?;
     if !ts.sub.is_wildcard() {
         out.retain(|inc| ts.sub.wants(&inc.name, &[]));
     }

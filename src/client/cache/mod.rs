@@ -67,10 +67,10 @@ impl TypeCache {
         self.records.get(name)
     }
 
-    /// The hash `name`'s record is found by (what [`Incoming::hash`] holds).
+    /// The hasher names' records are found by (what [`Incoming::hash`] is made with).
     #[inline]
-    pub(crate) fn name_hash(&self, name: &str) -> u64 {
-        self.records.hash(name)
+    pub(crate) fn name_hasher(&self) -> &hashbrown::DefaultHashBuilder {
+        self.records.hasher()
     }
 
     /// The record of `name`, following an alias.

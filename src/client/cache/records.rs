@@ -27,6 +27,11 @@ pub(crate) struct Records {
 }
 
 impl Records {
+    /// The hasher names' records are found by.
+    pub(crate) fn hasher(&self) -> &DefaultHashBuilder {
+        &self.hasher
+    }
+
     /// The hash a name's record is found by.
     #[inline]
     pub(crate) fn hash(&self, name: &str) -> u64 {
