@@ -34,7 +34,7 @@ impl Records {
 
     /// The hash a name's record is found by.
     #[inline]
-    pub(crate) fn hash(&self, name: &str) -> u64 {
+    fn hash(&self, name: &str) -> u64 {
         self.hasher.hash_one(name)
     }
 

@@ -14,6 +14,8 @@ use super::admission::{Admission, AdmissionGate, Arrival, Decision};
 /// The gate and its queued streams' wake-ups, under one lock (a grant and the wake-up it
 /// sends are one step, so no stream misses its turn).
 pub(crate) struct Admitting {
+    /// The gate's settings, read without the lock (they never change).
+    config: Admission,
     state: Mutex<State>,
 }
 
@@ -33,6 +35,7 @@ pub(crate) struct Queued {
 impl Admitting {
     pub(crate) fn new(config: Admission) -> Admitting {
         Admitting {
+            config,
             state: Mutex::new(State {
                 gate: AdmissionGate::new(config),
                 waiters: HashMap::new(),
@@ -46,12 +49,12 @@ impl Admitting {
 
     /// Whether a new stream admitted now takes a place in the window.
     pub(crate) fn windowed(&self, arrival: Arrival) -> bool {
-        arrival == Arrival::New && self.lock().gate.config().window > 0
+        arrival == Arrival::New && self.config.window > 0
     }
 
     /// How long a warming stream holds its place without acknowledging.
     pub(crate) fn window_timeout(&self) -> Duration {
-        self.lock().gate.config().window_timeout
+        self.config.window_timeout
     }
 
     /// The gate's decision at `now`; a queued stream also gets the receiver of its grant.
