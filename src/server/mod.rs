@@ -16,7 +16,8 @@
 //!    (TTL heartbeats).
 //!    Each `poll_response` has an encoded twin, `poll_response_encoded`: the same response
 //!    (same nonce, same state change) as the bytes its message encodes to, assembled from
-//!    frames the store encoded once per resource ([`EncodedResponse`]), a wildcard full
+//!    each stored body and its frame's tags, worked out once per resource
+//!    ([`EncodedResponse`]), a wildcard full
 //!    state shared between streams rather than copied ([`EncodedBytes`]); use it with a
 //!    codec that writes pre-encoded messages and skip the encode.
 //! 5. When `is_closed()` (after a [`ServerEvent::ProtocolError`]): end the call with
@@ -301,6 +302,7 @@ mod dangling;
 mod delta;
 mod event;
 mod flow;
+mod frame;
 mod graves;
 mod index;
 mod known;

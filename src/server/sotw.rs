@@ -667,7 +667,7 @@ impl SotwState {
         for (r, with_body) in out.values() {
             if *with_body {
                 self.record_sent(r);
-                frame_bytes = frame_bytes.saturating_add(r.sotw_frame().len());
+                frame_bytes = frame_bytes.saturating_add(r.sotw_frame_len(&build.url));
             }
             match r.ttl() {
                 Some(ttl) => build

@@ -17,6 +17,7 @@ use prost::Message;
 use super::body_checks::BodyChecks;
 use super::consistency::{Consistency, ConsistencyReport};
 use super::dangling::{self, TwoPhase};
+use super::frame::{self, FrameHeads, FramePrefix};
 use super::graves::Graves;
 use super::publication::{LogTruncated, ResourceEntry, Revision, StoreChange, StoreError, StoreOp};
 use super::resource_errors::{StoredError, TYPE_WIDE};
@@ -33,20 +34,23 @@ use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 /// A resource as the store holds it; responses carry clones of its `Bytes` (a reference
 /// count, never a copy of the body).
 ///
-/// The store encodes each resource once, when it is set, as the `resources` entry of a SotW
-/// `DiscoveryResponse` (its *frame*: field tag, length, `Any`); the body of a resource
-/// without TTL is a slice of that frame, so the frame costs no extra memory. An encoded
-/// response ([`super::ServerStream::poll_response_encoded`]) is the concatenation of
-/// frames: building it copies each body once, which is what encoding the message would
-/// cost, with none of the encoder's per-field work.
+/// The store keeps the body alone, copied once at its exact length when it is set. An
+/// encoded response ([`super::ServerStream::poll_response_encoded`]) writes each
+/// resource's *frame* (the `resources` entry of a SotW `DiscoveryResponse`: field tag,
+/// length, `Any`) from the type URL and the body as it copies the body in, which is what
+/// encoding the message would cost, with none of the encoder's per-field work. Keeping
+/// frames instead cost 59 bytes a resource of framing (the type URL, in every frame) and
+/// a second buffer handle, for about 17 instructions a resource less in a build
+/// (callgrind, a 10 000-cluster full state: 104 against 121 a resource).
 ///
-/// `repr(C)` with the fields a full-state build reads (body, frame, TTL) first, so building a
+/// `repr(C)` with the fields a full-state build reads (body, TTL) first, so building a
 /// 10 000-resource response touches one cache line per resource.
 #[derive(Clone, Debug, PartialEq)]
 #[repr(C)]
 pub struct StoredResource {
     body: Bytes,
-    frame: Bytes,
+    /// The tags and lengths of the body's frame.
+    heads: FrameHeads,
     ttl: Option<Box<TtlForm>>,
     pair: u64,
     revision: Revision,
@@ -60,8 +64,8 @@ pub struct StoredResource {
     aliases: Option<Box<Vec<String>>>,
 }
 
-/// A TTL and the SotW form it needs: the encoded `Resource` wrapper (a slice of the
-/// resource's frame), built once. Boxed: most resources have no TTL.
+/// A TTL and the SotW form it needs: the encoded `Resource` wrapper, built once. Boxed:
+/// most resources have no TTL.
 #[derive(Clone, Debug, PartialEq)]
 struct TtlForm {
     ttl: Duration,
@@ -99,14 +103,42 @@ impl StoredResource {
         self.pair
     }
 
-    /// The resource as a SotW `Any`: the body itself, or, when it has a TTL, the
-    /// pre-encoded `Resource` wrapper.
-    /// The SotW `resources` entry of this resource, encoded: field 2 tag, length, and the
-    /// `Any` of [`StoredResource::sotw_any`]. Byte for byte what prost writes for it.
-    pub(crate) fn sotw_frame(&self) -> &Bytes {
-        &self.frame
+    /// What the SotW `Any` of this resource holds: `type_url` and the body, or, when it
+    /// has a TTL, the `Resource` wrapper's type URL and the pre-encoded wrapper.
+    fn sotw_parts<'a>(&'a self, type_url: &'a str) -> (&'a str, &'a [u8]) {
+        match &self.ttl {
+            Some(form) => (RESOURCE_WRAPPER_TYPE_URL, &form.wrapped),
+            None => (type_url, &self.body),
+        }
     }
 
+    /// The length of this resource's SotW frame (see [`StoredResource::write_sotw_frame`]).
+    pub(crate) fn sotw_frame_len(&self, type_url: &str) -> usize {
+        let (url, value) = self.sotw_parts(type_url);
+        frame::frame_len(url, value)
+    }
+
+    /// Appends the SotW `resources` entry of this resource, encoded: field 2 tag, length,
+    /// and the `Any` of [`StoredResource::sotw_any`]. Byte for byte what prost writes for it.
+    /// `prefix` is `type_url`'s [`FramePrefix`], when it has one.
+    #[inline]
+    pub(crate) fn write_sotw_frame(
+        &self,
+        type_url: &str,
+        prefix: Option<&FramePrefix>,
+        out: &mut Vec<u8>,
+    ) {
+        match (&self.ttl, prefix) {
+            (None, Some(prefix)) if self.heads.fit() => prefix.write(&self.heads, &self.body, out),
+            _ => {
+                let (url, value) = self.sotw_parts(type_url);
+                frame::write_frame(url, value, out);
+            }
+        }
+    }
+
+    /// The resource as a SotW `Any`: the body itself, or, when it has a TTL, the
+    /// pre-encoded `Resource` wrapper.
     pub(crate) fn sotw_any(&self, type_url: &TypeUrl) -> Any {
         match &self.ttl {
             Some(form) => Any {
@@ -133,28 +165,6 @@ impl StoredResource {
             ttl: self.ttl().map(to_proto_duration),
             ..Resource::default()
         }
-    }
-}
-
-/// The encoded SotW `resources` entry of an `Any` of `type_url` wrapping `value`.
-fn frame_of(type_url: TypeUrl, value: &Bytes) -> Bytes {
-    let any = Any {
-        type_url,
-        value: value.clone(),
-    };
-    // Exactly the frame's length: spare room would be held for as long as the frame.
-    let mut out = Vec::with_capacity(prost::encoding::message::encoded_len(2, &any));
-    prost::encoding::message::encode(2, &any, &mut out);
-    Bytes::from(out)
-}
-
-/// The `Any.value` inside `frame`: its last bytes (the value is the `Any`'s last field).
-/// Falls back to `value` itself should the frame not end with it (it always does).
-fn body_in(frame: &Bytes, value: Bytes) -> Bytes {
-    let start = frame.len().saturating_sub(value.len());
-    match frame.get(start..) {
-        Some(tail) if tail == value.as_ref() => frame.slice(start..),
-        _ => value,
     }
 }
 
@@ -229,12 +239,14 @@ impl TypeTable {
     /// `None` when a resource has a TTL (its frame depends on the stream's heartbeats).
     fn shared_frames(&self) -> Option<Bytes> {
         self.full_state.get_or_build(|| {
-            let mut frames = Vec::with_capacity(self.frame_bytes);
+            let prefix = FramePrefix::new(&self.url);
+            // The room a prefix block may take past the last frame.
+            let mut frames = Vec::with_capacity(self.frame_bytes.saturating_add(128));
             for ByName(r) in &self.resources {
                 if r.ttl.is_some() {
                     return None;
                 }
-                frames.extend_from_slice(&r.frame);
+                r.write_sotw_frame(&self.url, prefix.as_ref(), &mut frames);
             }
             Some(Bytes::from(frames))
         })
@@ -634,11 +646,11 @@ impl ResourceStore {
             }
         }
         let pair = entry_hash(&entry.name, &version, entry.ttl);
-        let (body, frame, ttl) = match entry.ttl {
-            None => {
-                let frame = frame_of(TypeUrl::from(type_url), &entry.body);
-                (body_in(&frame, entry.body), frame, None)
-            }
+        // Copied at its exact length: the caller's buffer may be larger than the body (spare
+        // room, or a slice of a whole response), and the store keeps the body for long.
+        let body = Bytes::copy_from_slice(&entry.body);
+        let ttl = match entry.ttl {
+            None => None,
             Some(ttl) => {
                 let wrapped = Resource {
                     name: entry.name.clone(),
@@ -652,16 +664,14 @@ impl ResourceStore {
                 }
                 .encode_to_vec();
                 let wrapped = Bytes::from(wrapped);
-                let frame = frame_of(TypeUrl::from_static(RESOURCE_WRAPPER_TYPE_URL), &wrapped);
-                let wrapped = body_in(&frame, wrapped);
-                (entry.body, frame, Some(Box::new(TtlForm { ttl, wrapped })))
+                Some(Box::new(TtlForm { ttl, wrapped }))
             }
         };
         let stored = StoredResource {
             name: Box::from(entry.name.as_str()),
             version: CompactVersion::new(version),
+            heads: FrameHeads::new(type_url.len(), body.len()),
             body,
-            frame,
             ttl,
             aliases: (!entry.aliases.is_empty()).then(|| Box::new(entry.aliases)),
             revision,
@@ -672,12 +682,14 @@ impl ResourceStore {
             table.aliases.insert(alias.clone(), entry.name.clone());
         }
         table.sum.add(pair);
-        table.frame_bytes = table.frame_bytes.saturating_add(stored.frame.len());
+        let frame_len = stored.sotw_frame_len(type_url);
+        table.frame_bytes = table.frame_bytes.saturating_add(frame_len);
         let mut before = None;
         if let Some(ByName(old)) = table.resources.replace(ByName(Box::new(stored))) {
             before = Some(old.pair);
             table.sum.remove(old.pair);
-            table.frame_bytes = table.frame_bytes.saturating_sub(old.frame.len());
+            let old_len = old.sotw_frame_len(type_url);
+            table.frame_bytes = table.frame_bytes.saturating_sub(old_len);
             for alias in old.aliases.map_or_else(Vec::new, |a| *a) {
                 if !changed_aliases.contains(&alias) {
                     table.aliases.remove(alias.as_str());
@@ -699,7 +711,8 @@ impl ResourceStore {
         };
 
         table.sum.remove(old.pair);
-        table.frame_bytes = table.frame_bytes.saturating_sub(old.frame.len());
+        let old_len = old.sotw_frame_len(type_url);
+        table.frame_bytes = table.frame_bytes.saturating_sub(old_len);
         if !self.graves.contains_key(type_url) {
             self.graves
                 .insert(String::from(type_url), Graves::default());

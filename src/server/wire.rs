@@ -10,6 +10,7 @@ use bytes::{Buf, BufMut, Bytes};
 use prost::encoding::WireType;
 use prost::Message;
 
+use super::frame::FramePrefix;
 use super::store::{ResourceStore, StoredResource};
 use crate::message::{Response, Variant};
 use crate::pb::discovery::DiscoveryResponse;
@@ -55,6 +56,8 @@ pub(crate) struct WireSink {
     buf: Vec<u8>,
     /// The head (everything before the shared frames) and the shared frames.
     shared: Option<(Bytes, Bytes)>,
+    /// The frame prefix of the response's type, once a stored resource was written.
+    prefix: Option<Option<FramePrefix>>,
 }
 
 impl ResourceSink for WireSink {
@@ -67,8 +70,12 @@ impl ResourceSink for WireSink {
         );
         self.version_field(version);
     }
-    fn stored(&mut self, resource: &StoredResource, _type_url: &TypeUrl) {
-        self.buf.extend_from_slice(resource.sotw_frame());
+    fn stored(&mut self, resource: &StoredResource, type_url: &TypeUrl) {
+        // Every resource of a response is of its one type: the prefix is encoded once.
+        let prefix = self
+            .prefix
+            .get_or_insert_with(|| FramePrefix::new(type_url));
+        resource.write_sotw_frame(type_url, prefix.as_ref(), &mut self.buf);
     }
     fn any(&mut self, any: Any) {
         prost::encoding::message::encode(2, &any, &mut self.buf);
