@@ -284,6 +284,12 @@ fn ttl_types_and_named_subscriptions_are_built_per_stream() {
     assert_eq!(wildcard_cds(&store).bytes.chunks().count(), 1);
     store.remove(CDS, "b");
     assert_eq!(wildcard_cds(&store).bytes.chunks().count(), 3);
+    // A TTL given, then taken away by a set without one: shared again.
+    let with_ttl = ResourceEntry::new("b", body("b", "2")).with_ttl(Duration::from_secs(5));
+    store.set_entry(CDS, with_ttl).unwrap();
+    assert_eq!(wildcard_cds(&store).bytes.chunks().count(), 1);
+    store.set(CDS, "b", body("b", "3")).unwrap();
+    assert_eq!(wildcard_cds(&store).bytes.chunks().count(), 3);
 
     let mut named = ServerStream::new(ServerConfig::new(Variant::Sotw, Transport::Aggregated));
     named.handle_request(T0, Request::Sotw(sotw(CDS, "", &["a"], "")));

@@ -114,14 +114,18 @@ impl FrameHeads {
                 after,
                 after_len,
             },
-            _ => FrameHeads {
-                before: [0; HEAD_ROOM],
-                before_len: 0,
-                after: [0; HEAD_ROOM],
-                after_len: 0,
-            },
+            _ => FrameHeads::UNFIT,
         }
     }
+
+    /// Heads that do not fit: the frame is written another way (a body of 4 TiB, or one
+    /// whose frame wraps it in something else, such as a TTL's `Resource`).
+    pub(crate) const UNFIT: FrameHeads = FrameHeads {
+        before: [0; HEAD_ROOM],
+        before_len: 0,
+        after: [0; HEAD_ROOM],
+        after_len: 0,
+    };
 
     /// Whether these are the heads of a frame ([`FramePrefix::write`] can write it).
     pub(crate) fn fit(&self) -> bool {

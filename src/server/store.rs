@@ -43,29 +43,34 @@ use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 /// a second buffer handle, for about 17 instructions a resource less in a build
 /// (callgrind, a 10 000-cluster full state: 104 against 121 a resource).
 ///
-/// `repr(C)` with the fields a full-state build reads (body, TTL) first, so building a
+/// `repr(C)` with the fields a full-state build reads (body, heads, the rare fields) first, so building a
 /// 10 000-resource response touches one cache line per resource.
 #[derive(Clone, Debug, PartialEq)]
 #[repr(C)]
 pub struct StoredResource {
     body: Bytes,
-    /// The tags and lengths of the body's frame.
+    /// The tags and lengths of the body's frame; unfit when the frame is not the body's
+    /// (a TTL's wrapper), so a build checks only these.
     heads: FrameHeads,
-    ttl: Option<Box<TtlForm>>,
+    /// The TTL and the aliases, which most resources have neither of: one pointer for both.
+    rare: Option<Box<Rare>>,
     pair: u64,
     revision: Revision,
     /// Boxed: 16 bytes each, not 24 (never changed in place).
     name: Box<str>,
     /// Inline when 16 bytes long (the default version always is).
     version: CompactVersion,
-    /// Boxed once more, so the many resources without aliases pay 8 bytes, not 24 (the
-    /// extra allocation is only made for the few with aliases).
-    #[allow(clippy::box_collection)]
-    aliases: Option<Box<Vec<String>>>,
 }
 
-/// A TTL and the SotW form it needs: the encoded `Resource` wrapper, built once. Boxed:
-/// most resources have no TTL.
+/// What few resources have: a TTL, aliases. Boxed together, so the many without either pay
+/// 8 bytes for both.
+#[derive(Clone, Debug, PartialEq)]
+struct Rare {
+    ttl: Option<TtlForm>,
+    aliases: Vec<String>,
+}
+
+/// A TTL and the SotW form it needs: the encoded `Resource` wrapper, built once.
 #[derive(Clone, Debug, PartialEq)]
 struct TtlForm {
     ttl: Duration,
@@ -87,12 +92,17 @@ impl StoredResource {
     }
     /// The TTL, if any.
     pub fn ttl(&self) -> Option<Duration> {
-        self.ttl.as_ref().map(|t| t.ttl)
+        self.ttl_form().map(|t| t.ttl)
     }
     /// The aliases.
     pub fn aliases(&self) -> &[String] {
-        self.aliases.as_deref().map_or(&[], |a| a.as_slice())
+        self.rare.as_deref().map_or(&[], |r| r.aliases.as_slice())
     }
+    /// The TTL and its SotW form, if any.
+    fn ttl_form(&self) -> Option<&TtlForm> {
+        self.rare.as_deref()?.ttl.as_ref()
+    }
+
     /// The revision of the last change to this resource.
     pub fn revision(&self) -> Revision {
         self.revision
@@ -106,7 +116,7 @@ impl StoredResource {
     /// What the SotW `Any` of this resource holds: `type_url` and the body, or, when it
     /// has a TTL, the `Resource` wrapper's type URL and the pre-encoded wrapper.
     fn sotw_parts<'a>(&'a self, type_url: &'a str) -> (&'a str, &'a [u8]) {
-        match &self.ttl {
+        match self.ttl_form() {
             Some(form) => (RESOURCE_WRAPPER_TYPE_URL, &form.wrapped),
             None => (type_url, &self.body),
         }
@@ -128,8 +138,8 @@ impl StoredResource {
         prefix: Option<&FramePrefix>,
         out: &mut Vec<u8>,
     ) {
-        match (&self.ttl, prefix) {
-            (None, Some(prefix)) if self.heads.fit() => prefix.write(&self.heads, &self.body, out),
+        match prefix {
+            Some(prefix) if self.heads.fit() => prefix.write(&self.heads, &self.body, out),
             _ => {
                 let (url, value) = self.sotw_parts(type_url);
                 frame::write_frame(url, value, out);
@@ -140,7 +150,7 @@ impl StoredResource {
     /// The resource as a SotW `Any`: the body itself, or, when it has a TTL, the
     /// pre-encoded `Resource` wrapper.
     pub(crate) fn sotw_any(&self, type_url: &TypeUrl) -> Any {
-        match &self.ttl {
+        match self.ttl_form() {
             Some(form) => Any {
                 type_url: TypeUrl::from_static(RESOURCE_WRAPPER_TYPE_URL),
                 value: form.wrapped.clone(),
@@ -219,6 +229,8 @@ struct TypeTable {
     revision: Revision,
     /// The total length of the resources' SotW frames (an encoded wildcard response's size).
     frame_bytes: usize,
+    /// How many resources have a TTL (a full state with one is not shared).
+    with_ttl: usize,
     /// The frames of every resource, concatenated once per revision for the streams that
     /// send the full state.
     full_state: SharedFrames,
@@ -239,13 +251,13 @@ impl TypeTable {
     /// `None` when a resource has a TTL (its frame depends on the stream's heartbeats).
     fn shared_frames(&self) -> Option<Bytes> {
         self.full_state.get_or_build(|| {
+            if self.with_ttl > 0 {
+                return None;
+            }
             let prefix = FramePrefix::new(&self.url);
             // The room a prefix block may take past the last frame.
             let mut frames = Vec::with_capacity(self.frame_bytes.saturating_add(128));
             for ByName(r) in &self.resources {
-                if r.ttl.is_some() {
-                    return None;
-                }
                 r.write_sotw_frame(&self.url, prefix.as_ref(), &mut frames);
             }
             Some(Bytes::from(frames))
@@ -664,16 +676,23 @@ impl ResourceStore {
                 }
                 .encode_to_vec();
                 let wrapped = Bytes::from(wrapped);
-                Some(Box::new(TtlForm { ttl, wrapped }))
+                Some(TtlForm { ttl, wrapped })
             }
         };
         let stored = StoredResource {
             name: Box::from(entry.name.as_str()),
             version: CompactVersion::new(version),
-            heads: FrameHeads::new(type_url.len(), body.len()),
+            heads: match ttl {
+                None => FrameHeads::new(type_url.len(), body.len()),
+                Some(_) => FrameHeads::UNFIT,
+            },
             body,
-            ttl,
-            aliases: (!entry.aliases.is_empty()).then(|| Box::new(entry.aliases)),
+            rare: (ttl.is_some() || !entry.aliases.is_empty()).then(|| {
+                Box::new(Rare {
+                    ttl,
+                    aliases: entry.aliases,
+                })
+            }),
             revision,
             pair,
         };
@@ -684,13 +703,19 @@ impl ResourceStore {
         table.sum.add(pair);
         let frame_len = stored.sotw_frame_len(type_url);
         table.frame_bytes = table.frame_bytes.saturating_add(frame_len);
+        table.with_ttl = table
+            .with_ttl
+            .saturating_add(usize::from(stored.ttl_form().is_some()));
         let mut before = None;
         if let Some(ByName(old)) = table.resources.replace(ByName(Box::new(stored))) {
             before = Some(old.pair);
             table.sum.remove(old.pair);
             let old_len = old.sotw_frame_len(type_url);
             table.frame_bytes = table.frame_bytes.saturating_sub(old_len);
-            for alias in old.aliases.map_or_else(Vec::new, |a| *a) {
+            table.with_ttl = table
+                .with_ttl
+                .saturating_sub(usize::from(old.ttl_form().is_some()));
+            for alias in old.rare.map_or_else(Vec::new, |r| r.aliases) {
                 if !changed_aliases.contains(&alias) {
                     table.aliases.remove(alias.as_str());
                     changed_aliases.push(alias);
@@ -713,6 +738,9 @@ impl ResourceStore {
         table.sum.remove(old.pair);
         let old_len = old.sotw_frame_len(type_url);
         table.frame_bytes = table.frame_bytes.saturating_sub(old_len);
+        table.with_ttl = table
+            .with_ttl
+            .saturating_sub(usize::from(old.ttl_form().is_some()));
         if !self.graves.contains_key(type_url) {
             self.graves
                 .insert(String::from(type_url), Graves::default());
@@ -725,12 +753,12 @@ impl ResourceStore {
         }
         table.changed(revision);
         let StoredResource {
-            name,
-            aliases,
-            pair,
-            ..
+            name, rare, pair, ..
         } = *old;
-        let (name, aliases) = (String::from(name), aliases.map_or_else(Vec::new, |a| *a));
+        let (name, aliases) = (
+            String::from(name),
+            rare.map_or_else(Vec::new, |r| r.aliases),
+        );
         self.push_change(revision, type_url, name, aliases, Some(pair));
     }
 
