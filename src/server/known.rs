@@ -18,6 +18,7 @@ use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use core::num::NonZeroU64;
 
+use super::packing;
 use super::publication::Revision;
 use super::store::{ResourceStore, StoredResource};
 
@@ -56,9 +57,6 @@ pub(crate) struct KnownSet {
     /// lot ([`KnownSet::pack_if_grown`]).
     entries: BTreeMap<Box<str>, Entry>,
 }
-
-/// Below this many new entries the tree is not rebuilt packed (small trees gain little).
-const PACK_AFTER: usize = 32;
 
 impl KnownSet {
     /// Whether the set stands in step with the store (then it holds only differences).
@@ -269,9 +267,8 @@ impl KnownSet {
     /// inserted in order leave its nodes about half full, and only after doubling the
     /// rebuild costs O(1) per entry inserted.
     pub(crate) fn pack_if_grown(&mut self, before: usize) {
-        if self.entries.len() > before.saturating_mul(2).saturating_add(PACK_AFTER) {
-            self.entries = core::mem::take(&mut self.entries).into_iter().collect();
-        }
+        let len = self.entries.len();
+        packing::pack_if_grown(&mut self.entries, len, before);
     }
 }
 

@@ -307,6 +307,7 @@ mod graves;
 mod index;
 mod known;
 mod names;
+mod packing;
 mod publication;
 mod resource_errors;
 mod shared;

@@ -19,10 +19,11 @@ use super::consistency::{Consistency, ConsistencyReport};
 use super::dangling::{self, TwoPhase};
 use super::frame::{self, FrameHeads, FramePrefix};
 use super::graves::Graves;
+use super::packing;
 use super::publication::{LogTruncated, ResourceEntry, Revision, StoreChange, StoreError, StoreOp};
 use super::resource_errors::{StoredError, TYPE_WIDE};
 use super::shared::SharedFrames;
-use super::version::{body_version, entry_hash, CompactVersion, VersionSum};
+use super::version::{body_version, entry_hash, NameAndVersion, VersionSum};
 use crate::name::{collection_of, comparable, XdstpName, XDSTP_SCHEME};
 use crate::pb::discovery::Resource;
 use crate::pb::google::protobuf::{Any, TypeUrl};
@@ -56,10 +57,8 @@ pub struct StoredResource {
     rare: Option<Box<Rare>>,
     pair: u64,
     revision: Revision,
-    /// Boxed: 16 bytes each, not 24 (never changed in place).
-    name: Box<str>,
-    /// Inline when 16 bytes long (the default version always is).
-    version: CompactVersion,
+    /// The name (boxed: never changed in place) and the version, in 32 bytes.
+    id: NameAndVersion,
 }
 
 /// What few resources have: a TTL, aliases. Boxed together, so the many without either pay
@@ -80,11 +79,11 @@ struct TtlForm {
 impl StoredResource {
     /// The resource name.
     pub fn name(&self) -> &str {
-        &self.name
+        self.id.name()
     }
     /// The version (application-supplied or the body hash).
     pub fn version(&self) -> &str {
-        self.version.as_str()
+        self.id.version()
     }
     /// The encoded body.
     pub fn body(&self) -> &Bytes {
@@ -165,7 +164,7 @@ impl StoredResource {
     /// The incremental form, with or without the body (a heartbeat has none).
     pub(crate) fn delta_resource(&self, type_url: &TypeUrl, with_body: bool) -> Resource {
         Resource {
-            name: String::from(&*self.name),
+            name: String::from(self.name()),
             aliases: self.aliases().to_vec(),
             version: String::from(self.version()),
             resource: with_body.then(|| Any {
@@ -194,7 +193,7 @@ struct ByName(Box<StoredResource>);
 
 impl PartialEq for ByName {
     fn eq(&self, other: &ByName) -> bool {
-        self.0.name == other.0.name
+        self.0.name() == other.0.name()
     }
 }
 
@@ -208,13 +207,13 @@ impl PartialOrd for ByName {
 
 impl Ord for ByName {
     fn cmp(&self, other: &ByName) -> Ordering {
-        self.0.name.cmp(&other.0.name)
+        self.0.name().cmp(other.0.name())
     }
 }
 
 impl Borrow<str> for ByName {
     fn borrow(&self) -> &str {
-        &self.0.name
+        self.0.name()
     }
 }
 
@@ -231,6 +230,8 @@ struct TypeTable {
     frame_bytes: usize,
     /// How many resources have a TTL (a full state with one is not shared).
     with_ttl: usize,
+    /// How many resources the tree held when it was last rebuilt packed.
+    packed: usize,
     /// The frames of every resource, concatenated once per revision for the streams that
     /// send the full state.
     full_state: SharedFrames,
@@ -680,8 +681,7 @@ impl ResourceStore {
             }
         };
         let stored = StoredResource {
-            name: Box::from(entry.name.as_str()),
-            version: CompactVersion::new(version),
+            id: NameAndVersion::new(&entry.name, version),
             heads: match ttl {
                 None => FrameHeads::new(type_url.len(), body.len()),
                 Some(_) => FrameHeads::UNFIT,
@@ -707,7 +707,12 @@ impl ResourceStore {
             .with_ttl
             .saturating_add(usize::from(stored.ttl_form().is_some()));
         let mut before = None;
-        if let Some(ByName(old)) = table.resources.replace(ByName(Box::new(stored))) {
+        let replaced = table.resources.replace(ByName(Box::new(stored)));
+        let len = table.resources.len();
+        if packing::pack_if_grown(&mut table.resources, len, table.packed) {
+            table.packed = len;
+        }
+        if let Some(ByName(old)) = replaced {
             before = Some(old.pair);
             table.sum.remove(old.pair);
             let old_len = old.sotw_frame_len(type_url);
@@ -752,13 +757,9 @@ impl ResourceStore {
             table.aliases.remove(alias.as_str());
         }
         table.changed(revision);
-        let StoredResource {
-            name, rare, pair, ..
-        } = *old;
-        let (name, aliases) = (
-            String::from(name),
-            rare.map_or_else(Vec::new, |r| r.aliases),
-        );
+        let name = String::from(old.name());
+        let StoredResource { rare, pair, .. } = *old;
+        let aliases = rare.map_or_else(Vec::new, |r| r.aliases);
         self.push_change(revision, type_url, name, aliases, Some(pair));
     }
 
@@ -964,8 +965,8 @@ impl ResourceStore {
                     .range::<str, _>((Bound::Included(start.as_str()), Bound::Unbounded))
             })
             .map(|ByName(r)| &**r)
-            .take_while(move |r| r.name.starts_with(prefix.as_str()))
-            .filter(move |r| collection_of(&r.name).as_deref() == Some(glob.as_str()))
+            .take_while(move |r| r.name().starts_with(prefix.as_str()))
+            .filter(move |r| collection_of(r.name()).as_deref() == Some(glob.as_str()))
     }
 
     /// Every resource of a type, sorted by name.

@@ -157,32 +157,85 @@ mod tests {
         assert_ne!(pair_hash("ab", "c"), pair_hash("a", "bc"));
         assert_eq!(VersionSum::EMPTY.to_version(), "0000000000000000");
     }
+
+    #[test]
+    fn names_and_versions_read_back_inline_or_apart() {
+        for (name, version) in [
+            ("cluster-a", "0123456789abcdef"),
+            ("cluster-a", "v1"),
+            ("", ""),
+            ("é", "ü"),
+            ("n", "a version that is longer than sixteen bytes"),
+            ("a name of sixteen", "0123456789abcdeé"),
+        ] {
+            let kept = NameAndVersion::new(name, String::from(version));
+            assert_eq!((kept.name(), kept.version()), (name, version));
+        }
+        assert_eq!(core::mem::size_of::<NameAndVersion>(), 32);
+    }
 }
 
-/// A stored version string, kept inline when it is 16 bytes long (the default version,
-/// [`body_version`], always is): a store of a million resources then holds no buffer per
-/// version. Longer or shorter versions (the application's own) are boxed.
+/// A stored resource's name and version in 32 bytes. A 16-byte version (the default one,
+/// [`body_version`], always is) is kept inline, beside the boxed name: a store of a million
+/// resources then holds no buffer per version. Any other version (the application's own)
+/// follows the name in the same buffer, and the inline bytes say where the name ends: they
+/// start with `0xFF`, which no UTF-8 text starts with. A name and a boxed version kept
+/// apart cost 40 bytes (the version's enum took a word for its tag) and two buffers.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CompactVersion {
-    /// 16 bytes of UTF-8, inline.
-    Inline([u8; 16]),
-    /// Any other length.
-    Boxed(alloc::boxed::Box<str>),
+pub(crate) struct NameAndVersion {
+    /// The name, followed by the version when it is not inline.
+    text: alloc::boxed::Box<str>,
+    /// The version's 16 bytes, or [`APART`] and the name's length (little-endian).
+    version: [u8; 16],
 }
 
-impl CompactVersion {
-    pub(crate) fn new(version: String) -> CompactVersion {
+/// The first inline byte of a version kept after the name (never a UTF-8 byte).
+const APART: u8 = 0xFF;
+
+impl NameAndVersion {
+    pub(crate) fn new(name: &str, version: String) -> NameAndVersion {
         match <[u8; 16]>::try_from(version.as_bytes()) {
-            Ok(bytes) => CompactVersion::Inline(bytes),
-            Err(_) => CompactVersion::Boxed(version.into_boxed_str()),
+            Ok(bytes) => NameAndVersion {
+                text: name.into(),
+                version: bytes,
+            },
+            Err(_) => {
+                let mut text = String::with_capacity(name.len() + version.len());
+                text.push_str(name);
+                text.push_str(&version);
+                let mut inline = [0u8; 16];
+                inline[0] = APART;
+                inline[1..9].copy_from_slice(&(name.len() as u64).to_le_bytes());
+                NameAndVersion {
+                    text: text.into_boxed_str(),
+                    version: inline,
+                }
+            }
         }
     }
 
-    pub(crate) fn as_str(&self) -> &str {
-        match self {
+    /// Where the name ends in `text`, when the version follows it.
+    fn split(&self) -> Option<usize> {
+        if self.version[0] != APART {
+            return None;
+        }
+        let mut len = [0u8; 8];
+        len.copy_from_slice(&self.version[1..9]);
+        usize::try_from(u64::from_le_bytes(len)).ok()
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        match self.split() {
+            None => &self.text,
+            Some(at) => self.text.get(..at).unwrap_or_default(),
+        }
+    }
+
+    pub(crate) fn version(&self) -> &str {
+        match self.split() {
             // Built from a `String`, so always UTF-8.
-            CompactVersion::Inline(bytes) => core::str::from_utf8(bytes).unwrap_or_default(),
-            CompactVersion::Boxed(s) => s,
+            None => core::str::from_utf8(&self.version).unwrap_or_default(),
+            Some(at) => self.text.get(at..).unwrap_or_default(),
         }
     }
 }
