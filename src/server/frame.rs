@@ -66,8 +66,17 @@ pub(crate) fn write_frame(type_url: &str, value: &[u8], out: &mut Vec<u8>) {
 /// the longest, SDS's, is 68).
 const PREFIX_ROOM: usize = 96;
 
-/// The room of each of a [`FrameHeads`]' two blocks: a tag and a varint of up to 35 bits.
-const HEAD_ROOM: usize = 7;
+/// The room of a head in a [`FrameHeads`] block: a tag and a varint of up to 35 bits.
+const HEAD_ROOM: usize = 6;
+/// A [`FrameHeads`] block: the head, a spare byte, then the head's length (copied whole,
+/// one 8-byte move).
+const BLOCK: usize = 8;
+/// Where a block keeps its head's length.
+const LEN_AT: usize = BLOCK - 1;
+/// Where the first block keeps the length of the type URL field its `Any` length counts.
+const PREFIX_AT: usize = BLOCK - 2;
+// The safety of `FramePrefix::write` rests on every block fitting the prefix's room.
+const _: () = assert!(BLOCK <= PREFIX_ROOM && HEAD_ROOM <= PREFIX_AT);
 
 /// What every frame of one type starts its `Any` with: the type URL field, encoded once
 /// per build and copied into each frame as one block of fixed size (a few vector moves,
@@ -91,62 +100,72 @@ pub(crate) struct FramePrefix {
 /// once, when the body is stored (16 bytes a resource, for two varints a frame less).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct FrameHeads {
-    before: [u8; HEAD_ROOM],
-    before_len: u8,
-    after: [u8; HEAD_ROOM],
-    after_len: u8,
+    /// Field 2's tag and the `Any`'s length; at [`PREFIX_AT`] the length of the type URL
+    /// field that length counts (a prefix of another length, a stream answering under
+    /// another type URL, writes the frame the slow way).
+    before: [u8; BLOCK],
+    /// `Any.value`'s tag and length (nothing for an empty body).
+    after: [u8; BLOCK],
 }
 
 impl FrameHeads {
     /// The heads of the frame of `value` under a type URL of `type_url_len` bytes. When a
-    /// varint would not fit (an `Any` of 4 TiB or more), heads that do not
-    /// [`fit`](FrameHeads::fit), not an `Option`: that would cost 8 bytes a resource.
+    /// varint would not fit (an `Any` of 32 GiB or more) or the type URL's field would not
+    /// fit a [`FramePrefix`], heads that do not [`fit`](FrameHeads::fit), not an `Option`:
+    /// that would cost 8 bytes a resource.
     pub(crate) fn new(type_url_len: usize, value_len: usize) -> FrameHeads {
-        let any = field_len(type_url_len) + field_len(value_len);
+        let prefix = field_len(type_url_len);
+        let Some(prefix_len) = u8::try_from(prefix)
+            .ok()
+            .filter(|l| usize::from(*l) <= PREFIX_ROOM)
+        else {
+            return FrameHeads::UNFIT;
+        };
+        let any = prefix + field_len(value_len);
         let after = match value_len {
-            0 => Some(([0; HEAD_ROOM], 0)),
+            0 => Some([0; BLOCK]),
             len => head(TAG_2, len),
         };
         match (head(TAG_2, any), after) {
-            (Some((before, before_len)), Some((after, after_len))) => FrameHeads {
-                before,
-                before_len,
-                after,
-                after_len,
-            },
+            (Some(mut before), Some(after)) => {
+                before[PREFIX_AT] = prefix_len;
+                FrameHeads { before, after }
+            }
             _ => FrameHeads::UNFIT,
         }
     }
 
-    /// Heads that do not fit: the frame is written another way (a body of 4 TiB, or one
+    /// Heads that do not fit: the frame is written another way (a body of 32 GiB, or one
     /// whose frame wraps it in something else, such as a TTL's `Resource`).
     pub(crate) const UNFIT: FrameHeads = FrameHeads {
-        before: [0; HEAD_ROOM],
-        before_len: 0,
-        after: [0; HEAD_ROOM],
-        after_len: 0,
+        before: [0; BLOCK],
+        after: [0; BLOCK],
     };
 
-    /// Whether these are the heads of a frame ([`FramePrefix::write`] can write it).
-    pub(crate) fn fit(&self) -> bool {
+    /// Whether these are the heads of a frame that `prefix` can write
+    /// ([`FramePrefix::write`]): its type URL's field is as long as the one they count.
+    pub(crate) fn fit(&self, prefix: &FramePrefix) -> bool {
         // A frame always starts with a tag and a length.
-        self.before_len != 0
+        self.before[LEN_AT] != 0 && usize::from(self.before[PREFIX_AT]) == prefix.len
     }
 }
 
-/// A tag and the varint of `len`, and how many bytes they take.
-fn head(tag: u8, len: usize) -> Option<([u8; HEAD_ROOM], u8)> {
-    let mut bytes = [0u8; HEAD_ROOM];
+/// A block of a tag and the varint of `len`, with how many bytes they take at [`LEN_AT`];
+/// `None` past [`HEAD_ROOM`].
+fn head(tag: u8, len: usize) -> Option<[u8; BLOCK]> {
+    let mut bytes = [0u8; BLOCK];
+    let head = bytes.get_mut(..HEAD_ROOM)?;
     let mut value = len as u64;
     let mut at = 1;
-    *bytes.get_mut(0)? = tag;
+    *head.get_mut(0)? = tag;
     while value >= 0x80 {
-        *bytes.get_mut(at)? = (value as u8) | 0x80;
+        *head.get_mut(at)? = (value as u8) | 0x80;
         value >>= 7;
         at += 1;
     }
-    *bytes.get_mut(at)? = value as u8;
-    Some((bytes, u8::try_from(at + 1).ok()?))
+    *head.get_mut(at)? = value as u8;
+    bytes[LEN_AT] = u8::try_from(at + 1).ok()?;
+    Some(bytes)
 }
 
 impl FramePrefix {
@@ -160,8 +179,8 @@ impl FramePrefix {
         let mut bytes = [0u8; PREFIX_ROOM];
         if !type_url.is_empty() {
             // Without allocating: a response of one resource works this out too.
-            let (tag, tag_len) = head(TAG_1, type_url.len())?;
-            let tag_len = usize::from(tag_len);
+            let tag = head(TAG_1, type_url.len())?;
+            let tag_len = usize::from(tag[LEN_AT]);
             bytes
                 .get_mut(..tag_len)?
                 .copy_from_slice(tag.get(..tag_len)?);
@@ -174,12 +193,12 @@ impl FramePrefix {
 
     /// Appends the frame of an `Any` of this prefix's type URL wrapping `value` to `out`,
     /// `heads` being [`FrameHeads::new`] of this type URL's length and `value`'s, and
-    /// [`fit`](FrameHeads::fit): what [`write_frame`] writes for them.
+    /// [`fit`](FrameHeads::fit) for it: what [`write_frame`] writes for them.
     #[inline]
     pub(crate) fn write(&self, heads: &FrameHeads, value: &[u8], out: &mut Vec<u8>) {
-        debug_assert!(heads.fit());
-        let before = usize::from(heads.before_len);
-        let after = usize::from(heads.after_len);
+        debug_assert!(heads.fit(self));
+        let before = usize::from(heads.before[LEN_AT]);
+        let after = usize::from(heads.after[LEN_AT]);
         let total = before + self.len + after + value.len();
         // Each block is copied whole, past where the next write starts when shorter.
         out.reserve(total + PREFIX_ROOM);
@@ -194,11 +213,11 @@ impl FramePrefix {
         unsafe {
             let first = out.as_mut_ptr().add(start);
             let mut at = first;
-            core::ptr::copy_nonoverlapping(heads.before.as_ptr(), at, HEAD_ROOM);
+            core::ptr::copy_nonoverlapping(heads.before.as_ptr(), at, BLOCK);
             at = at.add(before);
             core::ptr::copy_nonoverlapping(self.bytes.as_ptr(), at, PREFIX_ROOM);
             at = at.add(self.len);
-            core::ptr::copy_nonoverlapping(heads.after.as_ptr(), at, HEAD_ROOM);
+            core::ptr::copy_nonoverlapping(heads.after.as_ptr(), at, BLOCK);
             at = at.add(after);
             at = put_slice(at, value);
             debug_assert_eq!(at.offset_from(first), total as isize);
@@ -283,13 +302,13 @@ mod tests {
         // Through the prefix, twice in a row (the second after the first's spare bytes).
         let heads = FrameHeads::new(type_url.len(), value.len());
         let prefixed = match (FramePrefix::new(type_url), heads) {
-            (Some(prefix), heads) if heads.fit() => {
+            (Some(prefix), heads) if heads.fit(&prefix) => {
                 let mut ours = Vec::new();
                 prefix.write(&heads, value, &mut ours);
                 prefix.write(&heads, value, &mut ours);
                 ours == [&expected[..], &expected[..]].concat()
             }
-            (prefix, heads) => prefix.is_none() && heads.fit(),
+            (prefix, heads) => prefix.is_none() && heads == FrameHeads::UNFIT,
         };
         direct && prefixed && frame_len(type_url, value) == expected.len()
     }
@@ -315,6 +334,10 @@ mod tests {
         ));
         let long = alloc::vec![1u8; 200_000];
         assert!(agrees("t", &long));
+        // Heads for one type URL's length do not fit another's prefix.
+        let heads = FrameHeads::new(10, 5);
+        assert!(heads.fit(&FramePrefix::new("0123456789").unwrap()));
+        assert!(!heads.fit(&FramePrefix::new("012345678").unwrap()));
         // Type URLs at the prefix's room and past it (then written without it).
         for len in [93, 94, 95, 200] {
             let url = "u".repeat(len);

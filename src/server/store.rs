@@ -138,7 +138,7 @@ impl StoredResource {
         out: &mut Vec<u8>,
     ) {
         match prefix {
-            Some(prefix) if self.heads.fit() => prefix.write(&self.heads, &self.body, out),
+            Some(prefix) if self.heads.fit(prefix) => prefix.write(&self.heads, &self.body, out),
             _ => {
                 let (url, value) = self.sotw_parts(type_url);
                 frame::write_frame(url, value, out);
