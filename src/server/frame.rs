@@ -87,8 +87,8 @@ const _: () = assert!(BLOCK <= PREFIX_ROOM && HEAD_ROOM <= PREFIX_AT);
 /// one through prost's encoder cost a build about 180 instructions a frame (callgrind),
 /// against 29 to copy a kept frame, and 113 by hand with the lengths worked out on the
 /// spot; with the prefix and each body's [`FrameHeads`] worked out beforehand, a frame is
-/// three fixed-size blocks and the body's copy: 46, so a full-state build costs 121
-/// instructions a resource against 104 with kept frames.
+/// three fixed-size blocks and the body's copy: a full-state build costs 134 instructions
+/// a resource against 104 with kept frames (part of it glibc's merging of freed chunks).
 #[derive(Debug)]
 pub(crate) struct FramePrefix {
     bytes: [u8; PREFIX_ROOM],

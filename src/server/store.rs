@@ -41,10 +41,11 @@ use crate::types::RESOURCE_WRAPPER_TYPE_URL;
 /// length, `Any`) from the type URL and the body as it copies the body in, which is what
 /// encoding the message would cost, with none of the encoder's per-field work. Keeping
 /// frames instead cost 59 bytes a resource of framing (the type URL, in every frame) and
-/// a second buffer handle, for about 17 instructions a resource less in a build
-/// (callgrind, a 10 000-cluster full state: 104 against 121 a resource).
+/// a second buffer handle, for about 30 instructions a resource less in a build
+/// (callgrind, a 10 000-cluster full state: 104 against 134 a resource, part of it glibc's
+/// merging of freed chunks; `benches/README.md`, "The store without kept frames").
 ///
-/// `repr(C)` with the fields a full-state build reads (body, heads, the rare fields) first, so building a
+/// `repr(C)` with the fields a full-state build reads (body, heads) first, so building a
 /// 10 000-resource response touches one cache line per resource.
 #[derive(Clone, Debug, PartialEq)]
 #[repr(C)]
