@@ -4,7 +4,7 @@
 //! the same `Any`: fields in number order, empty ones left out.
 
 use alloc::vec::Vec;
-use prost::encoding::encoded_len_varint;
+use prost::encoding::{encode_varint, encoded_len_varint};
 
 /// The tag of a length-delimited field 1 (`Any.type_url`).
 const TAG_1: u8 = 0x0a;
@@ -32,33 +32,23 @@ pub(crate) fn frame_len(type_url: &str, value: &[u8]) -> usize {
     1 + encoded_len_varint(any as u64) + any
 }
 
-/// Appends the frame of an `Any` of `type_url` wrapping `value` to `out`.
-///
-/// Written straight into the reserved buffer. For the many frames of one type, a build uses
-/// [`FramePrefix::write`] instead, which copies the type URL as one fixed-size block.
+/// Appends the frame of an `Any` of `type_url` wrapping `value` to `out`, through prost's
+/// varint encoder: the way of the few frames a [`FramePrefix`] does not write (a TTL's
+/// wrapper, a type URL too long for its room; about 180 instructions a frame).
 pub(crate) fn write_frame(type_url: &str, value: &[u8], out: &mut Vec<u8>) {
-    let url = type_url.as_bytes();
     let any = any_len(type_url, value);
-    let total = 1 + encoded_len_varint(any as u64) + any;
-    out.reserve(total);
-    let start = out.len();
-    // SAFETY: `reserve` made room for `total` bytes past `start`. The writes below are
-    // exactly the bytes `total` counts (one tag, the varint of `any`, then each non-empty
-    // field as a tag, the varint of its length and its bytes, which is what `any_len`
-    // adds up), so they stay within that room, and the length is set only once all of
-    // them are written. `url` and `value` are borrowed, so they cannot overlap `out`.
-    unsafe {
-        let first = out.as_mut_ptr().add(start);
-        let mut at = put(first, TAG_2);
-        at = put_varint(at, any);
-        if !url.is_empty() {
-            at = put(at, TAG_1);
-            at = put_varint(at, url.len());
-            at = put_slice(at, url);
-        }
-        at = put_value(at, value);
-        debug_assert_eq!(at.offset_from(first), total as isize);
-        out.set_len(start + total);
+    out.reserve(1 + encoded_len_varint(any as u64) + any);
+    out.push(TAG_2);
+    encode_varint(any as u64, out);
+    if !type_url.is_empty() {
+        out.push(TAG_1);
+        encode_varint(type_url.len() as u64, out);
+        out.extend_from_slice(type_url.as_bytes());
+    }
+    if !value.is_empty() {
+        out.push(TAG_2);
+        encode_varint(value.len() as u64, out);
+        out.extend_from_slice(value);
     }
 }
 
@@ -219,60 +209,12 @@ impl FramePrefix {
             at = at.add(self.len);
             core::ptr::copy_nonoverlapping(heads.after.as_ptr(), at, BLOCK);
             at = at.add(after);
-            at = put_slice(at, value);
+            core::ptr::copy_nonoverlapping(value.as_ptr(), at, value.len());
+            at = at.add(value.len());
             debug_assert_eq!(at.offset_from(first), total as isize);
             out.set_len(start + total);
         }
     }
-}
-
-/// Writes the `Any.value` field of `value` at `at` (nothing when empty); the next position.
-///
-/// # Safety
-/// `at` must be valid for `field_len(value.len())` bytes' writes and not overlap `value`.
-#[inline]
-unsafe fn put_value(mut at: *mut u8, value: &[u8]) -> *mut u8 {
-    if !value.is_empty() {
-        at = put(at, TAG_2);
-        at = put_varint(at, value.len());
-        at = put_slice(at, value);
-    }
-    at
-}
-
-/// Writes `byte` at `at`; the next position.
-///
-/// # Safety
-/// `at` must be valid for one byte's write.
-#[inline]
-unsafe fn put(at: *mut u8, byte: u8) -> *mut u8 {
-    at.write(byte);
-    at.add(1)
-}
-
-/// Writes `value` as a base-128 varint (least significant group first, as `encode_varint`
-/// does) at `at`; the next position.
-///
-/// # Safety
-/// `at` must be valid for `encoded_len_varint(value)` bytes' writes.
-#[inline]
-unsafe fn put_varint(mut at: *mut u8, value: usize) -> *mut u8 {
-    let mut value = value as u64;
-    while value >= 0x80 {
-        at = put(at, (value as u8) | 0x80);
-        value >>= 7;
-    }
-    put(at, value as u8)
-}
-
-/// Copies `bytes` to `at`; the next position.
-///
-/// # Safety
-/// `at` must be valid for `bytes.len()` bytes' writes and not overlap `bytes`.
-#[inline]
-unsafe fn put_slice(at: *mut u8, bytes: &[u8]) -> *mut u8 {
-    core::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len());
-    at.add(bytes.len())
 }
 
 #[cfg(test)]
