@@ -108,7 +108,7 @@ impl SingleTypeClient {
     }
 
     /// The accepted resource `name`, if held.
-    pub fn resource(&self, name: &str) -> Option<&CachedResource> {
+    pub fn resource(&self, name: &str) -> Option<CachedResource<'_>> {
         self.client.resource(self.type_url.as_str(), name)
     }
 

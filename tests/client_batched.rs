@@ -73,8 +73,8 @@ fn a_large_response_is_one_batch_before_its_ack_and_borrows_the_input_buffer() {
         assert_eq!(view.name, format!("c{i}").as_str(), "in response order");
         assert_eq!(view.change, Change::Upserted);
         let held = view.resource.expect("held");
-        assert_eq!(held.version, "1");
-        assert!(range.contains(&held.body.as_ptr()), "the body was copied");
+        assert_eq!(held.version(), "1");
+        assert!(range.contains(&held.body().as_ptr()), "the body was copied");
         assert!(
             range.contains(&view.name.as_bytes().as_ptr()),
             "the name was copied"
@@ -111,7 +111,7 @@ fn removals_and_absence_share_the_batch_of_their_response() {
         ]
     );
     let views: Vec<_> = c.changes(CDS, &batch).collect();
-    assert!(views[0].resource.unwrap().body.ends_with(b"2"));
+    assert!(views[0].resource.unwrap().body().ends_with(b"2"));
     assert!(views[2].resource.is_none(), "a is gone");
 }
 

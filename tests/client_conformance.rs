@@ -90,7 +90,7 @@ fn a_bodyless_wrapper_at_another_version_is_a_defect() {
         })
     );
     check(&one(&mut c, t(2)), "1", &["a"], "B", true);
-    assert_eq!(c.resource(EDS, "a").unwrap().version.as_str(), "1");
+    assert_eq!(c.resource(EDS, "a").unwrap().version(), "1");
 }
 
 #[test]

@@ -108,7 +108,7 @@ fn run(ops: &[Op], variant: Variant, keep_valid: bool, deferred: bool) -> Result
             .map(|n| {
                 let body = c
                     .resource(ty, &n)
-                    .map(|r| r.body.clone())
+                    .map(|r| r.body_bytes())
                     .unwrap_or_default();
                 (n.to_string(), body)
             })

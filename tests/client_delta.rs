@@ -73,7 +73,7 @@ fn seed_incremental_session_example() {
     c.handle_response(t(2), delta(EDS, "B", &[("foo", "2", "bad")], &[]));
     check_delta(&one_delta(&mut c, t(2)), &[], &[], "B", true);
     assert_eq!(names_of(&events(&mut c)), ["nack:sys-B/B"]);
-    assert_eq!(c.resource(EDS, "foo").unwrap().version, "1");
+    assert_eq!(c.resource(EDS, "foo").unwrap().version(), "1");
     // Spontaneous request for "wc": no nonce.
     c.subscribe(EDS, &["wc"]).unwrap();
     check_delta(&one_delta(&mut c, t(3)), &["wc"], &[], "", false);
@@ -256,7 +256,7 @@ fn alias_subscribe_and_unsubscribe() {
         ClientEvent::Upserted { name, aliases, .. } if name == "real" && aliases == &["alias-x"]
     ));
     assert_eq!(names_of(&evs)[1..], ["ack:sys-A/A", "ready"]);
-    assert_eq!(c.resource(EDS, "alias-x").unwrap().version, "1");
+    assert_eq!(c.resource(EDS, "alias-x").unwrap().version(), "1");
     assert_eq!(
         c.status(EDS, "alias-x").unwrap().state,
         ResourceState::Acked
@@ -419,7 +419,7 @@ fn system_version_info_is_kept_for_status_only() {
     let mut c = eds_foo_bar();
     c.handle_response(t(1), delta(EDS, "A", &[("foo", "1", "f")], &[]));
     assert_eq!(c.version(EDS), Some("sys-A"));
-    assert_eq!(c.resource(EDS, "foo").unwrap().version, "1");
+    assert_eq!(c.resource(EDS, "foo").unwrap().version(), "1");
 }
 
 // ---------------------------------------------------------------- TTL
@@ -436,7 +436,7 @@ fn ttl_heartbeat_refreshes_and_expiry_removes_then_reconnect_omits_it() {
     one_delta(&mut c, t(1));
     events(&mut c);
     assert_eq!(
-        c.resource(EDS, "foo").unwrap().ttl,
+        c.resource(EDS, "foo").unwrap().ttl(),
         Some(Duration::from_secs(10))
     );
     // Heartbeat at 9: body-less, same version, new TTL.
@@ -546,7 +546,7 @@ fn cached_bodies_point_into_the_delta_buffer() {
         t(1),
         Response::Delta(DeltaDiscoveryResponse::decode(wire.clone()).unwrap()),
     );
-    let body = &c.resource(EDS, "foo").unwrap().body;
+    let body = &c.resource(EDS, "foo").unwrap().body();
     assert!(wire.as_ptr_range().contains(&body.as_ptr()));
     let _ = Resource::default();
 }

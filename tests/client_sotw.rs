@@ -391,7 +391,7 @@ fn upsert_not_re_emitted_when_body_unchanged() {
     events(&mut c);
     c.handle_response(t(2), sotw(EDS, "Y", "B", &[("foo", "1")]));
     assert_eq!(names_of(&events(&mut c)), ["ack:Y/B"]);
-    assert_eq!(c.resource(EDS, "foo").unwrap().version, "Y");
+    assert_eq!(c.resource(EDS, "foo").unwrap().version(), "Y");
     c.handle_response(t(3), sotw(EDS, "Z", "C", &[("foo", "2")]));
     assert_eq!(names_of(&events(&mut c)), ["+foo", "ack:Z/C"]);
 }
@@ -476,10 +476,10 @@ fn cached_bodies_are_slices_of_the_input_buffer() {
     for name in ["a", "b"] {
         let cached = c.resource(CDS, name).unwrap();
         assert!(
-            range.contains(&cached.body.as_ptr()),
+            range.contains(&cached.body().as_ptr()),
             "{name} body was copied"
         );
-        assert!(!cached.body.is_empty());
+        assert!(!cached.body().is_empty());
     }
     for ev in events(&mut c) {
         if let ClientEvent::Upserted { body, name, .. } = ev {
@@ -529,7 +529,7 @@ fn names_follow_their_bodies_into_the_new_buffer() {
             .as_bytes()
             .as_ptr()
     };
-    let body_a = c.resource(CDS, "a").unwrap().body.as_ptr_range();
+    let body_a = c.resource(CDS, "a").unwrap().body().as_ptr_range();
     assert!(
         body_a.contains(&key("a")),
         "a changed: keyed by a slice of its new body"
@@ -564,9 +564,9 @@ fn wrapped_resources_are_unwrapped_with_their_version_and_ttl() {
     );
     check(&one(&mut c, t(1)), "X", &["bar", "foo"], "A", false);
     let r = c.resource(EDS, "foo").unwrap();
-    assert_eq!(r.version, "v7");
-    assert_eq!(r.ttl, Some(Duration::from_secs(10)));
-    assert_eq!(r.body, body("foo", "1"));
+    assert_eq!(r.version(), "v7");
+    assert_eq!(r.ttl(), Some(Duration::from_secs(10)));
+    assert_eq!(*r.body(), body("foo", "1"));
     events(&mut c);
     assert_eq!(
         c.poll_timeout(),
@@ -654,7 +654,7 @@ fn resource_without_ttl_clears_the_timer() {
     c.handle_response(t(2), sotw(EDS, "Y", "B", &[("foo", "2")]));
     c.handle_timeout(t(7));
     assert!(c.resource(EDS, "foo").is_some());
-    assert_eq!(c.resource(EDS, "foo").unwrap().ttl, None);
+    assert_eq!(c.resource(EDS, "foo").unwrap().ttl(), None);
 }
 
 #[test]
@@ -902,9 +902,9 @@ fn keep_valid_policy_applies_the_valid_resources_and_still_nacks() {
     c.handle_response(t(2), sotw(EDS, "Y", "B", &[("foo", "bad"), ("bar", "2")]));
     check(&one(&mut c, t(2)), "X", &["bar", "foo"], "B", true);
     assert_eq!(names_of(&events(&mut c)), ["+bar", "nack:Y/B"]);
-    assert_eq!(c.resource(EDS, "bar").unwrap().body, body("bar", "2"));
+    assert_eq!(*c.resource(EDS, "bar").unwrap().body(), body("bar", "2"));
     assert_eq!(
-        c.resource(EDS, "foo").unwrap().body,
+        *c.resource(EDS, "foo").unwrap().body(),
         body("foo", "1"),
         "previous value kept"
     );

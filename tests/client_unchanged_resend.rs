@@ -89,7 +89,7 @@ fn observe(c: &mut Client, type_url: &str) -> String {
         .map(|n| {
             (
                 c.resource(type_url, n)
-                    .map(|r| (r.version.to_string(), r.body.clone())),
+                    .map(|r| (r.version().to_string(), r.body_bytes())),
                 c.status(type_url, n),
             )
         })
@@ -146,7 +146,7 @@ fn an_unchanged_resend_is_acked_and_tells_nothing_else() {
         matches!(&events[..], [xds_sansio::client::ClientEvent::Acked { version, nonce, .. }] if version.as_str() == "v2" && nonce.as_str() == "n2"),
         "{events:?}"
     );
-    assert_eq!(c.resource(CDS, "a").map(|r| r.version.as_str()), Some("v2"));
+    assert_eq!(c.resource(CDS, "a").map(|r| r.version()), Some("v2"));
     let requests = sotw_reqs(&mut c, t(2));
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].version_info, "v2");

@@ -134,8 +134,11 @@ fn incremental_check_and_enforcement() {
 fn client_consistent(pair: &Pair) -> Result<(), String> {
     let client = &pair.client;
     for route in client.resource_names(ROUTE.type_url) {
-        let body = &client.resource(ROUTE.type_url, &route).unwrap().body;
-        for cluster in references(ROUTE.type_url, body)
+        let body = client
+            .resource(ROUTE.type_url, &route)
+            .unwrap()
+            .body_bytes();
+        for cluster in references(ROUTE.type_url, &body)
             .unwrap()
             .of_type(CLUSTER.type_url)
         {

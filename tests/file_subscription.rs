@@ -158,7 +158,7 @@ fn ttl_of_a_wrapped_resource_expires_without_a_refresh() {
     sub.handle_response(Instant::from_secs(0), response);
     events(&mut sub);
     assert_eq!(
-        sub.resource("a").unwrap().ttl,
+        sub.resource("a").unwrap().ttl(),
         Some(Duration::from_secs(10))
     );
     assert_eq!(sub.poll_timeout(), Some(Instant::from_secs(10)));
@@ -255,7 +255,7 @@ fn resource_schemas_make_hand_written_files_readable() {
         );
         // name = "foo" (field 1), weight = 3 (field 2).
         assert_eq!(
-            sub.resource("foo").map(|r| r.body.clone()),
+            sub.resource("foo").map(|r| r.body_bytes()),
             Some(Bytes::from_static(b"\x0a\x03foo\x10\x03")),
             "{format}"
         );

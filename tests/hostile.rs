@@ -97,7 +97,7 @@ fn assert_nack(client: &Client, requests: &[Request], why: &str) {
         other => panic!("{why}: expected one NACK, got {other:?}"),
     }
     assert_eq!(
-        client.resource(T, "a").map(|r| r.body.clone()),
+        client.resource(T, "a").map(|r| r.body_bytes()),
         Some(body("a")),
         "{why}: state changed"
     );

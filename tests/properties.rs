@@ -305,7 +305,7 @@ impl World {
                     .pair
                     .client
                     .resource(type_url, name)
-                    .map(|r| r.body.clone());
+                    .map(|r| r.body_bytes());
                 match (&stored, &cached) {
                     (Some(s), c) if !seq_of(s).is_some_and(|(_, bad)| bad) => {
                         let state = self.pair.client.status(type_url, name).map(|st| st.state);

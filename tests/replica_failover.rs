@@ -172,11 +172,11 @@ fn converse(client: &mut Client, store: &ResourceStore, variant: Variant) -> Sen
                 // SotW: a resource's version is the response's; what identifies a held
                 // resource is its body, compared through the store's version of it.
                 let held = client.resource(&type_url, &name).is_some_and(|c| {
-                    c.version == version.as_str()
+                    c.version() == version.as_str()
                         || (variant == Variant::Sotw
                             && store
                                 .get(&type_url, &name)
-                                .is_some_and(|r| c.body == *r.body()))
+                                .is_some_and(|r| c.body() == r.body()))
                 });
                 if held {
                     sent.held_resources += 1;

@@ -146,7 +146,7 @@ impl Path for Rest {
         self.client.version().map(String::from)
     }
     fn content(&self, name: &str) -> Option<Bytes> {
-        self.client.resource(name).map(|r| r.body.clone())
+        self.client.resource(name).map(|r| r.body_bytes())
     }
 }
 
@@ -207,7 +207,7 @@ impl Path for File {
         self.sub.version().map(String::from)
     }
     fn content(&self, name: &str) -> Option<Bytes> {
-        self.sub.resource(name).map(|r| r.body.clone())
+        self.sub.resource(name).map(|r| r.body_bytes())
     }
 }
 

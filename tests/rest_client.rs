@@ -196,7 +196,7 @@ fn nack_keeps_the_accepted_version_and_is_said_once() {
     assert!(ev.iter().any(
         |e| matches!(e, RestEvent::Client(ClientEvent::Nacked { version, .. }) if version == "2")
     ));
-    assert_eq!(c.resource("foo").unwrap().body, body("foo", "x"));
+    assert_eq!(*c.resource("foo").unwrap().body(), body("foo", "x"));
     let nack = decode(&c.poll_request(t(22)).unwrap());
     assert_eq!(nack.version_info, "1", "the last accepted version");
     assert_eq!(nack.response_nonce, "B");
@@ -286,7 +286,7 @@ fn http_failures_change_nothing_and_the_next_poll_repeats_the_version() {
         [RestEvent::Failed(RestFailure::MalformedBody(_))]
     ));
     assert_eq!(c.version(), Some("1"));
-    assert_eq!(c.resource("foo").unwrap().body, body("foo", "x"));
+    assert_eq!(*c.resource("foo").unwrap().body(), body("foo", "x"));
 }
 
 #[test]

@@ -507,11 +507,11 @@ fn a_rejected_update_is_not_resent_in_a_loop() {
         .any(|e| matches!(e, ClientEvent::Nacked { .. })));
     w.run(120);
     assert_eq!(w.answers_200, 2, "the NACKed version is held, not resent");
-    assert_eq!(w.client.resource("a").unwrap().body, body("a", "1"));
+    assert_eq!(*w.client.resource("a").unwrap().body(), body("a", "1"));
     w.store.set(CDS, "a", body("a", "2")).unwrap();
     w.run(2);
     assert_eq!(w.answers_200, 3);
-    assert_eq!(w.client.resource("a").unwrap().body, body("a", "2"));
+    assert_eq!(*w.client.resource("a").unwrap().body(), body("a", "2"));
 }
 
 #[test]

@@ -119,7 +119,7 @@ pub fn ingest_sotw(c: &mut xds_sansio::client::Client, wire: &Bytes) {
     while let Some(e) = c.poll_event() {
         if let ClientEvent::Changed { type_url, changes } = &e {
             for view in c.changes(type_url, changes) {
-                black_box((view.name.len(), view.resource.map(|r| r.body.len())));
+                black_box((view.name.len(), view.resource.map(|r| r.body().len())));
             }
         }
         black_box(e);

@@ -136,5 +136,5 @@ pub struct ChangeView<'a> {
     /// The resource as held now (body, version, aliases, TTL): for an upsert read before
     /// the next input, the resource it put there. `None` when it is not held (removed,
     /// does not exist, or changed again by a later input).
-    pub resource: Option<&'a CachedResource>,
+    pub resource: Option<CachedResource<'a>>,
 }

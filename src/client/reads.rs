@@ -13,11 +13,9 @@ impl Client {
     // ------------------------------------------------------------------ reads
 
     /// The accepted resource `name` (or alias) of `type_url`, if held.
-    pub fn resource(&self, type_url: &str, name: &str) -> Option<&CachedResource> {
+    pub fn resource(&self, type_url: &str, name: &str) -> Option<CachedResource<'_>> {
         let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
-        ts.cache
-            .record(&comparable(name))
-            .and_then(|r| r.cached.as_ref())
+        ts.cache.record(&comparable(name)).and_then(Record::held)
     }
 
     /// The changes of a [`ClientEvent::Changed`] of `type_url`,
@@ -58,9 +56,9 @@ impl Client {
                     ClientEvent::Upserted {
                         type_url,
                         name,
-                        version: held.version.clone(),
-                        body: held.body.clone(),
-                        aliases: held.aliases.clone(),
+                        version: held.version_shared(),
+                        body: held.body_bytes(),
+                        aliases: held.aliases().to_vec(),
                     }
                 }
                 Change::Removed(reason) => ClientEvent::Removed {

@@ -224,7 +224,7 @@ impl Peer {
     /// only resources in the store count.
     fn mismatch(&self, client: &Client, store: &ResourceStore) -> Option<String> {
         for (type_url, names) in &self.subscriptions {
-            let body = |name: &str| client.resource(type_url, name).map(|c| c.body.clone());
+            let body = |name: &str| client.resource(type_url, name).map(|c| c.body_bytes());
             if names.is_empty() {
                 let mut held: Vec<String> = client
                     .resource_names(type_url)

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use core::time::Duration;
 use hashbrown::{HashMap, HashSet};
 
-use super::{CachedResource, Record, TypeCache};
+use super::{Held, Record, TypeCache};
 use crate::client::changes::{Change, EventShape, RemovalReason};
 use crate::client::config::{DataErrors, NackPolicy};
 use crate::client::context::Ctx;
@@ -196,40 +196,36 @@ impl TypeCache {
         let replaced = rec.cached.is_some();
         // `None`: unchanged; `Some(None)`: changed, told in a batch; `Some(Some(parts))`:
         // changed, told by an owned event made of `parts`.
-        let changed = match rec.cached.as_mut() {
+        let same = rec.cached.as_ref().is_some_and(|c| c.body == body) && rec.aliases() == aliases;
+        let changed = if same {
             // Same content: keep the held buffers, note the version and TTL.
-            Some(c) if c.body == body && c.aliases == aliases => {
+            if let Some(c) = rec.cached.as_mut() {
                 if c.version != version {
                     c.version = version;
                 }
-                c.ttl = ttl;
-                None
             }
-            _ => {
-                match rec.cached.take() {
-                    Some(old) => {
-                        for a in &old.aliases {
-                            self.aliases.remove(a.as_str());
-                        }
+            None
+        } else {
+            match rec.take_held() {
+                Some((_, old_aliases)) => {
+                    for a in &old_aliases {
+                        self.aliases.remove(a.as_str());
                     }
-                    None => self.cached_count += 1,
                 }
-                for a in &aliases {
-                    self.aliases.insert(a.clone(), name.clone());
-                }
-                // The cache owns the buffers; an owned event takes handles of its own.
-                let event_parts = (cx.config.event_shape == EventShape::PerResource)
-                    .then(|| (version.clone(), body.clone(), aliases.clone()));
-                rec.cached = Some(CachedResource {
-                    version,
-                    body,
-                    aliases,
-                    ttl,
-                });
-                fresh.note(at, rec);
-                Some(event_parts)
+                None => self.cached_count += 1,
             }
+            for a in &aliases {
+                self.aliases.insert(a.clone(), name.clone());
+            }
+            // The cache owns the buffers; an owned event takes handles of its own.
+            let event_parts = (cx.config.event_shape == EventShape::PerResource)
+                .then(|| (version.clone(), body.clone(), aliases.clone()));
+            rec.cached = Some(Held { version, body });
+            rec.set_aliases(aliases);
+            fresh.note(at, rec);
+            Some(event_parts)
         };
+        rec.set_held_ttl(ttl);
         rec.state = ResourceState::Acked;
         rec.clear_outcomes();
         if ttl.is_some() || rec.ttl_at().is_some() {
@@ -325,9 +321,7 @@ impl TypeCache {
                 self.marked += 1;
             }
             if rec.cached.as_ref().is_some_and(|c| c.version == *v) {
-                if let Some(c) = rec.cached.as_mut() {
-                    c.ttl = inc.ttl;
-                }
+                rec.set_held_ttl(inc.ttl);
                 set_ttl(rec, &inc.name, inc.ttl, ar.cx);
                 return;
             }
@@ -354,7 +348,7 @@ impl TypeCache {
             self.ignore_deletion(name, ar);
             return;
         }
-        let aliases: Vec<SharedStr> = held.map(|c| c.aliases.clone()).unwrap_or_default();
+        let aliases: Vec<SharedStr> = held.map(|c| c.aliases().to_vec()).unwrap_or_default();
         self.remove_cached(name, RemovalReason::ServerRemoved, ar);
         if ar.sub.names(name) {
             self.mark_dne(name, ar);
@@ -398,12 +392,12 @@ impl TypeCache {
         let Some(rec) = self.records.get_mut(name.as_str()) else {
             return false;
         };
-        let Some(old) = rec.cached.take() else {
+        let Some((_, old_aliases)) = rec.take_held() else {
             return false;
         };
         let cx = &mut *ar.cx;
         self.cached_count = self.cached_count.saturating_sub(1);
-        for a in &old.aliases {
+        for a in &old_aliases {
             self.aliases.remove(a.as_str());
         }
         if let Some(at) = rec.take_ttl_at() {
@@ -608,7 +602,7 @@ impl TypeCache {
     pub(crate) fn drop_unwanted(&mut self, ar: &mut Around<'_, '_>) {
         let mut unwanted: Vec<SharedStr> = self
             .held_resources()
-            .filter(|(n, c)| !ar.sub.wants(n, &c.aliases))
+            .filter(|(n, c)| !ar.sub.wants(n, c.aliases()))
             .map(|(n, _)| n.clone())
             .collect();
         unwanted.sort_unstable();
@@ -634,7 +628,7 @@ impl TypeCache {
         let Some(rec) = self.records.get(target.as_str()) else {
             return;
         };
-        match rec.cached.as_ref().map(|c| c.aliases.clone()) {
+        match rec.held().map(|c| c.aliases().to_vec()) {
             Some(aliases) => {
                 if !ar.sub.wants(&target, &aliases) {
                     self.remove_cached(&target, RemovalReason::Unsubscribed, ar);

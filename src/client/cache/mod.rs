@@ -20,7 +20,7 @@ use crate::text::SharedStr;
 
 pub(crate) use apply::{Around, Fired};
 pub use record::CachedResource;
-pub(crate) use record::Record;
+pub(crate) use record::{Held, Record};
 use records::Records;
 
 /// Everything held of one type. See the [module docs](self).
@@ -83,16 +83,16 @@ impl TypeCache {
     }
 
     /// The resource held under exactly `name`.
-    pub(crate) fn held(&self, name: &str) -> Option<&CachedResource> {
-        self.records.get(name)?.cached.as_ref()
+    pub(crate) fn held(&self, name: &str) -> Option<CachedResource<'_>> {
+        self.records.get(name)?.held()
     }
 
     /// The resource held under exactly `name`, whose record stood at `at` (a hint: checked,
     /// and looked up by name if the record has moved since).
     #[inline]
-    pub(crate) fn held_at(&self, at: usize, name: &SharedStr) -> Option<&CachedResource> {
+    pub(crate) fn held_at(&self, at: usize, name: &SharedStr) -> Option<CachedResource<'_>> {
         match self.records.at_keyed(at, name) {
-            Some(rec) => rec.cached.as_ref(),
+            Some(rec) => rec.held(),
             None => self.held(name.as_str()),
         }
     }
@@ -103,10 +103,10 @@ impl TypeCache {
     }
 
     /// Every held resource, in no order.
-    pub(crate) fn held_resources(&self) -> impl Iterator<Item = (&SharedStr, &CachedResource)> {
+    pub(crate) fn held_resources(&self) -> impl Iterator<Item = (&SharedStr, CachedResource<'_>)> {
         self.records
             .iter()
-            .filter_map(|(n, r)| r.cached.as_ref().map(|c| (n, c)))
+            .filter_map(|(n, r)| r.held().map(|c| (n, c)))
     }
 
     /// The last accepted SotW `version_info`: what a SotW request carries.

@@ -4,42 +4,107 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use bytes::Bytes;
+use core::fmt;
 use core::time::Duration;
 
 use crate::client::status::{Rejection, ResourceState, ResourceStatus, ServerError};
 use crate::text::SharedStr;
 use crate::time::Instant;
 
-/// An accepted resource held by the client.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CachedResource {
+/// An accepted resource held by the client, as the cache lends it ([`Client::resource`],
+/// [`ChangeView::resource`]): a view, not a stored struct, so the cache is free to keep
+/// each part where it costs least (the aliases and TTL, which most resources lack, sit
+/// with a record's rare fields). Copy it freely; clone the parts to keep them.
+///
+/// [`Client::resource`]: crate::client::Client::resource
+/// [`ChangeView::resource`]: crate::client::ChangeView::resource
+#[derive(Clone, Copy)]
+pub struct CachedResource<'a> {
+    held: &'a Held,
+    rare: Option<&'a Rare>,
+}
+
+impl<'a> CachedResource<'a> {
     /// Its version (incremental: `Resource.version`; SotW: the wrapper's version, else the
     /// response's `version_info`).
-    pub version: SharedStr,
+    pub fn version(&self) -> &'a str {
+        self.held.version.as_str()
+    }
+
+    /// [`CachedResource::version`] as a handle of its own (no copy).
+    pub fn version_shared(&self) -> SharedStr {
+        self.held.version.clone()
+    }
+
     /// Its body: a slice of the buffer the response was decoded from, or, when that
     /// response put less than half of its bodies in the cache, of the one buffer those
     /// bodies were copied into (so they do not keep the whole response alive).
-    pub body: Bytes,
+    pub fn body(&self) -> &'a [u8] {
+        &self.held.body
+    }
+
+    /// [`CachedResource::body`] as a handle of its own to the same buffer (no copy).
+    pub fn body_bytes(&self) -> Bytes {
+        self.held.body.clone()
+    }
+
     /// Other names it goes by (incremental).
-    pub aliases: Vec<SharedStr>,
+    pub fn aliases(&self) -> &'a [SharedStr] {
+        self.rare.map_or(&[], |r| r.aliases.as_slice())
+    }
+
     /// The TTL it last arrived with, if any.
-    pub ttl: Option<Duration>,
+    pub fn ttl(&self) -> Option<Duration> {
+        self.rare.and_then(|r| r.ttl)
+    }
+}
+
+impl PartialEq for CachedResource<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.version() == other.version()
+            && self.body() == other.body()
+            && self.aliases() == other.aliases()
+            && self.ttl() == other.ttl()
+    }
+}
+
+impl fmt::Debug for CachedResource<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedResource")
+            .field("version", &self.version())
+            .field("body", &self.held.body)
+            .field("aliases", &self.aliases())
+            .field("ttl", &self.ttl())
+            .finish()
+    }
+}
+
+/// What a record keeps of the resource it holds, beyond the rare fields: 64 bytes.
+#[derive(Clone, Debug)]
+pub(crate) struct Held {
+    pub(crate) version: SharedStr,
+    pub(crate) body: Bytes,
 }
 
 /// Everything known about one name of one type. The fields most records never use sit
-/// together in one optional box ([`Rare`]): a record is 128 bytes, not 168.
+/// together in one optional box ([`Rare`]): a record is 88 bytes, not 168.
 #[derive(Clone, Debug)]
 pub(crate) struct Record {
-    pub(crate) cached: Option<CachedResource>,
+    pub(crate) cached: Option<Held>,
     /// The response generation that last named it (full-state deletion).
     pub(crate) seen: u64,
     rare: Option<Box<Rare>>,
     pub(crate) state: ResourceState,
 }
 
-/// What a record holds only while it is rejected, in error, timed or kept after deletion.
+/// What a record holds only while it is rejected, in error, timed or kept after deletion,
+/// or while its resource has aliases or a TTL.
 #[derive(Clone, Debug, Default)]
-struct Rare {
+pub(crate) struct Rare {
+    /// The held resource's aliases (incremental).
+    aliases: Vec<SharedStr>,
+    /// The TTL the held resource last arrived with.
+    ttl: Option<Duration>,
     rejected: Option<Rejection>,
     /// The last `resource_errors` entry for it (kept until it arrives again).
     server_error: Option<ServerError>,
@@ -54,7 +119,9 @@ struct Rare {
 
 impl Rare {
     fn is_empty(&self) -> bool {
-        self.rejected.is_none()
+        self.aliases.is_empty()
+            && self.ttl.is_none()
+            && self.rejected.is_none()
             && self.server_error.is_none()
             && self.dne_at.is_none()
             && self.ttl_at.is_none()
@@ -63,10 +130,51 @@ impl Rare {
 }
 
 impl Record {
-    /// Whether nothing but its state and what it holds is known of it (no rejection,
-    /// server error, timer or ignored deletion).
+    /// Whether nothing but its state, body and version is known of it (no aliases, TTL,
+    /// rejection, server error, timer or ignored deletion).
     pub(crate) fn is_plain(&self) -> bool {
         self.rare.as_deref().is_none_or(Rare::is_empty)
+    }
+
+    /// The resource it holds, if any.
+    pub(crate) fn held(&self) -> Option<CachedResource<'_>> {
+        let held = self.cached.as_ref()?;
+        Some(CachedResource {
+            held,
+            rare: self.rare.as_deref(),
+        })
+    }
+
+    /// The held resource's aliases (none when nothing is held).
+    pub(crate) fn aliases(&self) -> &[SharedStr] {
+        self.rare.as_deref().map_or(&[], |r| r.aliases.as_slice())
+    }
+
+    /// Sets the held resource's aliases.
+    pub(crate) fn set_aliases(&mut self, aliases: Vec<SharedStr>) {
+        if !aliases.is_empty() || !self.aliases().is_empty() {
+            self.with_rare(|r| r.aliases = aliases);
+        }
+    }
+
+    /// Sets the TTL the held resource last arrived with.
+    pub(crate) fn set_held_ttl(&mut self, ttl: Option<Duration>) {
+        if ttl.is_some() || self.rare.as_deref().is_some_and(|r| r.ttl.is_some()) {
+            self.with_rare(|r| r.ttl = ttl);
+        }
+    }
+
+    /// Takes the held resource and its aliases; its TTL goes with it.
+    pub(crate) fn take_held(&mut self) -> Option<(Held, Vec<SharedStr>)> {
+        let held = self.cached.take()?;
+        let mut aliases = Vec::new();
+        if self.rare.is_some() {
+            self.with_rare(|r| {
+                aliases = core::mem::take(&mut r.aliases);
+                r.ttl = None;
+            });
+        }
+        Some((held, aliases))
     }
 
     pub(crate) fn requested() -> Record {

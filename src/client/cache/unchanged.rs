@@ -26,9 +26,7 @@ impl TypeCache {
                     any.type_url == type_url
                         && record.state == ResourceState::Acked
                         && record.is_plain()
-                        && record.cached.as_ref().is_some_and(|c| {
-                            c.ttl.is_none() && c.aliases.is_empty() && c.body == any.value
-                        })
+                        && record.cached.as_ref().is_some_and(|c| c.body == any.value)
                 })
     }
 

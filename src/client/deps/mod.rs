@@ -307,9 +307,12 @@ impl DependencyManager {
         self.last_now = self.last_now.max(now);
         for view in client.changes(type_url, batch) {
             match (view.change, view.resource) {
-                (Change::Upserted, Some(held)) => {
-                    self.upserted(type_url, view.name, &held.version, &held.body)
-                }
+                (Change::Upserted, Some(held)) => self.upserted(
+                    type_url,
+                    view.name,
+                    held.version_shared(),
+                    held.body_bytes(),
+                ),
                 // Changed again since: a later batch says how.
                 (Change::Upserted, None) => {}
                 (Change::Removed(reason), _) => self.removed(type_url, view.name, reason),
@@ -319,11 +322,11 @@ impl DependencyManager {
         self.settle();
     }
 
-    fn upserted(&mut self, type_url: &str, name: &str, version: &SharedStr, body: &Bytes) {
+    fn upserted(&mut self, type_url: &str, name: &str, version: SharedStr, body: Bytes) {
         let Some(key) = self.tracked(type_url, name) else {
             return;
         };
-        let held = match crate::refs::references(key.type_url, body) {
+        let held = match crate::refs::references(key.type_url, &body) {
             Ok(refs) => {
                 let own_refs = keys_of(&refs);
                 let members = if refs.vhds {
@@ -332,8 +335,8 @@ impl DependencyManager {
                     None
                 };
                 Held {
-                    version: version.clone(),
-                    body: body.clone(),
+                    version,
+                    body,
                     refs: members::with_members(&own_refs, members),
                     own_refs,
                     aggregate: refs.aggregate,
@@ -342,8 +345,8 @@ impl DependencyManager {
                 }
             }
             Err(error) => Held {
-                version: version.clone(),
-                body: body.clone(),
+                version,
+                body,
                 refs: Vec::new(),
                 own_refs: Vec::new(),
                 aggregate: None,
@@ -396,7 +399,7 @@ impl DependencyManager {
                 version,
                 body,
                 ..
-            } => self.upserted(type_url, name, version, body),
+            } => self.upserted(type_url, name, version.clone(), body.clone()),
             ClientEvent::Removed {
                 type_url,
                 name,

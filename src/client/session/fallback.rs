@@ -87,8 +87,8 @@ impl Session {
                 let held = channel.slots.iter().find_map(|s| {
                     let r = s.client.resource(&key.0, &key.1)?;
                     Some(Seen::Held {
-                        version: r.version.clone(),
-                        body: r.body.clone(),
+                        version: r.version_shared(),
+                        body: r.body_bytes(),
                     })
                 });
                 let absent = channel.slots.iter().any(|s| {

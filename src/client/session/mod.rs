@@ -410,7 +410,7 @@ impl Session {
                         let body = slot
                             .client
                             .resource(&entry.type_url, &entry.name)
-                            .map(|r| r.body.clone());
+                            .map(|r| r.body_bytes());
                         out.push(DumpEntry {
                             status: entry,
                             body,

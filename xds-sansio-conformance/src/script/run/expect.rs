@@ -364,12 +364,12 @@ impl Runner<'_> {
                         Some((
                             name.as_str().to_string(),
                             Seen {
-                                version: Some(cached.version.as_str().to_string()),
-                                body: Some(cached.body.clone()),
+                                version: Some(cached.version().to_string()),
+                                body: Some(cached.body_bytes()),
                                 ttl: None,
                                 wrapped: None,
                                 aliases: cached
-                                    .aliases
+                                    .aliases()
                                     .iter()
                                     .map(|a| a.as_str().to_string())
                                     .collect(),
