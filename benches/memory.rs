@@ -140,7 +140,9 @@ fn sotw_response_changing(n: usize, generation: u8, changed: u8, every: usize) -
     )
 }
 
-fn delta_client(n: usize) {
+/// A delta client loaded with `n` resources, at one version (`distinct` false: "v1") or at
+/// a 16-byte version of its own each (as servers that version a resource by its hash send).
+fn delta_client(n: usize, distinct: bool) {
     let mut c = client(Variant::Delta);
     let before = live();
     let resp = DeltaDiscoveryResponse {
@@ -148,7 +150,11 @@ fn delta_client(n: usize) {
         resources: (0..n)
             .map(|i| Resource {
                 name: name(i),
-                version: "v1".into(),
+                version: if distinct {
+                    format!("{i:016x}")
+                } else {
+                    "v1".into()
+                },
                 resource: Some(Any {
                     type_url: CDS.into(),
                     value: body(i, 1),
@@ -169,11 +175,18 @@ fn delta_client(n: usize) {
     drop(wire);
     drop(resp);
     let held = live() - before;
-    let over = (held - payload(n, 2)) / n as isize;
-    println!(
-        "client delta, {n} resources: {held} B held, {} B per resource, {over} B beyond name, version and body",
-        held / n as isize
-    );
+    if distinct {
+        let over = (held - payload(n, 16)) / n as isize;
+        println!(
+            "client delta, {n} resources each at a version of its own (16 B): {over} B per resource more than name, version and body"
+        );
+    } else {
+        let over = (held - payload(n, 2)) / n as isize;
+        println!(
+            "client delta, {n} resources: {held} B held, {} B per resource, {over} B beyond name, version and body",
+            held / n as isize
+        );
+    }
     black_box(c);
 }
 
@@ -265,7 +278,8 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
     sotw_client(n);
-    delta_client(n);
+    delta_client(n, false);
+    delta_client(n, true);
     let store = store(n);
     streams(&store, n);
 }

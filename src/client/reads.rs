@@ -2,7 +2,6 @@
 
 use alloc::vec::Vec;
 
-use super::cache::Record;
 use super::{
     CachedResource, Change, ChangeBatch, ChangeView, Client, ClientEvent, ResourceStatus,
     SharedStr, StatusEntry,
@@ -15,7 +14,7 @@ impl Client {
     /// The accepted resource `name` (or alias) of `type_url`, if held.
     pub fn resource(&self, type_url: &str, name: &str) -> Option<CachedResource<'_>> {
         let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
-        ts.cache.record(&comparable(name)).and_then(Record::held)
+        ts.cache.resource(&comparable(name))
     }
 
     /// The changes of a [`ClientEvent::Changed`] of `type_url`,
@@ -105,7 +104,7 @@ impl Client {
     /// resources have one.
     pub fn status(&self, type_url: &str, name: &str) -> Option<ResourceStatus> {
         let ts = self.index.get(type_url).and_then(|&i| self.types.get(i))?;
-        ts.cache.record(&comparable(name)).map(Record::status)
+        ts.cache.status(&comparable(name))
     }
 
     /// The `control_plane.identifier` of the last response of `type_url`: which management
@@ -121,10 +120,10 @@ impl Client {
             .types
             .iter()
             .flat_map(|ts| {
-                ts.cache.records().map(|(n, r)| StatusEntry {
+                ts.cache.statuses().map(|(n, status)| StatusEntry {
                     type_url: ts.url.clone(),
                     name: n.clone(),
-                    status: r.status(),
+                    status,
                     control_plane: ts.cache.control_plane().cloned(),
                 })
             })

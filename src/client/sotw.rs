@@ -127,8 +127,8 @@ fn check(
     // doesn't change the resource version", discovery.proto, `Resource.resource`).
     for inc in out.iter().filter(|inc| inc.body.is_none()) {
         let version = inc.version.as_ref().unwrap_or(response_version);
-        let held = ts.cache.record(&inc.name).and_then(|r| r.cached.as_ref());
-        if held.is_none_or(|c| c.version != *version) {
+        let held = ts.cache.resource(&inc.name);
+        if held.is_none_or(|c| c.version() != version.as_str()) {
             return Err(ResponseDefect::BodylessAtOtherVersion {
                 name: inc.name.clone(),
                 version: version.clone(),

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use core::time::Duration;
 use hashbrown::{HashMap, HashSet};
 
-use super::{Held, Record, TypeCache};
+use super::{Record, TypeCache};
 use crate::client::changes::{Change, EventShape, RemovalReason};
 use crate::client::config::{DataErrors, NackPolicy};
 use crate::client::context::Ctx;
@@ -131,7 +131,7 @@ impl TypeCache {
                     .records
                     .iter()
                     .filter(|(_, r)| {
-                        r.cached.is_some() && r.seen != generation && r.server_error().is_none()
+                        r.body.is_some() && r.seen != generation && r.server_error().is_none()
                     })
                     .map(|(n, _)| n.clone())
                     .collect();
@@ -173,7 +173,7 @@ impl TypeCache {
         let cx = &mut *ar.cx;
         // A name subscribed through an alias resolves to this resource.
         for alias in &aliases {
-            if alias != &name && self.records.get(alias).is_some_and(|r| r.cached.is_none()) {
+            if alias != &name && self.records.get(alias).is_some_and(|r| r.body.is_none()) {
                 if let Some(rec) = self.records.remove(alias) {
                     if let Some(at) = rec.dne_at() {
                         cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, alias);
@@ -193,21 +193,18 @@ impl TypeCache {
         // Moved into the cache when no owned event takes it: an incremental version is a
         // buffer of its own, and a second handle to it would allocate a shared header.
         let version = version.unwrap_or_else(|| response_version.clone());
-        let replaced = rec.cached.is_some();
+        let replaced = rec.body.is_some();
         // `None`: unchanged; `Some(None)`: changed, told in a batch; `Some(Some(parts))`:
         // changed, told by an owned event made of `parts`.
-        let same = rec.cached.as_ref().is_some_and(|c| c.body == body) && rec.aliases() == aliases;
+        let same = rec.body.as_ref().is_some_and(|b| *b == body) && rec.aliases() == aliases;
         let changed = if same {
             // Same content: keep the held buffers, note the version and TTL.
-            if let Some(c) = rec.cached.as_mut() {
-                if c.version != version {
-                    c.version = version;
-                }
-            }
+            rec.version = self.versions.replace(rec.version, version);
             None
         } else {
             match rec.take_held() {
-                Some((_, old_aliases)) => {
+                Some((_, old_slot, old_aliases)) => {
+                    self.versions.release(old_slot);
                     for a in &old_aliases {
                         self.aliases.remove(a.as_str());
                     }
@@ -220,7 +217,8 @@ impl TypeCache {
             // The cache owns the buffers; an owned event takes handles of its own.
             let event_parts = (cx.config.event_shape == EventShape::PerResource)
                 .then(|| (version.clone(), body.clone(), aliases.clone()));
-            rec.cached = Some(Held { version, body });
+            rec.version = self.versions.intern(version);
+            rec.body = Some(body);
             rec.set_aliases(aliases);
             fresh.note(at, rec);
             Some(event_parts)
@@ -287,14 +285,14 @@ impl TypeCache {
             let Some((key, rec)) = self.records.at_mut(f.at) else {
                 continue;
             };
-            let Some(held) = rec.cached.as_mut() else {
+            let Some(held) = rec.body.as_mut() else {
                 continue;
             };
             // A record moved or changed since is left as it is (only its memory differs).
-            if body_address_of(&held.body) != f.body {
+            if body_address_of(held) != f.body {
                 continue;
             }
-            let end = start.saturating_add(held.body.len());
+            let end = start.saturating_add(held.len());
             if end > copy.len() {
                 continue;
             }
@@ -307,7 +305,7 @@ impl TypeCache {
                 // is UTF-8.
                 *key = unsafe { SharedStr::from_utf8_unchecked(name) };
             }
-            held.body = body;
+            *held = body;
         }
     }
 
@@ -317,10 +315,10 @@ impl TypeCache {
         let v = inc.version.as_ref().unwrap_or(response_version);
         if let Some(rec) = self.records.get_mut(inc.name.as_str()) {
             rec.seen = self.generation;
-            if rec.cached.is_some() {
+            if rec.body.is_some() {
                 self.marked += 1;
             }
-            if rec.cached.as_ref().is_some_and(|c| c.version == *v) {
+            if rec.body.is_some() && self.versions.get(rec.version) == v {
                 rec.set_held_ttl(inc.ttl);
                 set_ttl(rec, &inc.name, inc.ttl, ar.cx);
                 return;
@@ -392,9 +390,10 @@ impl TypeCache {
         let Some(rec) = self.records.get_mut(name.as_str()) else {
             return false;
         };
-        let Some((_, old_aliases)) = rec.take_held() else {
+        let Some((_, old_slot, old_aliases)) = rec.take_held() else {
             return false;
         };
+        self.versions.release(old_slot);
         let cx = &mut *ar.cx;
         self.cached_count = self.cached_count.saturating_sub(1);
         for a in &old_aliases {
@@ -546,7 +545,7 @@ impl TypeCache {
                 continue;
             }
             if let Some(rec) = self.records.get_mut(name.as_str()) {
-                if rec.cached.is_none()
+                if rec.body.is_none()
                     && rec.state == ResourceState::Requested
                     && rec.dne_at().is_none()
                 {
@@ -575,7 +574,7 @@ impl TypeCache {
                     return Fired::Nothing;
                 }
                 rec.take_dne_at();
-                if rec.cached.is_none() && rec.state == ResourceState::Requested {
+                if rec.body.is_none() && rec.state == ResourceState::Requested {
                     if ar.cx.config.resource_timer_is_transient_error {
                         self.mark_timed_out(name, ar);
                     } else {
@@ -611,7 +610,7 @@ impl TypeCache {
         }
         let sub = ar.sub;
         self.records
-            .retain(|n, r| r.cached.is_some() || sub.names(n) || r.dne_at().is_some());
+            .retain(|n, r| r.body.is_some() || sub.names(n) || r.dne_at().is_some());
     }
 
     /// After `name` (a resource name or an alias) left: its resource leaves the cache
@@ -628,7 +627,7 @@ impl TypeCache {
         let Some(rec) = self.records.get(target.as_str()) else {
             return;
         };
-        match rec.held().map(|c| c.aliases().to_vec()) {
+        match rec.held(&self.versions).map(|c| c.aliases().to_vec()) {
             Some(aliases) => {
                 if !ar.sub.wants(&target, &aliases) {
                     self.remove_cached(&target, RemovalReason::Unsubscribed, ar);
@@ -669,11 +668,11 @@ impl Fresh {
 
     /// The record at `at` holds a body this response brought.
     fn note(&mut self, at: usize, rec: &Record) {
-        if let Some(held) = rec.cached.as_ref() {
-            self.kept = self.kept.saturating_add(held.body.len());
+        if let Some(held) = rec.body.as_ref() {
+            self.kept = self.kept.saturating_add(held.len());
             self.bodies.push(FreshBody {
                 at,
-                body: body_address_of(&held.body),
+                body: body_address_of(held),
             });
         }
     }
@@ -686,8 +685,8 @@ fn body_address_of(bytes: &[u8]) -> usize {
 
 /// The body of `rec`, if it is still the one `f` noted.
 fn fresh_body<'r>(rec: &'r Record, f: &FreshBody) -> Option<&'r Bytes> {
-    let held = rec.cached.as_ref()?;
-    (body_address_of(&held.body) == f.body).then_some(&held.body)
+    let held = rec.body.as_ref()?;
+    (body_address_of(held) == f.body).then_some(held)
 }
 
 /// Sets, resets or clears the TTL timer of a held resource.

@@ -8,6 +8,7 @@ mod apply;
 pub(crate) mod record;
 mod records;
 mod unchanged;
+mod versions;
 
 use alloc::string::String;
 use hashbrown::HashMap;
@@ -20,13 +21,16 @@ use crate::text::SharedStr;
 
 pub(crate) use apply::{Around, Fired};
 pub use record::CachedResource;
-pub(crate) use record::{Held, Record};
+pub(crate) use record::Record;
 use records::Records;
+use versions::Versions;
 
 /// Everything held of one type. See the [module docs](self).
 #[derive(Clone, Debug)]
 pub(crate) struct TypeCache {
     records: Records,
+    /// The versions held resources are at (each record keeps a slot).
+    versions: Versions,
     /// alias -> resource name (incremental).
     aliases: HashMap<SharedStr, SharedStr>,
     /// SotW: last accepted `version_info` (survives reconnects).
@@ -37,7 +41,7 @@ pub(crate) struct TypeCache {
     /// management server answered).
     control_plane: Option<SharedStr>,
     /// Counts applied responses; records named by the current one carry it.
-    generation: u64,
+    generation: u32,
     /// Records holding a resource.
     cached_count: usize,
     /// Records holding a resource named by the response being applied.
@@ -48,6 +52,7 @@ impl Default for TypeCache {
     fn default() -> TypeCache {
         TypeCache {
             records: Records::default(),
+            versions: Versions::default(),
             aliases: HashMap::new(),
             version: SharedStr::EMPTY,
             system_version: SharedStr::EMPTY,
@@ -84,7 +89,7 @@ impl TypeCache {
 
     /// The resource held under exactly `name`.
     pub(crate) fn held(&self, name: &str) -> Option<CachedResource<'_>> {
-        self.records.get(name)?.held()
+        self.records.get(name)?.held(&self.versions)
     }
 
     /// The resource held under exactly `name`, whose record stood at `at` (a hint: checked,
@@ -92,21 +97,35 @@ impl TypeCache {
     #[inline]
     pub(crate) fn held_at(&self, at: usize, name: &SharedStr) -> Option<CachedResource<'_>> {
         match self.records.at_keyed(at, name) {
-            Some(rec) => rec.held(),
+            Some(rec) => rec.held(&self.versions),
             None => self.held(name.as_str()),
         }
     }
 
-    /// Every record, in no order.
-    pub(crate) fn records(&self) -> impl Iterator<Item = (&SharedStr, &Record)> {
-        self.records.iter()
+    /// The resource held under `name`, following an alias.
+    pub(crate) fn resource(&self, name: &str) -> Option<CachedResource<'_>> {
+        self.record(name)?.held(&self.versions)
+    }
+
+    /// The CSDS status of `name`, following an alias.
+    pub(crate) fn status(&self, name: &str) -> Option<super::status::ResourceStatus> {
+        Some(self.record(name)?.status(&self.versions))
+    }
+
+    /// Every name with its CSDS status, in no order.
+    pub(crate) fn statuses(
+        &self,
+    ) -> impl Iterator<Item = (&SharedStr, super::status::ResourceStatus)> + '_ {
+        self.records
+            .iter()
+            .map(|(n, r)| (n, r.status(&self.versions)))
     }
 
     /// Every held resource, in no order.
     pub(crate) fn held_resources(&self) -> impl Iterator<Item = (&SharedStr, CachedResource<'_>)> {
         self.records
             .iter()
-            .filter_map(|(n, r)| r.held().map(|c| (n, c)))
+            .filter_map(|(n, r)| r.held(&self.versions).map(|c| (n, c)))
     }
 
     /// The last accepted SotW `version_info`: what a SotW request carries.
@@ -195,7 +214,7 @@ impl TypeCache {
         };
         rec.state = ResourceState::Nacked;
         rec.seen = self.generation;
-        if rec.cached.is_some() {
+        if rec.body.is_some() {
             self.marked += 1;
         }
         rec.set_rejected(Some(Rejection { version, error }));

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use core::fmt;
 use core::time::Duration;
 
+use super::versions::Versions;
 use crate::client::status::{Rejection, ResourceState, ResourceStatus, ServerError};
 use crate::text::SharedStr;
 use crate::time::Instant;
@@ -20,7 +21,8 @@ use crate::time::Instant;
 /// [`ChangeView::resource`]: crate::client::ChangeView::resource
 #[derive(Clone, Copy)]
 pub struct CachedResource<'a> {
-    held: &'a Held,
+    body: &'a Bytes,
+    version: &'a SharedStr,
     rare: Option<&'a Rare>,
 }
 
@@ -28,24 +30,24 @@ impl<'a> CachedResource<'a> {
     /// Its version (incremental: `Resource.version`; SotW: the wrapper's version, else the
     /// response's `version_info`).
     pub fn version(&self) -> &'a str {
-        self.held.version.as_str()
+        self.version.as_str()
     }
 
     /// [`CachedResource::version`] as a handle of its own (no copy).
     pub fn version_shared(&self) -> SharedStr {
-        self.held.version.clone()
+        self.version.clone()
     }
 
     /// Its body: a slice of the buffer the response was decoded from, or, when that
     /// response put less than half of its bodies in the cache, of the one buffer those
     /// bodies were copied into (so they do not keep the whole response alive).
     pub fn body(&self) -> &'a [u8] {
-        &self.held.body
+        self.body
     }
 
     /// [`CachedResource::body`] as a handle of its own to the same buffer (no copy).
     pub fn body_bytes(&self) -> Bytes {
-        self.held.body.clone()
+        self.body.clone()
     }
 
     /// Other names it goes by (incremental).
@@ -72,27 +74,27 @@ impl fmt::Debug for CachedResource<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CachedResource")
             .field("version", &self.version())
-            .field("body", &self.held.body)
+            .field("body", self.body)
             .field("aliases", &self.aliases())
             .field("ttl", &self.ttl())
             .finish()
     }
 }
 
-/// What a record keeps of the resource it holds, beyond the rare fields: 64 bytes.
-#[derive(Clone, Debug)]
-pub(crate) struct Held {
-    pub(crate) version: SharedStr,
-    pub(crate) body: Bytes,
-}
-
 /// Everything known about one name of one type. The fields most records never use sit
-/// together in one optional box ([`Rare`]): a record is 88 bytes, not 168.
+/// together in one optional box ([`Rare`]), and its version is a slot of the type's
+/// [`Versions`]: a record is 56 bytes, not 168.
 #[derive(Clone, Debug)]
 pub(crate) struct Record {
-    pub(crate) cached: Option<Held>,
-    /// The response generation that last named it (full-state deletion).
-    pub(crate) seen: u64,
+    /// The held resource's body; `None` while nothing is held.
+    pub(crate) body: Option<Bytes>,
+    /// The held resource's version, a slot of the type's [`Versions`] (no meaning while
+    /// nothing is held).
+    pub(crate) version: u32,
+    /// The response generation that last named it (full-state deletion), modulo 2^32: a
+    /// full-state response names or drops every held record it could delete, so none falls
+    /// 2^32 behind.
+    pub(crate) seen: u32,
     rare: Option<Box<Rare>>,
     pub(crate) state: ResourceState,
 }
@@ -136,21 +138,24 @@ impl Record {
         self.rare.as_deref().is_none_or(Rare::is_empty)
     }
 
-    /// The resource it holds, if any.
-    pub(crate) fn held(&self) -> Option<CachedResource<'_>> {
-        let held = self.cached.as_ref()?;
+    /// The resource it holds, if any, its version read from `versions`.
+    pub(crate) fn held<'a>(&'a self, versions: &'a Versions) -> Option<CachedResource<'a>> {
+        let body = self.body.as_ref()?;
         Some(CachedResource {
-            held,
+            body,
+            version: versions.get(self.version),
             rare: self.rare.as_deref(),
         })
     }
 
     /// The held resource's aliases (none when nothing is held).
+    #[inline]
     pub(crate) fn aliases(&self) -> &[SharedStr] {
         self.rare.as_deref().map_or(&[], |r| r.aliases.as_slice())
     }
 
     /// Sets the held resource's aliases.
+    #[inline]
     pub(crate) fn set_aliases(&mut self, aliases: Vec<SharedStr>) {
         if !aliases.is_empty() || !self.aliases().is_empty() {
             self.with_rare(|r| r.aliases = aliases);
@@ -158,15 +163,18 @@ impl Record {
     }
 
     /// Sets the TTL the held resource last arrived with.
+    #[inline]
     pub(crate) fn set_held_ttl(&mut self, ttl: Option<Duration>) {
         if ttl.is_some() || self.rare.as_deref().is_some_and(|r| r.ttl.is_some()) {
             self.with_rare(|r| r.ttl = ttl);
         }
     }
 
-    /// Takes the held resource and its aliases; its TTL goes with it.
-    pub(crate) fn take_held(&mut self) -> Option<(Held, Vec<SharedStr>)> {
-        let held = self.cached.take()?;
+    /// Takes the held resource's body, version slot (for the caller to release) and
+    /// aliases; its TTL goes with it.
+    #[inline]
+    pub(crate) fn take_held(&mut self) -> Option<(Bytes, u32, Vec<SharedStr>)> {
+        let body = self.body.take()?;
         let mut aliases = Vec::new();
         if self.rare.is_some() {
             self.with_rare(|r| {
@@ -174,12 +182,13 @@ impl Record {
                 r.ttl = None;
             });
         }
-        Some((held, aliases))
+        Some((body, self.version, aliases))
     }
 
     pub(crate) fn requested() -> Record {
         Record {
-            cached: None,
+            body: None,
+            version: 0,
             seen: 0,
             rare: None,
             state: ResourceState::Requested,
@@ -266,11 +275,14 @@ impl Record {
         }
     }
 
-    pub(crate) fn status(&self) -> ResourceStatus {
+    pub(crate) fn status(&self, versions: &Versions) -> ResourceStatus {
         let rare = self.rare.as_deref();
         ResourceStatus {
             state: self.state,
-            version: self.cached.as_ref().map(|c| c.version.clone()),
+            version: self
+                .body
+                .is_some()
+                .then(|| versions.get(self.version).clone()),
             rejected: rare.and_then(|r| r.rejected.clone()),
             ttl_deadline: self.ttl_at(),
             server_error: rare.and_then(|r| r.server_error.clone()),

@@ -26,7 +26,7 @@ impl TypeCache {
                     any.type_url == type_url
                         && record.state == ResourceState::Acked
                         && record.is_plain()
-                        && record.cached.as_ref().is_some_and(|c| c.body == any.value)
+                        && record.body.as_ref().is_some_and(|b| *b == any.value)
                 })
     }
 
@@ -39,10 +39,8 @@ impl TypeCache {
         for (name, record) in self.records.iter_mut() {
             record.seen = generation;
             marked += 1;
-            if let Some(held) = record.cached.as_mut() {
-                if held.version != *version {
-                    held.version = version.clone();
-                }
+            if record.body.is_some() {
+                record.version = self.versions.replace_lent(record.version, version);
             }
             ar.readiness.answered(name.as_str());
         }
