@@ -290,3 +290,15 @@ impl Record {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size the module docs and the memory figures in `benches/README.md` count on.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_record_is_56_bytes() {
+        assert_eq!(core::mem::size_of::<Record>(), 56);
+    }
+}

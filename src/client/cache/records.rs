@@ -106,7 +106,7 @@ impl Records {
     ) -> Option<(usize, &mut Record)> {
         debug_assert_eq!(hash, self.hash(name), "a hash by another hasher");
         let (entries, hasher) = (&mut self.entries, &self.hasher);
-        // An index beyond u32 would need 4 billion records of 128 bytes each: memory runs
+        // An index beyond u32 would need 4 billion records of 56 bytes each: memory runs
         // out first.
         let next = u32::try_from(entries.len()).unwrap_or(u32::MAX);
         let at = match self.index.entry(
