@@ -124,11 +124,7 @@ const NAMES_PER_BUFFER: usize = 32;
 
 /// The length of the name [`incoming::wrapper_name`] reads from `r`.
 fn wire_name_len(r: &crate::pb::discovery::Resource) -> usize {
-    if r.name.is_empty() {
-        r.resource_name.as_ref().map_or(0, |n| n.name.len())
-    } else {
-        r.name.len()
-    }
+    incoming::wrapper_name_len(&r.name, r.resource_name.as_ref())
 }
 
 /// The kind of incremental request due for a type, if any: the first request of the

@@ -179,11 +179,25 @@ pub(crate) fn body_of(
 /// The name a `Resource` (wrapper or incremental) gives itself: `name`, else
 /// `resource_name.name`; `None` when both are empty.
 pub(crate) fn wrapper_name(name: String, resource_name: Option<ResourceName>) -> Option<String> {
-    if !name.is_empty() {
+    if goes_by_name(&name) {
         Some(name)
     } else {
         resource_name.map(|rn| rn.name).filter(|n| !n.is_empty())
     }
+}
+
+/// The length of what [`wrapper_name`] returns (0 for `None`), read without taking it.
+pub(crate) fn wrapper_name_len(name: &str, resource_name: Option<&ResourceName>) -> usize {
+    if goes_by_name(name) {
+        name.len()
+    } else {
+        resource_name.map_or(0, |rn| rn.name.len())
+    }
+}
+
+/// Whether a `Resource` goes by its `name` rather than its `resource_name`.
+fn goes_by_name(name: &str) -> bool {
+    !name.is_empty()
 }
 
 /// A name from the wire in the form the client compares it in: an `xdstp://` name

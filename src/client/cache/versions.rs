@@ -45,11 +45,8 @@ impl Versions {
     /// A slot holding `version` for one more record.
     #[inline]
     pub(crate) fn intern(&mut self, version: SharedStr) -> u32 {
-        if let Some(last) = self.last {
-            if *self.get(last) == version {
-                self.add(last);
-                return last;
-            }
+        if let Some(last) = self.join_last(&version) {
+            return last;
         }
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -115,21 +112,24 @@ impl Versions {
         if self.get(slot) == version {
             return slot;
         }
-        if let Some(last) = self.last {
-            if self.get(last) == version {
-                self.add(last);
-                self.release(slot);
-                return last;
-            }
+        if let Some(last) = self.join_last(version) {
+            self.release(slot);
+            return last;
         }
         self.replace(slot, version.clone())
     }
 
+    /// One more record at the slot interned last, if it holds `version` (a run).
     #[inline]
-    fn add(&mut self, slot: u32) {
-        if let Some(count) = self.counts.get_mut(slot as usize) {
+    fn join_last(&mut self, version: &SharedStr) -> Option<u32> {
+        let last = self.last?;
+        if self.get(last) != version {
+            return None;
+        }
+        if let Some(count) = self.counts.get_mut(last as usize) {
             *count = count.saturating_add(1);
         }
+        Some(last)
     }
 
     /// The slots in use (for tests).
