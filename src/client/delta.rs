@@ -164,7 +164,7 @@ pub(crate) fn build(
             req.initial_resource_versions = ts
                 .cache
                 .held_resources()
-                .map(|(n, c)| (String::from(n.as_str()), String::from(c.version())))
+                .map(|(r, c)| (String::from(r.name()), String::from(c.version())))
                 .collect::<BTreeMap<_, _>>();
         }
         Due::Reply(reply) => {

@@ -87,7 +87,12 @@ impl Client {
             .index
             .get(type_url)
             .and_then(|&i| self.types.get(i))
-            .map(|ts| ts.cache.held_resources().map(|(n, _)| n.clone()).collect())
+            .map(|ts| {
+                ts.cache
+                    .held_resources()
+                    .map(|(r, _)| r.name_shared())
+                    .collect()
+            })
             .unwrap_or_default();
         names.sort_unstable();
         names
@@ -122,7 +127,7 @@ impl Client {
             .flat_map(|ts| {
                 ts.cache.statuses().map(|(n, status)| StatusEntry {
                     type_url: ts.url.clone(),
-                    name: n.clone(),
+                    name: n,
                     status,
                     control_plane: ts.cache.control_plane().cloned(),
                 })

@@ -122,7 +122,7 @@ impl TypeState {
         self.readiness.arm(name, || {
             cache
                 .get(name)
-                .is_none_or(|r| r.body.is_none() && r.state == ResourceState::Requested)
+                .is_none_or(|r| !r.has_body() && r.state == ResourceState::Requested)
         });
     }
 

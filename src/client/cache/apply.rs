@@ -130,10 +130,8 @@ impl TypeCache {
                 let mut absent: Vec<SharedStr> = self
                     .records
                     .iter()
-                    .filter(|(_, r)| {
-                        r.body.is_some() && r.seen != generation && r.server_error().is_none()
-                    })
-                    .map(|(n, _)| n.clone())
+                    .filter(|r| r.has_body() && r.seen != generation && r.server_error().is_none())
+                    .map(Record::name_shared)
                     .collect();
                 absent.sort_unstable();
                 for name in absent {
@@ -173,7 +171,7 @@ impl TypeCache {
         let cx = &mut *ar.cx;
         // A name subscribed through an alias resolves to this resource.
         for alias in &aliases {
-            if alias != &name && self.records.get(alias).is_some_and(|r| r.body.is_none()) {
+            if alias != &name && self.records.get(alias).is_some_and(|r| !r.has_body()) {
                 if let Some(rec) = self.records.remove(alias) {
                     if let Some(at) = rec.dne_at() {
                         cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, alias);
@@ -193,23 +191,21 @@ impl TypeCache {
         // Moved into the cache when no owned event takes it: an incremental version is a
         // buffer of its own, and a second handle to it would allocate a shared header.
         let version = version.unwrap_or_else(|| response_version.clone());
-        let replaced = rec.body.is_some();
         // `None`: unchanged; `Some(None)`: changed, told in a batch; `Some(Some(parts))`:
         // changed, told by an owned event made of `parts`.
-        let same = rec.body.as_ref().is_some_and(|b| *b == body) && rec.aliases() == aliases;
+        let same = rec.body().is_some_and(|b| *b == body) && rec.aliases() == aliases;
         let changed = if same {
             // Same content: keep the held buffers, note the version and TTL.
             rec.version = self.versions.replace(rec.version, version);
             None
         } else {
-            match rec.take_held() {
-                Some((_, old_slot, old_aliases)) => {
-                    self.versions.release(old_slot);
-                    for a in &old_aliases {
-                        self.aliases.remove(a.as_str());
-                    }
+            if rec.has_body() {
+                self.versions.release(rec.version);
+                for a in rec.aliases() {
+                    self.aliases.remove(a.as_str());
                 }
-                None => self.cached_count += 1,
+            } else {
+                self.cached_count += 1;
             }
             for a in &aliases {
                 self.aliases.insert(a.clone(), name.clone());
@@ -218,7 +214,9 @@ impl TypeCache {
             let event_parts = (cx.config.event_shape == EventShape::PerResource)
                 .then(|| (version.clone(), body.clone(), aliases.clone()));
             rec.version = self.versions.intern(version);
-            rec.body = Some(body);
+            // The old body (if any) goes; the record now reads its name from the new one,
+            // so it keeps nothing of the old response alive.
+            drop(rec.hold(body, &name));
             rec.set_aliases(aliases);
             fresh.note(at, rec);
             Some(event_parts)
@@ -230,14 +228,6 @@ impl TypeCache {
             set_ttl(rec, &name, ttl, cx);
         }
         ar.readiness.answered(name.as_str());
-        if changed.is_some() && replaced && cx.variant() == Variant::Sotw {
-            // A SotW key is a zero-copy slice of the body it was read with: keyed by the
-            // old one, the record would keep the old response's whole buffer alive for a
-            // name. Re-keyed in place with the new body's slice (an equal key, so no
-            // rehash), it holds only what the body holds. (Incremental names have buffers
-            // of their own.)
-            self.records.replace_key_at(at, name.clone());
-        }
         match changed {
             None => {}
             Some(None) => cx.batch_change(ar.url, name, Change::Upserted, Some(at)),
@@ -282,30 +272,19 @@ impl TypeCache {
         let copy = Bytes::from(copy);
         for (f, start) in fresh.bodies.iter().zip(starts) {
             let Some(start) = start else { continue };
-            let Some((key, rec)) = self.records.at_mut(f.at) else {
-                continue;
-            };
-            let Some(held) = rec.body.as_mut() else {
+            let Some(rec) = self.records.at_mut(f.at) else {
                 continue;
             };
             // A record moved or changed since is left as it is (only its memory differs).
-            if body_address_of(held) != f.body {
+            let Some(held) = rec.body().filter(|b| body_address_of(b) == f.body) else {
                 continue;
-            }
+            };
             let end = start.saturating_add(held.len());
             if end > copy.len() {
                 continue;
             }
-            let body = copy.slice(start..end);
-            let offset = body_address_of(key.as_bytes()).wrapping_sub(f.body);
-            if offset.saturating_add(key.len()) <= body.len() {
-                let name = body.slice(offset..offset + key.len());
-                // SAFETY: the key lies inside the old body at `offset` (compared by
-                // address), and `body` holds the same bytes: `name` equals the key, which
-                // is UTF-8.
-                *key = unsafe { SharedStr::from_utf8_unchecked(name) };
-            }
-            *held = body;
+            // The name, read from the body, moves with it.
+            rec.rehome_body(copy.slice(start..end));
         }
     }
 
@@ -315,10 +294,10 @@ impl TypeCache {
         let v = inc.version.as_ref().unwrap_or(response_version);
         if let Some(rec) = self.records.get_mut(inc.name.as_str()) {
             rec.seen = self.generation;
-            if rec.body.is_some() {
+            if rec.has_body() {
                 self.marked += 1;
             }
-            if rec.body.is_some() && self.versions.get(rec.version) == v {
+            if rec.has_body() && self.versions.get(rec.version) == v {
                 rec.set_held_ttl(inc.ttl);
                 set_ttl(rec, &inc.name, inc.ttl, ar.cx);
                 return;
@@ -387,26 +366,46 @@ impl TypeCache {
         reason: RemovalReason,
         ar: &mut Around<'_, '_>,
     ) -> bool {
-        let Some(rec) = self.records.get_mut(name.as_str()) else {
+        let cx = &mut *ar.cx;
+        let keep = ar.sub.names(name);
+        if !self
+            .records
+            .get(name.as_str())
+            .is_some_and(Record::has_body)
+        {
             return false;
+        }
+        // A record kept (its name still subscribed) keeps a copy of its name; one that goes
+        // is removed whole, its name never copied.
+        let taken = if keep {
+            self.records.get_mut(name.as_str()).and_then(|rec| {
+                if reason == RemovalReason::Expired {
+                    rec.state = ResourceState::Expired;
+                }
+                let ttl_at = rec.take_ttl_at();
+                rec.take_held()
+                    .map(|(_, slot, aliases)| (slot, aliases, ttl_at))
+            })
+        } else {
+            self.records.remove(name.as_str()).map(|mut rec| {
+                if let Some(at) = rec.dne_at() {
+                    cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, name);
+                }
+                let ttl_at = rec.take_ttl_at();
+                let aliases = rec.aliases().to_vec();
+                (rec.version, aliases, ttl_at)
+            })
         };
-        let Some((_, old_slot, old_aliases)) = rec.take_held() else {
+        let Some((old_slot, old_aliases, ttl_at)) = taken else {
             return false;
         };
         self.versions.release(old_slot);
-        let cx = &mut *ar.cx;
         self.cached_count = self.cached_count.saturating_sub(1);
         for a in &old_aliases {
             self.aliases.remove(a.as_str());
         }
-        if let Some(at) = rec.take_ttl_at() {
+        if let Some(at) = ttl_at {
             cx.timers.disarm(at, TimerKind::Ttl, cx.idx, name);
-        }
-        if reason == RemovalReason::Expired {
-            rec.state = ResourceState::Expired;
-        }
-        if !ar.sub.names(name) {
-            self.forget(name, cx);
         }
         cx.change(
             ar.url,
@@ -545,7 +544,7 @@ impl TypeCache {
                 continue;
             }
             if let Some(rec) = self.records.get_mut(name.as_str()) {
-                if rec.body.is_none()
+                if !rec.has_body()
                     && rec.state == ResourceState::Requested
                     && rec.dne_at().is_none()
                 {
@@ -574,7 +573,7 @@ impl TypeCache {
                     return Fired::Nothing;
                 }
                 rec.take_dne_at();
-                if rec.body.is_none() && rec.state == ResourceState::Requested {
+                if !rec.has_body() && rec.state == ResourceState::Requested {
                     if ar.cx.config.resource_timer_is_transient_error {
                         self.mark_timed_out(name, ar);
                     } else {
@@ -601,8 +600,8 @@ impl TypeCache {
     pub(crate) fn drop_unwanted(&mut self, ar: &mut Around<'_, '_>) {
         let mut unwanted: Vec<SharedStr> = self
             .held_resources()
-            .filter(|(n, c)| !ar.sub.wants(n, c.aliases()))
-            .map(|(n, _)| n.clone())
+            .filter(|(r, c)| !ar.sub.wants(r.name(), c.aliases()))
+            .map(|(r, _)| r.name_shared())
             .collect();
         unwanted.sort_unstable();
         for n in unwanted {
@@ -610,7 +609,7 @@ impl TypeCache {
         }
         let sub = ar.sub;
         self.records
-            .retain(|n, r| r.body.is_some() || sub.names(n) || r.dne_at().is_some());
+            .retain(|r| r.has_body() || sub.names(r.name()) || r.dne_at().is_some());
     }
 
     /// After `name` (a resource name or an alias) left: its resource leaves the cache
@@ -668,7 +667,7 @@ impl Fresh {
 
     /// The record at `at` holds a body this response brought.
     fn note(&mut self, at: usize, rec: &Record) {
-        if let Some(held) = rec.body.as_ref() {
+        if let Some(held) = rec.body() {
             self.kept = self.kept.saturating_add(held.len());
             self.bodies.push(FreshBody {
                 at,
@@ -685,7 +684,7 @@ fn body_address_of(bytes: &[u8]) -> usize {
 
 /// The body of `rec`, if it is still the one `f` noted.
 fn fresh_body<'r>(rec: &'r Record, f: &FreshBody) -> Option<&'r Bytes> {
-    let held = rec.body.as_ref()?;
+    let held = rec.body()?;
     (body_address_of(held) == f.body).then_some(held)
 }
 

@@ -96,7 +96,7 @@ impl TypeCache {
     /// and looked up by name if the record has moved since).
     #[inline]
     pub(crate) fn held_at(&self, at: usize, name: &SharedStr) -> Option<CachedResource<'_>> {
-        match self.records.at_keyed(at, name) {
+        match self.records.at_keyed(at, name.as_str()) {
             Some(rec) => rec.held(&self.versions),
             None => self.held(name.as_str()),
         }
@@ -115,17 +115,17 @@ impl TypeCache {
     /// Every name with its CSDS status, in no order.
     pub(crate) fn statuses(
         &self,
-    ) -> impl Iterator<Item = (&SharedStr, super::status::ResourceStatus)> + '_ {
+    ) -> impl Iterator<Item = (SharedStr, super::status::ResourceStatus)> + '_ {
         self.records
             .iter()
-            .map(|(n, r)| (n, r.status(&self.versions)))
+            .map(|r| (r.name_shared(), r.status(&self.versions)))
     }
 
-    /// Every held resource, in no order.
-    pub(crate) fn held_resources(&self) -> impl Iterator<Item = (&SharedStr, CachedResource<'_>)> {
+    /// Every held resource with its record (which knows its name), in no order.
+    pub(crate) fn held_resources(&self) -> impl Iterator<Item = (&Record, CachedResource<'_>)> {
         self.records
             .iter()
-            .filter_map(|(n, r)| r.held(&self.versions).map(|c| (n, c)))
+            .filter_map(|r| r.held(&self.versions).map(|c| (r, c)))
     }
 
     /// The last accepted SotW `version_info`: what a SotW request carries.
@@ -214,7 +214,7 @@ impl TypeCache {
         };
         rec.state = ResourceState::Nacked;
         rec.seen = self.generation;
-        if rec.body.is_some() {
+        if rec.has_body() {
             self.marked += 1;
         }
         rec.set_rejected(Some(Rejection { version, error }));

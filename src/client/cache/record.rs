@@ -82,12 +82,14 @@ impl fmt::Debug for CachedResource<'_> {
 }
 
 /// Everything known about one name of one type. The fields most records never use sit
-/// together in one optional box ([`Rare`]), and its version is a slot of the type's
-/// [`Versions`]: a record is 56 bytes, not 168.
+/// together in one optional box ([`Rare`]), its version is a slot of the type's
+/// [`Versions`], and its name is kept where it costs nothing: inside the held body (every
+/// xDS resource carries its name), or, while nothing is held, as the one buffer it keeps.
+/// A record is 56 bytes and has no key beside it.
 #[derive(Clone, Debug)]
 pub(crate) struct Record {
-    /// The held resource's body; `None` while nothing is held.
-    pub(crate) body: Option<Bytes>,
+    /// The held resource's body; while nothing is held, the name.
+    bytes: Bytes,
     /// The held resource's version, a slot of the type's [`Versions`] (no meaning while
     /// nothing is held).
     pub(crate) version: u32,
@@ -97,12 +99,31 @@ pub(crate) struct Record {
     pub(crate) seen: u32,
     rare: Option<Box<Rare>>,
     pub(crate) state: ResourceState,
+    /// Where the name is kept.
+    name_in: NameIn,
+    /// Where the name lies in the body ([`NameIn::Body`]).
+    name_at: u16,
+    name_len: u16,
+}
+
+/// Where a record keeps its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NameIn {
+    /// Nothing is held: `bytes` is the name.
+    Bytes,
+    /// A body is held and carries the name at `name_at`.
+    Body,
+    /// A body is held that does not carry the name (an incremental name spelt otherwise
+    /// than in its body, or one past 64 KiB into it): the rare box keeps it.
+    Rare,
 }
 
 /// What a record holds only while it is rejected, in error, timed or kept after deletion,
 /// or while its resource has aliases or a TTL.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Rare {
+    /// The name, when the held body does not carry it ([`NameIn::Rare`]).
+    name: Option<SharedStr>,
     /// The held resource's aliases (incremental).
     aliases: Vec<SharedStr>,
     /// The TTL the held resource last arrived with.
@@ -121,7 +142,8 @@ pub(crate) struct Rare {
 
 impl Rare {
     fn is_empty(&self) -> bool {
-        self.aliases.is_empty()
+        self.name.is_none()
+            && self.aliases.is_empty()
             && self.ttl.is_none()
             && self.rejected.is_none()
             && self.server_error.is_none()
@@ -138,9 +160,122 @@ impl Record {
         self.rare.as_deref().is_none_or(Rare::is_empty)
     }
 
+    /// A record of `name` that holds nothing yet.
+    pub(crate) fn requested(name: &SharedStr) -> Record {
+        Record {
+            bytes: name.as_bytes().clone(),
+            version: 0,
+            seen: 0,
+            rare: None,
+            state: ResourceState::Requested,
+            name_in: NameIn::Bytes,
+            name_at: 0,
+            name_len: 0,
+        }
+    }
+
+    /// Its name's bytes: what its records are found and hashed by.
+    #[inline]
+    pub(crate) fn name_bytes(&self) -> &[u8] {
+        match self.name_in {
+            NameIn::Bytes => &self.bytes,
+            NameIn::Body => {
+                let at = usize::from(self.name_at);
+                let end = at.saturating_add(usize::from(self.name_len));
+                self.bytes.get(at..end).unwrap_or_default()
+            }
+            NameIn::Rare => self
+                .rare
+                .as_deref()
+                .and_then(|r| r.name.as_ref())
+                .map_or(&[], |n| n.as_str().as_bytes()),
+        }
+    }
+
+    /// Its name.
+    #[inline]
+    pub(crate) fn name(&self) -> &str {
+        let bytes = self.name_bytes();
+        debug_assert!(core::str::from_utf8(bytes).is_ok());
+        // SAFETY: every way a name gets here keeps a `SharedStr`'s bytes (UTF-8) or a range
+        // of an immutable body whose bytes equalled one when the range was taken.
+        unsafe { core::str::from_utf8_unchecked(bytes) }
+    }
+
+    /// Its name as a handle of its own (no copy: a slice of the buffer it is kept in).
+    pub(crate) fn name_shared(&self) -> SharedStr {
+        let bytes = match self.name_in {
+            NameIn::Bytes => self.bytes.clone(),
+            NameIn::Body => {
+                let at = usize::from(self.name_at);
+                let end = at.saturating_add(usize::from(self.name_len));
+                if end > self.bytes.len() {
+                    return SharedStr::EMPTY;
+                }
+                self.bytes.slice(at..end)
+            }
+            NameIn::Rare => {
+                return self
+                    .rare
+                    .as_deref()
+                    .and_then(|r| r.name.clone())
+                    .unwrap_or(SharedStr::EMPTY)
+            }
+        };
+        // SAFETY: as in `Record::name`.
+        unsafe { SharedStr::from_utf8_unchecked(bytes) }
+    }
+
+    /// The held body, if any.
+    #[inline]
+    pub(crate) fn body(&self) -> Option<&Bytes> {
+        (self.name_in != NameIn::Bytes).then_some(&self.bytes)
+    }
+
+    /// Whether a resource is held.
+    #[inline]
+    pub(crate) fn has_body(&self) -> bool {
+        self.name_in != NameIn::Bytes
+    }
+
+    /// Holds `body`, a resource named `name` (this record's name); returns the body held
+    /// before, if any. The name is then read from the body where it carries it (a SotW
+    /// name is a slice of it; an incremental body names itself in field 1, first).
+    #[inline]
+    pub(crate) fn hold(&mut self, body: Bytes, name: &SharedStr) -> Option<Bytes> {
+        let found = name_in_body(&body, name.as_str().as_bytes());
+        let before = core::mem::replace(&mut self.bytes, body);
+        let had = self.name_in != NameIn::Bytes;
+        let was_rare = self.name_in == NameIn::Rare;
+        match found {
+            Some((at, len)) => {
+                (self.name_in, self.name_at, self.name_len) = (NameIn::Body, at, len);
+                if was_rare {
+                    self.with_rare(|r| r.name = None);
+                }
+            }
+            None => {
+                (self.name_in, self.name_at, self.name_len) = (NameIn::Rare, 0, 0);
+                if !was_rare {
+                    let name = name.clone();
+                    self.with_rare(|r| r.name = Some(name));
+                }
+            }
+        }
+        had.then_some(before)
+    }
+
+    /// Replaces the held body with an equal copy of it (same bytes, another buffer); the
+    /// name stays where it was within it.
+    pub(crate) fn rehome_body(&mut self, copy: Bytes) {
+        if self.has_body() && copy.len() == self.bytes.len() {
+            self.bytes = copy;
+        }
+    }
+
     /// The resource it holds, if any, its version read from `versions`.
     pub(crate) fn held<'a>(&'a self, versions: &'a Versions) -> Option<CachedResource<'a>> {
-        let body = self.body.as_ref()?;
+        let body = self.body()?;
         Some(CachedResource {
             body,
             version: versions.get(self.version),
@@ -174,7 +309,21 @@ impl Record {
     /// aliases; its TTL goes with it.
     #[inline]
     pub(crate) fn take_held(&mut self) -> Option<(Bytes, u32, Vec<SharedStr>)> {
-        let body = self.body.take()?;
+        if !self.has_body() {
+            return None;
+        }
+        // The record keeps its name: a copy (not a slice, which would keep the body's
+        // buffer alive), or the one the rare box kept.
+        let name = match self.name_in {
+            NameIn::Rare => {
+                let mut name = None;
+                self.with_rare(|r| name = r.name.take());
+                name.unwrap_or(SharedStr::EMPTY)
+            }
+            _ => SharedStr::from(self.name()),
+        };
+        let body = core::mem::replace(&mut self.bytes, name.as_bytes().clone());
+        (self.name_in, self.name_at, self.name_len) = (NameIn::Bytes, 0, 0);
         let mut aliases = Vec::new();
         if self.rare.is_some() {
             self.with_rare(|r| {
@@ -183,16 +332,6 @@ impl Record {
             });
         }
         Some((body, self.version, aliases))
-    }
-
-    pub(crate) fn requested() -> Record {
-        Record {
-            body: None,
-            version: 0,
-            seen: 0,
-            rare: None,
-            state: ResourceState::Requested,
-        }
     }
 
     /// Changes the rare part, allocating it only for a value to keep and dropping it once
@@ -279,16 +418,49 @@ impl Record {
         let rare = self.rare.as_deref();
         ResourceStatus {
             state: self.state,
-            version: self
-                .body
-                .is_some()
-                .then(|| versions.get(self.version).clone()),
+            version: self.has_body().then(|| versions.get(self.version).clone()),
             rejected: rare.and_then(|r| r.rejected.clone()),
             ttl_deadline: self.ttl_at(),
             server_error: rare.and_then(|r| r.server_error.clone()),
             deletion_ignored: self.deletion_ignored(),
         }
     }
+}
+
+/// Where `body` carries `name`, if it does within its first 64 KiB: by address when
+/// `name` is a slice of it, else in the body's first field when that is field 1 (how every
+/// xDS resource type encodes its name, first).
+#[inline]
+fn name_in_body(body: &[u8], name: &[u8]) -> Option<(u16, u16)> {
+    let len = u16::try_from(name.len()).ok()?;
+    let (start, at) = (body.as_ptr() as usize, name.as_ptr() as usize);
+    let offset = if at >= start && at.saturating_add(name.len()) <= start.saturating_add(body.len())
+    {
+        at - start
+    } else {
+        // Tag 0x0a (field 1, length-delimited), then a varint length equal to the name's.
+        let (&tag, rest) = body.split_first()?;
+        let (declared, skip) = read_short_varint(rest)?;
+        let offset = 1 + skip;
+        let candidate = body.get(offset..offset.checked_add(name.len())?)?;
+        if tag != 0x0a || declared != name.len() || candidate != name {
+            return None;
+        }
+        offset
+    };
+    Some((u16::try_from(offset).ok()?, len))
+}
+
+/// A varint of at most three bytes (a length under 2 MiB) and how many bytes it took.
+fn read_short_varint(bytes: &[u8]) -> Option<(usize, usize)> {
+    let mut value = 0usize;
+    for (i, &b) in bytes.iter().take(3).enumerate() {
+        value |= usize::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -300,5 +472,86 @@ mod tests {
     #[cfg(target_pointer_width = "64")]
     fn a_record_is_56_bytes() {
         assert_eq!(core::mem::size_of::<Record>(), 56);
+    }
+
+    /// A body naming itself in field 1 (tag 0x0a, then the length), then `rest`.
+    fn body_named(name: &str, rest: &[u8]) -> Bytes {
+        let mut b = alloc::vec![0x0a, name.len() as u8];
+        b.extend_from_slice(name.as_bytes());
+        b.extend_from_slice(rest);
+        Bytes::from(b)
+    }
+
+    #[test]
+    fn the_name_is_read_from_wherever_the_record_keeps_it() {
+        let name = SharedStr::from("cluster-1");
+        let mut rec = Record::requested(&name);
+        assert_eq!((rec.name(), rec.has_body()), ("cluster-1", false));
+
+        // An incremental body naming itself in field 1: the name is read from the body.
+        let body = body_named("cluster-1", b"\x10\x01");
+        assert!(rec.hold(body.clone(), &name).is_none());
+        assert_eq!(rec.name_in, NameIn::Body);
+        assert_eq!((rec.name(), rec.body()), ("cluster-1", Some(&body)));
+        assert_eq!(rec.name_shared(), name);
+        assert!(rec.is_plain(), "no rare box for a name the body carries");
+
+        // A SotW name, a slice of its body: found by address, wherever it lies.
+        let body = Bytes::from_static(b"\x12\x02xx\x0a\x09cluster-1");
+        // SAFETY: ASCII.
+        let sliced = unsafe { SharedStr::from_utf8_unchecked(body.slice(6..)) };
+        assert_eq!(rec.hold(body.clone(), &sliced).map(|b| b.len()), Some(13));
+        assert_eq!(
+            (rec.name_in, rec.name_at, rec.name()),
+            (NameIn::Body, 6, "cluster-1")
+        );
+
+        // A body that spells its name otherwise: the rare box keeps the name.
+        let other = body_named("elsewhere", b"");
+        assert!(rec.hold(other.clone(), &name).is_some());
+        assert_eq!((rec.name_in, rec.name()), (NameIn::Rare, "cluster-1"));
+        assert!(!rec.is_plain());
+
+        // Dropped: the record keeps its name (from the rare box), and no rare box.
+        let (taken, _, _) = rec.take_held().unwrap();
+        assert_eq!(taken, other);
+        assert_eq!(
+            (rec.name_in, rec.name(), rec.has_body()),
+            (NameIn::Bytes, "cluster-1", false)
+        );
+        assert!(rec.is_plain());
+
+        // Dropped from the body: a copy, not a slice of the body's buffer.
+        rec.hold(body.clone(), &sliced);
+        rec.take_held();
+        assert_eq!(rec.name(), "cluster-1");
+        assert!(!rec
+            .bytes
+            .as_ptr_range()
+            .contains(&body.as_ptr().wrapping_add(6)));
+    }
+
+    #[test]
+    fn a_body_that_does_not_carry_the_name_in_its_first_field_is_not_misread() {
+        for body in [
+            &b""[..],
+            b"\x0a",
+            b"\x0a\x09cluster-",
+            b"\x12\x09cluster-1",
+            b"\x0a\x08cluster-1",
+            b"\x0a\xff\xff\xff\xffcluster-1",
+        ] {
+            assert_eq!(name_in_body(body, b"cluster-1"), None, "{body:?}");
+        }
+        assert_eq!(
+            name_in_body(b"\x0a\x09cluster-1", b"cluster-1"),
+            Some((2, 9))
+        );
+        let long = alloc::vec![b'a'; 70_000];
+        assert_eq!(
+            name_in_body(&long, &long),
+            None,
+            "past a u16: kept in the rare box"
+        );
     }
 }

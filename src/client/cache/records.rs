@@ -1,5 +1,6 @@
 //! The per-name records of one type ([`Records`]), stored densely: the records in one
-//! vector, and a hash table of 4-byte indices into it keyed by the record's name.
+//! vector, and a hash table of 4-byte indices into it keyed by the record's name, which
+//! the record itself keeps (inside its body; see [`Record`]): no key is stored beside it.
 //!
 //! Decisions:
 //! - A hash map of (name, record) slots keeps between 1.14 and 2.3 slots per record (its
@@ -22,7 +23,7 @@ use crate::text::SharedStr;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Records {
     index: HashTable<u32>,
-    entries: Vec<(SharedStr, Record)>,
+    entries: Vec<Record>,
     hasher: DefaultHashBuilder,
 }
 
@@ -43,7 +44,9 @@ impl Records {
     fn position(&self, name: &str) -> Option<usize> {
         let entries = &self.entries;
         let at = self.index.find(self.hash(name), |&i| {
-            entries.get(i as usize).is_some_and(|(n, _)| n == name)
+            entries
+                .get(i as usize)
+                .is_some_and(|r| r.name_bytes() == name.as_bytes())
         })?;
         Some(*at as usize)
     }
@@ -63,7 +66,7 @@ impl Records {
         self.index.reserve(additional, |&i| {
             entries
                 .get(i as usize)
-                .map_or(0, |(n, _)| hasher.hash_one(n.as_str()))
+                .map_or(0, |r| hasher.hash_one(r.name()))
         });
     }
 
@@ -75,13 +78,13 @@ impl Records {
     #[inline]
     pub(crate) fn get(&self, name: &str) -> Option<&Record> {
         let at = self.position(name)?;
-        self.entries.get(at).map(|(_, r)| r)
+        self.entries.get(at)
     }
 
     #[inline]
     pub(crate) fn get_mut(&mut self, name: &str) -> Option<&mut Record> {
         let at = self.position(name)?;
-        self.entries.get_mut(at).map(|(_, r)| r)
+        self.entries.get_mut(at)
     }
 
     /// The record of `name`, a new [`Record::requested`] if there was none. `None` only
@@ -111,52 +114,43 @@ impl Records {
         let next = u32::try_from(entries.len()).unwrap_or(u32::MAX);
         let at = match self.index.entry(
             hash,
-            |&i| entries.get(i as usize).is_some_and(|(n, _)| n == name),
             |&i| {
                 entries
                     .get(i as usize)
-                    .map_or(0, |(n, _)| hasher.hash_one(n.as_str()))
+                    .is_some_and(|r| r.name_bytes() == name.as_bytes().as_ref())
+            },
+            |&i| {
+                entries
+                    .get(i as usize)
+                    .map_or(0, |r| hasher.hash_one(r.name()))
             },
         ) {
             Entry::Occupied(entry) => *entry.get() as usize,
             Entry::Vacant(entry) => {
                 entry.insert(next);
-                entries.push((name.clone(), Record::requested()));
+                entries.push(Record::requested(name));
                 entries.len().saturating_sub(1)
             }
         };
-        entries.get_mut(at).map(|(_, r)| (at, r))
+        entries.get_mut(at).map(|r| (at, r))
     }
 
     /// The record at `at`.
     pub(crate) fn at(&self, at: usize) -> Option<&Record> {
-        self.entries.get(at).map(|(_, r)| r)
+        self.entries.get(at)
     }
 
-    /// The record at `at` if its key is `name` (a handle to the same bytes is recognised
-    /// without reading them).
+    /// The record at `at` if its name is `name`.
     #[inline]
-    pub(crate) fn at_keyed(&self, at: usize, name: &SharedStr) -> Option<&Record> {
+    pub(crate) fn at_keyed(&self, at: usize, name: &str) -> Option<&Record> {
         self.entries
             .get(at)
-            .filter(|(key, _)| key == name)
-            .map(|(_, r)| r)
+            .filter(|r| r.name_bytes() == name.as_bytes())
     }
 
-    /// The record at `at` and its key, which may only be replaced by an equal string.
-    pub(crate) fn at_mut(&mut self, at: usize) -> Option<(&mut SharedStr, &mut Record)> {
-        self.entries.get_mut(at).map(|(n, r)| (n, r))
-    }
-
-    /// Keys the record at `at` with `name`, a string equal to its key in another buffer
-    /// (no rehash), so the record stops holding the old one.
-    pub(crate) fn replace_key_at(&mut self, at: usize, name: SharedStr) {
-        if let Some((key, _)) = self.entries.get_mut(at) {
-            // The caller's word that the strings are equal; the length is checked.
-            if key.len() == name.len() {
-                *key = name;
-            }
-        }
+    /// The record at `at`.
+    pub(crate) fn at_mut(&mut self, at: usize) -> Option<&mut Record> {
+        self.entries.get_mut(at)
     }
 
     /// Removes and returns `name`'s record.
@@ -167,14 +161,14 @@ impl Records {
 
     /// Removes the record at `at`: its index goes, and the last record moves into its place.
     fn remove_at(&mut self, at: usize) -> Option<Record> {
-        let hash = self.hash(self.entries.get(at)?.0.as_str());
+        let hash = self.hash(self.entries.get(at)?.name());
         let slot = u32::try_from(at).ok()?;
         if let Ok(entry) = self.index.find_entry(hash, |&i| i == slot) {
             entry.remove();
         }
-        let (_, record) = self.entries.swap_remove(at);
-        if let Some((moved, _)) = self.entries.get(at) {
-            let hash = self.hash(moved.as_str());
+        let record = self.entries.swap_remove(at);
+        if let Some(moved) = self.entries.get(at) {
+            let hash = self.hash(moved.name());
             let last = u32::try_from(self.entries.len()).ok()?;
             if let Some(i) = self.index.find_mut(hash, |&i| i == last) {
                 *i = slot;
@@ -184,24 +178,19 @@ impl Records {
     }
 
     /// Every record, in no order to rely on.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&SharedStr, &Record)> {
-        self.entries.iter().map(|(n, r)| (n, r))
-    }
-
-    /// Every record with its name, in the order of [`Records::iter`].
-    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&SharedStr, &mut Record)> {
-        self.entries.iter_mut().map(|(n, r)| (&*n, r))
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Record> {
+        self.entries.iter()
     }
 
     pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut Record> {
-        self.entries.iter_mut().map(|(_, r)| r)
+        self.entries.iter_mut()
     }
 
     /// Keeps only the records `keep` says yes to.
-    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&SharedStr, &Record) -> bool) {
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Record) -> bool) {
         let mut at = 0;
-        while let Some((name, record)) = self.entries.get(at) {
-            if keep(name, record) {
+        while let Some(record) = self.entries.get(at) {
+            if keep(record) {
                 at += 1;
             } else {
                 self.remove_at(at);

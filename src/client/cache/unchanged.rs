@@ -22,11 +22,11 @@ impl TypeCache {
             && resources
                 .iter()
                 .zip(self.records.iter())
-                .all(|(any, (_, record))| {
+                .all(|(any, record)| {
                     any.type_url == type_url
                         && record.state == ResourceState::Acked
                         && record.is_plain()
-                        && record.body.as_ref().is_some_and(|b| *b == any.value)
+                        && record.body().is_some_and(|b| *b == any.value)
                 })
     }
 
@@ -36,13 +36,13 @@ impl TypeCache {
         self.generation = self.generation.wrapping_add(1);
         let generation = self.generation;
         let mut marked = 0;
-        for (name, record) in self.records.iter_mut() {
+        for record in self.records.values_mut() {
             record.seen = generation;
             marked += 1;
-            if record.body.is_some() {
+            if record.has_body() {
                 record.version = self.versions.replace_lent(record.version, version);
             }
-            ar.readiness.answered(name.as_str());
+            ar.readiness.answered(record.name());
         }
         self.marked = marked;
     }
