@@ -123,3 +123,44 @@ standalone_env() {
   PEER=${PEER:-$PWD/target/debug/examples/conform_peer}
   PEERS=${PEERS:-$PWD/$WORK/rust_peers/debug}
 }
+
+# Steps that mostly wait (conform against a peer waits out its patience on every failing
+# line) run beside the others: a block started here runs in a subshell of its own, its
+# output kept in $WORK/background-NAME.log, and bg_wait prints that log and fails the run
+# if the block failed. A block must use ports and files no other step uses.
+BG_BLOCKS=()
+bg_start() { # name, function...
+  local name=$1; shift
+  printf '\n=== interop: %s started in the background (%ss; log: %s) ===\n' \
+    "$name" "$(( $(date +%s) - START ))" "$WORK/background-$name.log"
+  ( "$@" ) >"$WORK/background-$name.log" 2>&1 &
+  BG_BLOCKS+=("$!:$name")
+  # A run that fails in the foreground does not leave the block running behind it.
+  trap bg_stop EXIT
+}
+
+bg_stop() {
+  local entry
+  for entry in "${BG_BLOCKS[@]}"; do
+    kill "${entry%%:*}" 2>/dev/null || true
+  done
+}
+
+bg_wait() { # waits for every block bg_start began
+  local entry pid name rc failed=()
+  for entry in "${BG_BLOCKS[@]}"; do
+    pid=${entry%%:*}
+    name=${entry#*:}
+    rc=0
+    wait "$pid" || rc=$?
+    printf '\n=== interop: %s, run in the background, ended with %s (%ss); its log: ===\n' \
+      "$name" "$rc" "$(( $(date +%s) - START ))"
+    cat "$WORK/background-$name.log"
+    [ "$rc" -eq 0 ] || failed+=("$name")
+  done
+  BG_BLOCKS=()
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "a block run in the background failed: ${failed[*]} (its log above)" >&2
+    exit 1
+  fi
+}

@@ -130,32 +130,38 @@ CARGO_TARGET_DIR=$PEERS_TARGET timeout 1500 cargo build \
   --manifest-path tests/interop/rust_peers/Cargo.toml --bins --locked "${PEER_FEATURES[@]}"
 PEERS=$PEERS_TARGET/debug
 
-step "conform server <-> xds-server 0.1.0 (rust_peers conform_server_hook, the corpus)"
-start_hook "$WORK/hook-xds-server.log" "$PEERS/conform_server_hook" xds-server \
-  --control 127.0.0.1:17321 --listen 127.0.0.1:17322
-conform_peer xds-server server --target 127.0.0.1:17322 --hook-socket 127.0.0.1:17321 scenarios/
-# Its snapshots hold no TTLs and no aliases: the cases leave them out.
-fuzz_peer xds-server server --target 127.0.0.1:17322 --hook-socket 127.0.0.1:17321 \
-  --fuzz-without ttl,aliases
-kill "$HOOK_PID" 2>/dev/null || true
-
-step "conform server <-> rust-control-plane 0.1.2 (conform_server_hook, the corpus, SotW)"
-if [ ${#PEER_FEATURES[@]} -gt 0 ]; then
-  # It stores typed resources: real bodies for the corpus's placeholders.
-  python3 tests/interop/typed_bodies.py scenarios/ >"$WORK/typed_bodies.json"
-  start_hook "$WORK/hook-rust-control-plane.log" "$PEERS/conform_server_hook" \
-    rust-control-plane --control 127.0.0.1:17323 --listen 127.0.0.1:17324
-  conform_peer rust-control-plane server --target 127.0.0.1:17324 \
-    --hook-socket 127.0.0.1:17323 --variant sotw --bodies "$WORK/typed_bodies.json" \
-    --descriptors examples/data/envoy.desc scenarios/
-  python3 tests/interop/typed_bodies.py --fuzz >"$WORK/fuzz_bodies.json"
-  fuzz_peer rust-control-plane server --target 127.0.0.1:17324 --hook-socket 127.0.0.1:17323 \
-    --variant sotw --fuzz-types CDS,EDS,LDS,RDS --fuzz-without ttl,aliases \
-    --bodies "$WORK/fuzz_bodies.json" --descriptors examples/data/envoy.desc
+# The two Rust servers' conform runs wait out the patience on every known failure (about
+# 5 s each, 8 minutes in all): they run beside the steps that follow, on ports and files
+# of their own, and are awaited before the summary.
+rust_servers_conform() {
+  step "conform server <-> xds-server 0.1.0 (rust_peers conform_server_hook, the corpus)"
+  start_hook "$WORK/hook-xds-server.log" "$PEERS/conform_server_hook" xds-server \
+    --control 127.0.0.1:17321 --listen 127.0.0.1:17322
+  conform_peer xds-server server --target 127.0.0.1:17322 --hook-socket 127.0.0.1:17321 scenarios/
+  # Its snapshots hold no TTLs and no aliases: the cases leave them out.
+  fuzz_peer xds-server server --target 127.0.0.1:17322 --hook-socket 127.0.0.1:17321 \
+    --fuzz-without ttl,aliases
   kill "$HOOK_PID" 2>/dev/null || true
-else
-  loud_skip "protoc not found and not installable: conform against rust-control-plane did not run"
-fi
+
+  step "conform server <-> rust-control-plane 0.1.2 (conform_server_hook, the corpus, SotW)"
+  if [ ${#PEER_FEATURES[@]} -gt 0 ]; then
+    # It stores typed resources: real bodies for the corpus's placeholders.
+    python3 tests/interop/typed_bodies.py scenarios/ >"$WORK/rcp_typed_bodies.json"
+    start_hook "$WORK/hook-rust-control-plane.log" "$PEERS/conform_server_hook" \
+      rust-control-plane --control 127.0.0.1:17323 --listen 127.0.0.1:17324
+    conform_peer rust-control-plane server --target 127.0.0.1:17324 \
+      --hook-socket 127.0.0.1:17323 --variant sotw --bodies "$WORK/rcp_typed_bodies.json" \
+      --descriptors examples/data/envoy.desc scenarios/
+    python3 tests/interop/typed_bodies.py --fuzz >"$WORK/rcp_fuzz_bodies.json"
+    fuzz_peer rust-control-plane server --target 127.0.0.1:17324 --hook-socket 127.0.0.1:17323 \
+      --variant sotw --fuzz-types CDS,EDS,LDS,RDS --fuzz-without ttl,aliases \
+      --bodies "$WORK/rcp_fuzz_bodies.json" --descriptors examples/data/envoy.desc
+    kill "$HOOK_PID" 2>/dev/null || true
+  else
+    loud_skip "protoc not found and not installable: conform against rust-control-plane did not run"
+  fi
+}
+bg_start rust-servers-conform rust_servers_conform
 
 step "conform client <-> xds-client 0.1.0-alpha.4 (grpc_hook/hook.py, conform_client_child)"
 start_hook "$WORK/hook-xds-client.log" python3 tests/interop/grpc_hook/hook.py \
@@ -215,6 +221,8 @@ fi
 source tests/interop/go/run.sh
 # shellcheck source=tests/interop/java/run.sh
 source tests/interop/java/run.sh
+
+bg_wait
 
 step "summary ($WORK/REPORT.md)"
 if command -v python3 >/dev/null; then
