@@ -36,7 +36,7 @@ fn batch_of(events: &[ClientEvent]) -> (SharedStr, ChangeBatch) {
 }
 
 #[test]
-fn a_large_response_is_one_batch_before_its_ack_and_borrows_the_input_buffer() {
+fn a_large_response_is_one_batch_before_its_ack_and_its_buffer_goes_with_it() {
     let mut c = batched(Variant::Sotw);
     c.subscribe(CDS, &[]).unwrap();
     c.connected(t(0));
@@ -69,17 +69,35 @@ fn a_large_response_is_one_batch_before_its_ack_and_borrows_the_input_buffer() {
     assert_eq!(type_url, CDS);
     assert_eq!(batch.len(), 1000);
     let range = wire.as_ptr_range();
+    let mut previous_end = None;
+    let mut adjacent = 0;
     for (i, view) in c.changes(CDS, &batch).enumerate() {
         assert_eq!(view.name, format!("c{i}").as_str(), "in response order");
         assert_eq!(view.change, Change::Upserted);
         let held = view.resource.expect("held");
         assert_eq!(held.version(), "1");
-        assert!(range.contains(&held.body().as_ptr()), "the body was copied");
+        // The cache keeps a copy of each body (the response's buffer is not kept alive
+        // for it), the bodies one after another in shared chunks.
+        let body = held.body().as_ptr_range();
+        assert!(!range.contains(&body.start), "the body is the cache's copy");
+        adjacent += usize::from(previous_end == Some(body.start));
+        previous_end = Some(body.end);
+        // The batch's names are slices of the response: nothing copied for them.
         assert!(
             range.contains(&view.name.as_bytes().as_ptr()),
             "the name was copied"
         );
     }
+    assert!(
+        adjacent > 900,
+        "bodies copied into shared chunks: {adjacent} of 999 adjacent"
+    );
+    // Once the batch is read and dropped, nothing but this test holds the response.
+    drop((events, batch));
+    assert!(
+        wire.is_unique(),
+        "the cache keeps nothing of the response's buffer"
+    );
 }
 
 #[test]

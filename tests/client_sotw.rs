@@ -454,7 +454,7 @@ fn empty_response_for_other_types_changes_nothing() {
 }
 
 #[test]
-fn cached_bodies_are_slices_of_the_input_buffer() {
+fn cached_bodies_are_copies_and_events_share_them() {
     let mut c = sotw_ads();
     c.subscribe(CDS, &[]).unwrap();
     c.connected(t(0));
@@ -473,31 +473,39 @@ fn cached_bodies_are_slices_of_the_input_buffer() {
     let decoded = DiscoveryResponse::decode(wire.clone()).unwrap();
     c.handle_response(t(1), Response::Sotw(decoded));
     let range = wire.as_ptr_range();
+    let mut held = Vec::new();
     for name in ["a", "b"] {
         let cached = c.resource(CDS, name).unwrap();
         assert!(
-            range.contains(&cached.body().as_ptr()),
-            "{name} body was copied"
+            !range.contains(&cached.body().as_ptr()),
+            "{name}: the cache keeps a copy, not a slice of the response"
         );
         assert!(!cached.body().is_empty());
+        held.push(cached.body().as_ptr());
     }
     for ev in events(&mut c) {
         if let ClientEvent::Upserted { body, name, .. } = ev {
-            assert!(range.contains(&body.as_ptr()));
+            assert!(
+                held.contains(&body.as_ptr()),
+                "an event shares the cache's copy"
+            );
             assert!(
                 range.contains(&name.as_bytes().as_ptr()) || name == "b",
                 "SotW names are zero-copy"
             );
         }
     }
+    assert!(
+        wire.is_unique(),
+        "nothing keeps the response's buffer alive"
+    );
 }
 
-/// A record whose body changes is re-keyed with the new body's name slice: no name keeps
-/// the first response's buffer alive once none of its bodies is held. And a response that
-/// changes fewer than half of its bodies' bytes leaves no buffer of its own alive: the
-/// changed bodies (and their names) are copied out of it.
+/// A record reads its name from the body it holds, a copy: no name or body keeps a
+/// response's buffer alive once it is applied, and an unchanged body keeps the copy made
+/// when it first came.
 #[test]
-fn names_follow_their_bodies_into_the_new_buffer() {
+fn names_live_in_the_copies_of_their_bodies() {
     let mut c = sotw_ads();
     c.subscribe(CDS, &[]).unwrap();
     c.connected(t(0));
@@ -513,13 +521,17 @@ fn names_follow_their_bodies_into_the_new_buffer() {
         Bytes::from(resp.encode_to_vec())
     };
     let (first, second) = (wire("1", "one"), wire("2", "two"));
-    for w in [&first, &second] {
-        c.handle_response(
-            t(1),
-            Response::Sotw(DiscoveryResponse::decode(w.clone()).unwrap()),
-        );
-        events(&mut c);
-    }
+    c.handle_response(
+        t(1),
+        Response::Sotw(DiscoveryResponse::decode(first.clone()).unwrap()),
+    );
+    events(&mut c);
+    let body_b = c.resource(CDS, "b").unwrap().body().as_ptr_range();
+    c.handle_response(
+        t(1),
+        Response::Sotw(DiscoveryResponse::decode(second.clone()).unwrap()),
+    );
+    events(&mut c);
     let names = c.resource_names(CDS);
     let key = |n: &str| {
         names
@@ -532,19 +544,17 @@ fn names_follow_their_bodies_into_the_new_buffer() {
     let body_a = c.resource(CDS, "a").unwrap().body().as_ptr_range();
     assert!(
         body_a.contains(&key("a")),
-        "a changed: keyed by a slice of its new body"
+        "a: its name is read from its body"
     );
-    assert!(
-        !first.as_ptr_range().contains(&key("a")),
-        "a changed: its key no longer holds the first buffer"
+    assert_eq!(
+        c.resource(CDS, "b").unwrap().body().as_ptr_range(),
+        body_b,
+        "b unchanged: the copy made from the first response"
     );
+    assert!(body_b.contains(&key("b")));
     assert!(
-        !second.as_ptr_range().contains(&body_a.start),
-        "a is the smaller half of the second response's bodies: copied out of it"
-    );
-    assert!(
-        first.as_ptr_range().contains(&key("b")),
-        "b unchanged: its body is still the first one"
+        first.is_unique() && second.is_unique(),
+        "no response buffer kept"
     );
 }
 

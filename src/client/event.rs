@@ -56,7 +56,7 @@ pub enum ClientEvent {
         name: SharedStr,
         /// Its version (SotW: the response version unless a `Resource` wrapper gave one).
         version: SharedStr,
-        /// The body, a zero-copy slice of the response buffer.
+        /// The body: a handle to the cache's copy of it (no copy of its own).
         body: Bytes,
         /// Other names the resource goes by (incremental).
         aliases: Vec<SharedStr>,

@@ -34,6 +34,14 @@ pub(crate) struct Incoming {
     pub(crate) hash: u64,
 }
 
+impl Incoming {
+    /// The length of its body (0 without one).
+    #[inline]
+    pub(crate) fn body_len(&self) -> usize {
+        self.body.as_ref().map_or(0, Bytes::len)
+    }
+}
+
 /// A checked response.
 #[derive(Clone, Debug)]
 pub(crate) struct Update {

@@ -46,6 +46,7 @@ impl Readiness {
     }
 
     /// `name` was answered (held, rejected, known not to exist) or is no longer wanted.
+    #[inline]
     pub(crate) fn answered(&mut self, name: &str) {
         if !self.awaiting.is_empty() {
             self.awaiting.remove(name);

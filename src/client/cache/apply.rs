@@ -8,6 +8,7 @@ use bytes::Bytes;
 use core::time::Duration;
 use hashbrown::{HashMap, HashSet};
 
+use super::copies::BodyCopies;
 use super::{Record, TypeCache};
 use crate::client::changes::{Change, EventShape, RemovalReason};
 use crate::client::config::{DataErrors, NackPolicy};
@@ -103,20 +104,17 @@ impl TypeCache {
                 }
             }
             let rejected: HashSet<&SharedStr> = rejections.iter().map(|(n, _)| n).collect();
-            let mut fresh = Fresh::with_capacity(resources.len());
+            let mut copies = BodyCopies::new(resources.iter().map(Incoming::body_len).sum());
             for mut inc in resources {
-                if rejected.contains(&inc.name) {
-                    continue;
-                }
-                match inc.body.take() {
-                    Some(body) => {
-                        fresh.received = fresh.received.saturating_add(body.len());
-                        self.upsert(inc, body, &version, &mut fresh, ar);
+                let len = inc.body_len();
+                if !rejected.contains(&inc.name) {
+                    match inc.body.take() {
+                        Some(body) => self.upsert(inc, body, &version, &mut copies, ar),
+                        None => self.bodyless(&inc, &version, ar),
                     }
-                    None => self.bodyless(&inc, &version, ar),
                 }
+                copies.passed(len);
             }
-            self.copy_fresh(&fresh);
             for name in &removed {
                 self.server_removed(name, ar);
             }
@@ -157,7 +155,7 @@ impl TypeCache {
         inc: Incoming,
         body: Bytes,
         response_version: &SharedStr,
-        fresh: &mut Fresh,
+        copies: &mut BodyCopies,
         ar: &mut Around<'_, '_>,
     ) {
         let Incoming {
@@ -210,15 +208,16 @@ impl TypeCache {
             for a in &aliases {
                 self.aliases.insert(a.clone(), name.clone());
             }
+            // Kept as a copy (`copies.rs`), so the response's buffer goes with the response.
+            let kept = copies.copy(&body);
             // The cache owns the buffers; an owned event takes handles of its own.
             let event_parts = (cx.config.event_shape == EventShape::PerResource)
-                .then(|| (version.clone(), body.clone(), aliases.clone()));
+                .then(|| (version.clone(), kept.clone(), aliases.clone()));
             rec.version = self.versions.intern(version);
             // The old body (if any) goes; the record now reads its name from the new one,
             // so it keeps nothing of the old response alive.
-            drop(rec.hold(body, &name));
+            drop(rec.hold(kept, &body, &name));
             rec.set_aliases(aliases);
-            fresh.note(at, rec);
             Some(event_parts)
         };
         rec.set_held_ttl(ttl);
@@ -244,47 +243,6 @@ impl TypeCache {
                     aliases,
                 },
             ),
-        }
-    }
-
-    /// When the bodies a response put in the cache are less than half of the bodies it
-    /// brought, copies them into one buffer of their own and re-keys the SotW names
-    /// (slices of those bodies) into it: otherwise a few changed bodies would keep the
-    /// whole response buffer alive (every unchanged body, the framing), until they change
-    /// again. So the buffers a response leaves alive are at most twice the bodies the
-    /// cache uses from it. A response whose bodies are mostly kept (a first load, a full
-    /// change) is kept as it came, zero-copy: copying every response's bodies costs about
-    /// 240 instructions a resource (a first load 1.09x) to save its framing.
-    fn copy_fresh(&mut self, fresh: &Fresh) {
-        if fresh.kept == 0 || fresh.kept.saturating_mul(2) >= fresh.received {
-            return;
-        }
-        let mut copy = Vec::with_capacity(fresh.kept);
-        let mut starts = Vec::with_capacity(fresh.bodies.len());
-        for f in &fresh.bodies {
-            let body = self.records.at(f.at).and_then(|r| fresh_body(r, f));
-            starts.push(body.map(|b| {
-                let start = copy.len();
-                copy.extend_from_slice(b);
-                start
-            }));
-        }
-        let copy = Bytes::from(copy);
-        for (f, start) in fresh.bodies.iter().zip(starts) {
-            let Some(start) = start else { continue };
-            let Some(rec) = self.records.at_mut(f.at) else {
-                continue;
-            };
-            // A record moved or changed since is left as it is (only its memory differs).
-            let Some(held) = rec.body().filter(|b| body_address_of(b) == f.body) else {
-                continue;
-            };
-            let end = start.saturating_add(held.len());
-            if end > copy.len() {
-                continue;
-            }
-            // The name, read from the body, moves with it.
-            rec.rehome_body(copy.slice(start..end));
         }
     }
 
@@ -639,53 +597,6 @@ impl TypeCache {
             }
         }
     }
-}
-
-/// The bodies a response put in the cache, and how many bytes of bodies it brought.
-pub(crate) struct Fresh {
-    bodies: Vec<FreshBody>,
-    /// Their length.
-    kept: usize,
-    received: usize,
-}
-
-/// A body a response just put in the cache: where its record is and which slice it is (a
-/// record moved or changed before the copy keeps its slice).
-struct FreshBody {
-    at: usize,
-    body: usize,
-}
-
-impl Fresh {
-    fn with_capacity(capacity: usize) -> Fresh {
-        Fresh {
-            bodies: Vec::with_capacity(capacity),
-            kept: 0,
-            received: 0,
-        }
-    }
-
-    /// The record at `at` holds a body this response brought.
-    fn note(&mut self, at: usize, rec: &Record) {
-        if let Some(held) = rec.body() {
-            self.kept = self.kept.saturating_add(held.len());
-            self.bodies.push(FreshBody {
-                at,
-                body: body_address_of(held),
-            });
-        }
-    }
-}
-
-/// The address of a body's first byte: what tells a slice apart from an equal copy.
-fn body_address_of(bytes: &[u8]) -> usize {
-    bytes.as_ptr() as usize
-}
-
-/// The body of `rec`, if it is still the one `f` noted.
-fn fresh_body<'r>(rec: &'r Record, f: &FreshBody) -> Option<&'r Bytes> {
-    let held = rec.body()?;
-    (body_address_of(held) == f.body).then_some(held)
 }
 
 /// Sets, resets or clears the TTL timer of a held resource.

@@ -5,6 +5,7 @@
 //! never drift from the records it counts.
 
 mod apply;
+mod copies;
 pub(crate) mod record;
 mod records;
 mod unchanged;

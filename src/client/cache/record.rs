@@ -38,9 +38,8 @@ impl<'a> CachedResource<'a> {
         self.version.clone()
     }
 
-    /// Its body: a slice of the buffer the response was decoded from, or, when that
-    /// response put less than half of its bodies in the cache, of the one buffer those
-    /// bodies were copied into (so they do not keep the whole response alive).
+    /// Its body: a slice of the chunk the cache copied it into when it arrived (so it does
+    /// not keep the response's buffer alive).
     pub fn body(&self) -> &'a [u8] {
         self.body
     }
@@ -238,12 +237,20 @@ impl Record {
         self.name_in != NameIn::Bytes
     }
 
-    /// Holds `body`, a resource named `name` (this record's name); returns the body held
-    /// before, if any. The name is then read from the body where it carries it (a SotW
-    /// name is a slice of it; an incremental body names itself in field 1, first).
+    /// Holds `body`, a resource named `name` (this record's name), whose bytes are those of
+    /// `as_received` (the body as the response brought it, which `body` may be a copy of);
+    /// returns the body held before, if any. The name is then read from the body where it
+    /// carries it (a SotW name is a slice of the body received; an incremental body names
+    /// itself in field 1, first).
     #[inline]
-    pub(crate) fn hold(&mut self, body: Bytes, name: &SharedStr) -> Option<Bytes> {
-        let found = name_in_body(&body, name.as_str().as_bytes());
+    pub(crate) fn hold(
+        &mut self,
+        body: Bytes,
+        as_received: &[u8],
+        name: &SharedStr,
+    ) -> Option<Bytes> {
+        debug_assert_eq!(&body[..], as_received);
+        let found = name_in_body(as_received, name.as_str().as_bytes());
         let before = core::mem::replace(&mut self.bytes, body);
         let had = self.name_in != NameIn::Bytes;
         let was_rare = self.name_in == NameIn::Rare;
@@ -263,14 +270,6 @@ impl Record {
             }
         }
         had.then_some(before)
-    }
-
-    /// Replaces the held body with an equal copy of it (same bytes, another buffer); the
-    /// name stays where it was within it.
-    pub(crate) fn rehome_body(&mut self, copy: Bytes) {
-        if self.has_body() && copy.len() == self.bytes.len() {
-            self.bytes = copy;
-        }
     }
 
     /// The resource it holds, if any, its version read from `versions`.
@@ -490,7 +489,7 @@ mod tests {
 
         // An incremental body naming itself in field 1: the name is read from the body.
         let body = body_named("cluster-1", b"\x10\x01");
-        assert!(rec.hold(body.clone(), &name).is_none());
+        assert!(rec.hold(body.clone(), &body, &name).is_none());
         assert_eq!(rec.name_in, NameIn::Body);
         assert_eq!((rec.name(), rec.body()), ("cluster-1", Some(&body)));
         assert_eq!(rec.name_shared(), name);
@@ -500,7 +499,10 @@ mod tests {
         let body = Bytes::from_static(b"\x12\x02xx\x0a\x09cluster-1");
         // SAFETY: ASCII.
         let sliced = unsafe { SharedStr::from_utf8_unchecked(body.slice(6..)) };
-        assert_eq!(rec.hold(body.clone(), &sliced).map(|b| b.len()), Some(13));
+        assert_eq!(
+            rec.hold(body.clone(), &body, &sliced).map(|b| b.len()),
+            Some(13)
+        );
         assert_eq!(
             (rec.name_in, rec.name_at, rec.name()),
             (NameIn::Body, 6, "cluster-1")
@@ -508,7 +510,7 @@ mod tests {
 
         // A body that spells its name otherwise: the rare box keeps the name.
         let other = body_named("elsewhere", b"");
-        assert!(rec.hold(other.clone(), &name).is_some());
+        assert!(rec.hold(other.clone(), &other, &name).is_some());
         assert_eq!((rec.name_in, rec.name()), (NameIn::Rare, "cluster-1"));
         assert!(!rec.is_plain());
 
@@ -522,7 +524,7 @@ mod tests {
         assert!(rec.is_plain());
 
         // Dropped from the body: a copy, not a slice of the body's buffer.
-        rec.hold(body.clone(), &sliced);
+        rec.hold(body.clone(), &body, &sliced);
         rec.take_held();
         assert_eq!(rec.name(), "cluster-1");
         assert!(!rec

@@ -94,7 +94,7 @@ impl Records {
     }
 
     /// [`Records::get_or_insert`], with the record's position for
-    /// [`Records::replace_key_at`] (valid until the next removal).
+    /// a change's hint of where to find it again (valid until the next removal).
     #[inline]
     pub(crate) fn get_or_insert_at(&mut self, name: &SharedStr) -> Option<(usize, &mut Record)> {
         self.get_or_insert_hashed(name, self.hash(name))
@@ -135,22 +135,12 @@ impl Records {
         entries.get_mut(at).map(|r| (at, r))
     }
 
-    /// The record at `at`.
-    pub(crate) fn at(&self, at: usize) -> Option<&Record> {
-        self.entries.get(at)
-    }
-
     /// The record at `at` if its name is `name`.
     #[inline]
     pub(crate) fn at_keyed(&self, at: usize, name: &str) -> Option<&Record> {
         self.entries
             .get(at)
-            .filter(|r| r.name_bytes() == name.as_bytes())
-    }
-
-    /// The record at `at`.
-    pub(crate) fn at_mut(&mut self, at: usize) -> Option<&mut Record> {
-        self.entries.get_mut(at)
+            .filter(|r| same_bytes(r.name_bytes(), name.as_bytes()))
     }
 
     /// Removes and returns `name`'s record.
@@ -197,4 +187,11 @@ impl Records {
             }
         }
     }
+}
+
+/// Whether `a` and `b` hold the same bytes; a slice of the same buffer is recognised without
+/// reading it (a change's name and its record's, both read from the same body).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && (core::ptr::eq(a.as_ptr(), b.as_ptr()) || a == b)
 }
