@@ -56,7 +56,7 @@ pub type NameExtractor = fn(&Bytes) -> Result<Bytes, NameError>;
 /// Reads a varint; a one-byte varint (every tag of fields 1-15 and every length under
 /// 128, nearly all of a resource's top level) takes the short path.
 #[inline]
-fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, NameError> {
+pub(crate) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, NameError> {
     match buf.get(*pos) {
         Some(&byte) if byte < 0x80 => {
             *pos += 1;

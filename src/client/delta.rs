@@ -68,11 +68,12 @@ fn check(
     limits: &Limits,
 ) -> Result<Vec<Incoming>, ResponseDefect> {
     let mut out = Vec::with_capacity(resources.len());
-    // The names are copied into buffers of `NAMES_PER_BUFFER` names. A name is kept as its
-    // record's key and handed to a change or an event too, and a second handle to a name in
-    // a buffer of its own allocates that buffer a 24-byte shared header; a buffer shared by
-    // 32 names costs each under a byte of it, and a name that outlives the others of its
-    // buffer keeps at most 31 of them alive.
+    // The names are copied into buffers of `NAMES_PER_BUFFER` names. A name is handed to a
+    // change or an event and cloned on the way (into a new record until its body takes
+    // over, into timers and the alias index), and a second handle to a name in a buffer of
+    // its own allocates that buffer a 24-byte shared header; a buffer shared by 32 names
+    // costs each under a byte of it, and a name that outlives the others of its buffer
+    // keeps at most 31 of them alive.
     let mut names = BytesMut::new();
     let mut rest = resources.into_iter();
     let mut i = 0;

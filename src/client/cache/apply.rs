@@ -345,10 +345,7 @@ impl TypeCache {
                     .map(|(_, slot, aliases)| (slot, aliases, ttl_at))
             })
         } else {
-            self.records.remove(name.as_str()).map(|mut rec| {
-                if let Some(at) = rec.dne_at() {
-                    cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, name);
-                }
+            self.forget(name, cx).map(|mut rec| {
                 let ttl_at = rec.take_ttl_at();
                 let aliases = rec.aliases().to_vec();
                 (rec.version, aliases, ttl_at)
@@ -379,13 +376,13 @@ impl TypeCache {
         true
     }
 
-    /// Forgets the record of `name` and its does-not-exist timer.
-    fn forget(&mut self, name: &SharedStr, cx: &mut Ctx<'_>) {
-        if let Some(rec) = self.records.remove(name.as_str()) {
-            if let Some(at) = rec.dne_at() {
-                cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, name);
-            }
+    /// Forgets the record of `name` and its does-not-exist timer; returns the record.
+    fn forget(&mut self, name: &SharedStr, cx: &mut Ctx<'_>) -> Option<Record> {
+        let rec = self.records.remove(name.as_str())?;
+        if let Some(at) = rec.dne_at() {
+            cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, name);
         }
+        Some(rec)
     }
 
     /// A `resource_errors` entry (xRFC TP3; gRPC A88, "Support for Errors Provided by the

@@ -173,16 +173,19 @@ impl Record {
         }
     }
 
+    /// Where the name lies in the body ([`NameIn::Body`]).
+    #[inline]
+    fn name_range(&self) -> core::ops::Range<usize> {
+        let at = usize::from(self.name_at);
+        at..at.saturating_add(usize::from(self.name_len))
+    }
+
     /// Its name's bytes: what its records are found and hashed by.
     #[inline]
     pub(crate) fn name_bytes(&self) -> &[u8] {
         match self.name_in {
             NameIn::Bytes => &self.bytes,
-            NameIn::Body => {
-                let at = usize::from(self.name_at);
-                let end = at.saturating_add(usize::from(self.name_len));
-                self.bytes.get(at..end).unwrap_or_default()
-            }
+            NameIn::Body => self.bytes.get(self.name_range()).unwrap_or_default(),
             NameIn::Rare => self
                 .rare
                 .as_deref()
@@ -206,12 +209,11 @@ impl Record {
         let bytes = match self.name_in {
             NameIn::Bytes => self.bytes.clone(),
             NameIn::Body => {
-                let at = usize::from(self.name_at);
-                let end = at.saturating_add(usize::from(self.name_len));
-                if end > self.bytes.len() {
+                let range = self.name_range();
+                if range.end > self.bytes.len() {
                     return SharedStr::EMPTY;
                 }
-                self.bytes.slice(at..end)
+                self.bytes.slice(range)
             }
             NameIn::Rare => {
                 return self
@@ -438,28 +440,18 @@ fn name_in_body(body: &[u8], name: &[u8]) -> Option<(u16, u16)> {
         at - start
     } else {
         // Tag 0x0a (field 1, length-delimited), then a varint length equal to the name's.
-        let (&tag, rest) = body.split_first()?;
-        let (declared, skip) = read_short_varint(rest)?;
-        let offset = 1 + skip;
+        if body.first() != Some(&0x0a) {
+            return None;
+        }
+        let mut offset = 1;
+        let declared = crate::resource::read_varint(body, &mut offset).ok()?;
         let candidate = body.get(offset..offset.checked_add(name.len())?)?;
-        if tag != 0x0a || declared != name.len() || candidate != name {
+        if declared != name.len() as u64 || candidate != name {
             return None;
         }
         offset
     };
     Some((u16::try_from(offset).ok()?, len))
-}
-
-/// A varint of at most three bytes (a length under 2 MiB) and how many bytes it took.
-fn read_short_varint(bytes: &[u8]) -> Option<(usize, usize)> {
-    let mut value = 0usize;
-    for (i, &b) in bytes.iter().take(3).enumerate() {
-        value |= usize::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some((value, i + 1));
-        }
-    }
-    None
 }
 
 #[cfg(test)]
