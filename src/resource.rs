@@ -66,6 +66,32 @@ pub(crate) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, NameError>
     }
 }
 
+/// Where in `body` `name` starts: by address when `name` is a slice of it, else in the body's
+/// first field when that is field 1 (how every xDS resource type encodes its name, first).
+/// The client's cache and the server's store read a resource's name from its body there,
+/// so neither keeps a copy of it.
+#[inline]
+pub(crate) fn name_in_body(body: &[u8], name: &[u8]) -> Option<usize> {
+    let (start, at) = (body.as_ptr() as usize, name.as_ptr() as usize);
+    let offset = if at >= start && at.saturating_add(name.len()) <= start.saturating_add(body.len())
+    {
+        at - start
+    } else {
+        // Tag 0x0a (field 1, length-delimited), then a varint length equal to the name's.
+        if body.first() != Some(&0x0a) {
+            return None;
+        }
+        let mut offset = 1;
+        let declared = read_varint(body, &mut offset).ok()?;
+        let candidate = body.get(offset..offset.checked_add(name.len())?)?;
+        if declared != name.len() as u64 || candidate != name {
+            return None;
+        }
+        offset
+    };
+    Some(offset)
+}
+
 #[cold]
 fn read_long_varint(buf: &[u8], pos: &mut usize) -> Result<u64, NameError> {
     let mut value: u64 = 0;

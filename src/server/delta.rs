@@ -108,11 +108,11 @@ impl DeltaState {
 
     /// Notes a store change of a resource, if it concerns the stream; in step with the
     /// store, first notes what the client held of it.
-    pub(crate) fn mark_dirty(&mut self, change: &StoreChange) {
-        let name = &*change.name;
+    pub(crate) fn mark_dirty(&mut self, change: &StoreChange<'_>) {
+        let name = change.name;
         self.known
             .store_changed(name, change.revision, change.before);
-        if self.covers(name, &change.aliases) {
+        if self.covers(name, change.aliases) {
             self.changes.mark(name);
         }
     }

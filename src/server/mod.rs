@@ -289,13 +289,15 @@
 //! - `resource_locators` / dynamic parameters are not interpreted.
 //! - TTLs are sent whatever the node's `client_features` say
 //!   (`xds.config.supports-resource-ttl`, `xds.config.supports-resource-in-sotw`).
-//! - The store keeps the last [`DEFAULT_LOG_CAPACITY`] changes; a stream or set that falls
+//! - The store keeps its last changes, as many as a quarter of the resources it holds
+//!   (at least 1 024, at most [`DEFAULT_LOG_CAPACITY`]); a stream or set that falls
 //!   further behind rescans its subscriptions (correct, slower); an incremental stream in
-//!   step with the store that falls behind by more removals than that ends (see "Memory
-//!   of an incremental stream").
+//!   step with the store that falls behind by more than [`DEFAULT_LOG_CAPACITY`]
+//!   removals ends (see "Memory of an incremental stream").
 
 mod applied;
 mod body_checks;
+mod change_log;
 mod config;
 mod consistency;
 mod dangling;
@@ -321,6 +323,7 @@ mod wire;
 
 pub use applied::{AppliedState, InFlight, Nacked};
 pub use body_checks::BodyChecks;
+pub use change_log::DEFAULT_LOG_CAPACITY;
 pub use config::{NotFoundReporting, ServerConfig, ServerLimits};
 pub use consistency::{Consistency, ConsistencyReport, Dangling};
 pub use dangling::TwoPhase;
@@ -330,7 +333,7 @@ pub use publication::{
     LogTruncated, ResourceEntry, ResourceSet, Revision, StoreChange, StoreError, StoreOp,
 };
 pub use resource_errors::TYPE_WIDE;
-pub use store::{ResourceStore, StoredResource, DEFAULT_LOG_CAPACITY};
+pub use store::{ResourceStore, StoredResource};
 pub use stream::ServerStream;
 pub use subscribers::{Concern, SubscriptionIndex};
 pub use version::{body_version, entry_hash, fnv1a64, pair_hash, VersionSum};

@@ -2,7 +2,6 @@
 //! operations), what the store answers (revisions, changes, errors). Below the store and
 //! its checks, so each of them reads it and none of them reads another through it.
 
-use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -15,7 +14,6 @@ use super::consistency::ConsistencyReport;
 use crate::name::{collection_of, NameParseError};
 use crate::pb::google::rpc::Status;
 use crate::resource::NameError;
-use crate::text::SharedStr;
 
 /// A point in the store's history: every change gets the next revision, so "changed since
 /// revision r" is a cheap question.
@@ -95,19 +93,20 @@ impl ResourceEntry {
 /// the type was published for the first time ([`ResourceStore::serve_type`](super::ResourceStore::serve_type)); when it is
 /// [`TYPE_WIDE`](super::TYPE_WIDE) (`*`), the type's own error changed (every subscriber is concerned). One revision may hold several changes
 /// ([`ResourceStore::apply`](super::ResourceStore::apply)).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoreChange {
+///
+/// A view the store lends ([`ResourceStore::changes_since`](super::ResourceStore::changes_since)):
+/// the log keeps each change in 40 bytes and a copy of its name, and this borrows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreChange<'a> {
     /// When.
     pub revision: Revision,
-    /// Which type (one buffer shared by every change of the type).
-    pub type_url: SharedStr,
-    /// Which resource; empty when the type itself was published. Boxed, like the other
-    /// fields, so the log costs as little as it can per change (it holds tens of
-    /// thousands).
-    pub name: Box<str>,
+    /// Which type.
+    pub type_url: &'a str,
+    /// Which resource; empty when the type itself was published.
+    pub name: &'a str,
     /// Aliases the resource had before or has after the change (subscribers by alias are
     /// affected too).
-    pub aliases: Box<[String]>,
+    pub aliases: &'a [String],
     /// The entry hash ([`entry_hash`](super::entry_hash)) of the body the resource had
     /// just before the change; `None` when it had none (or, one time in 2^64, when that
     /// hash was 0: a reader then resends, never misses). An incremental stream in step
@@ -116,19 +115,19 @@ pub struct StoreChange {
     pub before: Option<NonZeroU64>,
 }
 
-impl StoreChange {
+impl<'a> StoreChange<'a> {
     /// The subscription names this change concerns besides a wildcard: its name, its
     /// aliases, and the `xdstp://` glob collection its name belongs to; nothing when the
     /// type itself was published (then every subscriber of the type is concerned). What
     /// [`super::StreamSet::sync`] looks up in its index; an embedding that keeps its own
     /// index of which stream subscribes to what (to wake only those streams) looks up the
     /// same keys.
-    pub fn subscription_keys(&self) -> impl Iterator<Item = alloc::borrow::Cow<'_, str>> {
+    pub fn subscription_keys(self) -> impl Iterator<Item = alloc::borrow::Cow<'a, str>> {
         use alloc::borrow::Cow;
         let named = !self.name.is_empty();
-        let glob = named.then(|| collection_of(&self.name)).flatten();
+        let glob = named.then(|| collection_of(self.name)).flatten();
         named
-            .then_some(Cow::Borrowed(&*self.name))
+            .then_some(Cow::Borrowed(self.name))
             .into_iter()
             .chain(
                 self.aliases

@@ -3,18 +3,18 @@
 //! changed without rescanning everything.
 
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::borrow::Borrow;
 use core::cmp::Ordering;
-use core::num::NonZeroU64;
 use core::ops::Bound;
 use core::time::Duration;
 use prost::Message;
 
 use super::body_checks::BodyChecks;
+use super::change_log::{Change, ChangeLog, LogCapacity};
 use super::consistency::{Consistency, ConsistencyReport};
 use super::dangling::{self, TwoPhase};
 use super::frame::{self, FrameHeads, FramePrefix};
@@ -54,20 +54,46 @@ pub struct StoredResource {
     /// The tags and lengths of the body's frame; unfit when the frame is not the body's
     /// (a TTL's wrapper), so a build checks only these.
     heads: FrameHeads,
-    /// The TTL and the aliases, which most resources have neither of: one pointer for both.
+    /// A name or version not kept in `id`, the TTL and the aliases, which most resources
+    /// have none of: one pointer for all.
     rare: Option<Box<Rare>>,
     pair: u64,
     revision: Revision,
-    /// The name (boxed: never changed in place) and the version, in 32 bytes.
+    /// The name (a range of the body) and the version, in 24 bytes.
     id: NameAndVersion,
 }
 
-/// What few resources have: a TTL, aliases. Boxed together, so the many without either pay
-/// 8 bytes for both.
+/// What few resources have: a body that does not name the resource in field 1, a version
+/// longer than 16 bytes, a TTL, aliases. Boxed, so the many without any pay 8 bytes for
+/// all; a long version alone costs 24 bytes and its text.
 #[derive(Clone, Debug, PartialEq)]
 struct Rare {
+    /// The name `id` keeps apart, then the version it keeps apart ([`NameAndVersion`]).
+    text: Box<str>,
+    /// The TTL and the aliases, rarer still.
+    extra: Option<Box<Extra>>,
+}
+
+/// A resource's TTL and aliases.
+#[derive(Clone, Debug, PartialEq)]
+struct Extra {
     ttl: Option<TtlForm>,
     aliases: Vec<String>,
+}
+
+impl Rare {
+    /// The rare parts, if a resource has any: `text` kept apart, a TTL, aliases.
+    fn of(text: Option<Box<str>>, ttl: Option<TtlForm>, aliases: Vec<String>) -> Option<Box<Rare>> {
+        let extra =
+            (ttl.is_some() || !aliases.is_empty()).then(|| Box::new(Extra { ttl, aliases }));
+        if text.is_none() && extra.is_none() {
+            return None;
+        }
+        Some(Box::new(Rare {
+            text: text.unwrap_or_default(),
+            extra,
+        }))
+    }
 }
 
 /// A TTL and the SotW form it needs: the encoded `Resource` wrapper, built once.
@@ -79,12 +105,33 @@ struct TtlForm {
 
 impl StoredResource {
     /// The resource name.
+    #[inline]
     pub fn name(&self) -> &str {
-        self.id.name()
+        match self.id.name(&self.body) {
+            Some(name) => name,
+            None => self.id.name_apart(self.text_apart()),
+        }
     }
     /// The version (application-supplied or the body hash).
     pub fn version(&self) -> &str {
-        self.id.version()
+        match self.id.version() {
+            Some(version) => version,
+            None => self.id.version_apart(self.text_apart()),
+        }
+    }
+    /// The name and version `id` keeps apart.
+    #[cold]
+    fn text_apart(&self) -> &str {
+        self.rare.as_deref().map_or("", |r| &r.text)
+    }
+    fn extra(&self) -> Option<&Extra> {
+        self.rare.as_deref()?.extra.as_deref()
+    }
+    /// The aliases of a resource that goes.
+    fn take_aliases(self) -> Vec<String> {
+        self.rare
+            .and_then(|r| r.extra)
+            .map_or_else(Vec::new, |e| e.aliases)
     }
     /// The encoded body.
     pub fn body(&self) -> &Bytes {
@@ -96,11 +143,11 @@ impl StoredResource {
     }
     /// The aliases.
     pub fn aliases(&self) -> &[String] {
-        self.rare.as_deref().map_or(&[], |r| r.aliases.as_slice())
+        self.extra().map_or(&[], |e| e.aliases.as_slice())
     }
     /// The TTL and its SotW form, if any.
     fn ttl_form(&self) -> Option<&TtlForm> {
-        self.rare.as_deref()?.ttl.as_ref()
+        self.extra()?.ttl.as_ref()
     }
 
     /// The revision of the last change to this resource.
@@ -193,6 +240,7 @@ pub(crate) fn to_proto_duration(d: Duration) -> prost_types::Duration {
 struct ByName(Box<StoredResource>);
 
 impl PartialEq for ByName {
+    #[inline]
     fn eq(&self, other: &ByName) -> bool {
         self.0.name() == other.0.name()
     }
@@ -207,12 +255,14 @@ impl PartialOrd for ByName {
 }
 
 impl Ord for ByName {
+    #[inline]
     fn cmp(&self, other: &ByName) -> Ordering {
         self.0.name().cmp(other.0.name())
     }
 }
 
 impl Borrow<str> for ByName {
+    #[inline]
     fn borrow(&self) -> &str {
         self.0.name()
     }
@@ -220,7 +270,7 @@ impl Borrow<str> for ByName {
 
 #[derive(Clone, Debug, Default)]
 struct TypeTable {
-    /// The type URL, shared by every change-log entry of the type.
+    /// The type URL, one buffer for every frame prefix and response of the type.
     url: SharedStr,
     resources: BTreeSet<ByName>,
     /// alias -> resource name
@@ -267,9 +317,6 @@ impl TypeTable {
     }
 }
 
-/// The default number of changes the log keeps.
-pub const DEFAULT_LOG_CAPACITY: usize = 65_536;
-
 /// What the server publishes. Different nodes may see different stores: the application
 /// decides which store a stream reads.
 ///
@@ -311,10 +358,7 @@ pub const DEFAULT_LOG_CAPACITY: usize = 65_536;
 pub struct ResourceStore {
     types: BTreeMap<String, TypeTable>,
     revision: Revision,
-    log: VecDeque<StoreChange>,
-    log_capacity: usize,
-    /// The newest revision with a change the log dropped: it answers for later ones only.
-    log_floor: Revision,
+    log: ChangeLog,
     /// Whether publications are checked for dangling references.
     consistency: Consistency,
     /// Whether bodies are checked against their type and entry.
@@ -330,20 +374,28 @@ impl Default for ResourceStore {
 }
 
 impl ResourceStore {
-    /// An empty store at revision 0 with a change log of [`DEFAULT_LOG_CAPACITY`].
+    /// An empty store at revision 0 whose change log keeps as many changes as a quarter of
+    /// the resources it holds, at least 1 024 and at most [`DEFAULT_LOG_CAPACITY`]; a
+    /// stream that falls further behind rescans its subscriptions (correct, and then about
+    /// as costly as reading that many changes). Names removed are kept for up to
+    /// [`DEFAULT_LOG_CAPACITY`] removals whatever the store's size (see
+    /// [`ProtocolError::ChangeLogOutrun`](super::ProtocolError::ChangeLogOutrun)).
     pub fn new() -> ResourceStore {
-        ResourceStore::with_log_capacity(DEFAULT_LOG_CAPACITY)
+        ResourceStore::with_log(LogCapacity::Scaled)
     }
 
-    /// An empty store whose change log keeps the last `capacity` changes; a stream that
-    /// falls further behind rescans its subscriptions (correct, just slower).
+    /// An empty store whose change log keeps the last `capacity` changes, and names
+    /// removed for as many removals, whatever its size; a stream that falls further
+    /// behind rescans its subscriptions (correct, just slower).
     pub fn with_log_capacity(capacity: usize) -> ResourceStore {
+        ResourceStore::with_log(LogCapacity::Fixed(capacity))
+    }
+
+    fn with_log(capacity: LogCapacity) -> ResourceStore {
         ResourceStore {
             types: BTreeMap::new(),
             revision: Revision(0),
-            log: VecDeque::new(),
-            log_capacity: capacity,
-            log_floor: Revision(0),
+            log: ChangeLog::new(capacity),
             consistency: Consistency::Off,
             body_checks: BodyChecks::Off,
             graves: BTreeMap::new(),
@@ -681,19 +733,15 @@ impl ResourceStore {
                 Some(TtlForm { ttl, wrapped })
             }
         };
+        let (id, text) = NameAndVersion::new(&entry.name, &version, &body);
         let stored = StoredResource {
-            id: NameAndVersion::new(&entry.name, version),
+            id,
             heads: match ttl {
                 None => FrameHeads::new(type_url.len(), body.len()),
                 Some(_) => FrameHeads::UNFIT,
             },
             body,
-            rare: (ttl.is_some() || !entry.aliases.is_empty()).then(|| {
-                Box::new(Rare {
-                    ttl,
-                    aliases: entry.aliases,
-                })
-            }),
+            rare: Rare::of(text, ttl, entry.aliases),
             revision,
             pair,
         };
@@ -721,7 +769,7 @@ impl ResourceStore {
             table.with_ttl = table
                 .with_ttl
                 .saturating_sub(usize::from(old.ttl_form().is_some()));
-            for alias in old.rare.map_or_else(Vec::new, |r| r.aliases) {
+            for alias in old.take_aliases() {
                 if !changed_aliases.contains(&alias) {
                     table.aliases.remove(alias.as_str());
                     changed_aliases.push(alias);
@@ -752,15 +800,15 @@ impl ResourceStore {
                 .insert(String::from(type_url), Graves::default());
         }
         if let Some(graves) = self.graves.get_mut(type_url) {
-            graves.bury(revision, name, self.log_capacity);
+            graves.bury(revision, name, self.log.capacity().most());
         }
         for alias in old.aliases() {
             table.aliases.remove(alias.as_str());
         }
         table.changed(revision);
         let name = String::from(old.name());
-        let StoredResource { rare, pair, .. } = *old;
-        let aliases = rare.map_or_else(Vec::new, |r| r.aliases);
+        let pair = old.pair;
+        let aliases = old.take_aliases();
         self.push_change(revision, type_url, name, aliases, Some(pair));
     }
 
@@ -1049,15 +1097,8 @@ impl ResourceStore {
     pub fn changes_since(
         &self,
         since: Revision,
-    ) -> Result<impl Iterator<Item = &StoreChange>, LogTruncated> {
-        if since >= self.revision {
-            return Ok(self.log.range(self.log.len()..));
-        }
-        if since < self.log_floor {
-            return Err(LogTruncated);
-        }
-        let skip = self.log.partition_point(|c| c.revision <= since);
-        Ok(self.log.range(skip..))
+    ) -> Result<impl Iterator<Item = StoreChange<'_>> + '_, LogTruncated> {
+        self.log.since(since.min(self.revision))
     }
 
     fn push_change(
@@ -1069,34 +1110,17 @@ impl ResourceStore {
         before: Option<u64>,
     ) {
         self.revision = revision;
-        if self.log_capacity == 0 {
-            self.log_floor = revision;
-            return;
-        }
-        while self.log.len() >= self.log_capacity {
-            if let Some(dropped) = self.log.pop_front() {
-                self.log_floor = dropped.revision;
-            }
-        }
-        if self.log.len() == self.log.capacity() {
-            // Grown by a quarter, not doubled: a log short of its capacity holds at most
-            // a quarter of its entries' size spare (80 bytes an entry), not all of it.
-            let room = (self.log.len() / 4)
-                .max(16)
-                .min(self.log_capacity.saturating_sub(self.log.len()));
-            self.log.reserve_exact(room);
-        }
-        let type_url = self
-            .types
-            .get(type_url)
-            .map_or_else(|| SharedStr::from(type_url), |t| t.url.clone());
-        self.log.push_back(StoreChange {
-            revision,
-            type_url,
-            name: name.into_boxed_str(),
-            aliases: aliases.into_boxed_slice(),
-            before: before.and_then(NonZeroU64::new),
-        });
+        let held = self.types.values().map(|t| t.resources.len()).sum();
+        self.log.push(
+            held,
+            Change {
+                revision,
+                type_url,
+                name,
+                aliases,
+                before,
+            },
+        );
     }
 }
 
@@ -1242,7 +1266,7 @@ mod tests {
         let names: Vec<_> = s
             .changes_since(Revision(1))
             .unwrap()
-            .map(|c| (c.revision.0, &*c.name))
+            .map(|c| (c.revision.0, c.name))
             .collect();
         assert_eq!(names, [(2, "a"), (3, "a")]);
         assert_eq!(s.changes_since(Revision(3)).unwrap().count(), 0);
@@ -1300,6 +1324,68 @@ mod tests {
         assert!(
             s.get(T, "a").is_some(),
             "failed replace leaves the store alone"
+        );
+    }
+
+    /// A name is read from the body or kept apart, a version inline or apart, with or
+    /// without a TTL and aliases: each reads back, and ordering and lookups by name hold.
+    #[test]
+    fn every_part_reads_back_wherever_it_is_kept() {
+        let long = "a version longer than sixteen bytes";
+        let mut s = ResourceStore::new();
+        let mut expected = Vec::new();
+        for (i, (in_body, version, ttl, aliases)) in [
+            (true, None, None, vec![]),
+            (true, Some("v1"), None, vec![]),
+            (true, Some(long), None, vec![]),
+            (false, None, None, vec![]),
+            (
+                false,
+                Some(long),
+                Some(Duration::from_secs(5)),
+                vec!["alias".into()],
+            ),
+            (true, Some(""), Some(Duration::from_secs(1)), vec![]),
+            (true, Some(long), None, vec!["other".into(), "third".into()]),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let name = alloc::format!("r{i}");
+            let mut body = vec![0x0a, name.len() as u8];
+            body.extend_from_slice(if in_body { name.as_bytes() } else { b"xx" });
+            body.extend_from_slice(b"\x12\x01z");
+            let body = Bytes::from(body);
+            let mut entry = ResourceEntry::new(name.clone(), body.clone());
+            entry.version = version.map(String::from);
+            entry.ttl = ttl;
+            entry.aliases = aliases.clone();
+            s.set_entry(T, entry).unwrap();
+            let version = version.map_or_else(|| body_version(&body), String::from);
+            expected.push((name, version, body, ttl, aliases));
+        }
+        for (name, version, body, ttl, aliases) in &expected {
+            let r = s.get(T, name).unwrap();
+            assert_eq!(
+                (r.name(), r.version(), r.body(), r.ttl(), r.aliases()),
+                (
+                    name.as_str(),
+                    version.as_str(),
+                    body,
+                    *ttl,
+                    aliases.as_slice()
+                )
+            );
+        }
+        let names: Vec<_> = s.iter(T).map(|r| r.name()).collect();
+        assert_eq!(names, ["r0", "r1", "r2", "r3", "r4", "r5", "r6"]);
+        assert_eq!(s.resolve(T, "third").map(|r| r.name()), Some("r6"));
+        let before = s.revision();
+        assert_eq!(s.remove(T, "r4"), Some(Revision(before.0 + 1)));
+        let gone = s.changes_since(before).unwrap().next();
+        assert_eq!(
+            gone.map(|c| (c.name, c.aliases)),
+            Some(("r4", &["alias".into()][..]))
         );
     }
 

@@ -294,7 +294,7 @@ impl ServerStream {
                         .iter_mut()
                         .find(|t| t.type_url == change.type_url)
                     {
-                        entry.mark_dirty(change);
+                        entry.mark_dirty(&change);
                     }
                 }
             }
@@ -319,7 +319,7 @@ impl ServerStream {
     }
 
     /// Marks a store change for this stream (the `StreamSet` index calls it).
-    pub(crate) fn mark_dirty(&mut self, change: &StoreChange) {
+    pub(crate) fn mark_dirty(&mut self, change: &StoreChange<'_>) {
         if let Some(entry) = self
             .types
             .iter_mut()
@@ -331,7 +331,7 @@ impl ServerStream {
 
     /// [`ServerStream::mark_dirty`] for several changes of one type, stopping once the type
     /// notes no more (a full-state type that knows a build is due).
-    pub(crate) fn mark_dirty_all(&mut self, type_url: &str, changes: &[&StoreChange]) {
+    pub(crate) fn mark_dirty_all(&mut self, type_url: &str, changes: &[StoreChange<'_>]) {
         if let Some(entry) = self.types.iter_mut().find(|t| t.type_url == type_url) {
             for change in changes {
                 // A publication (no name) is always noted: it ends an unpublished wait.

@@ -29,10 +29,10 @@ pub enum Concern<'v, 'c> {
         /// The type.
         type_url: &'c str,
         /// Every change of the type, in log order.
-        changes: &'v [&'c StoreChange],
+        changes: &'v [StoreChange<'c>],
     },
     /// The stream subscribes to a name this change concerns.
-    Named(&'c StoreChange),
+    Named(&'v StoreChange<'c>),
 }
 
 /// The subscribers of one type.
@@ -155,15 +155,12 @@ impl<K: Copy + Ord> SubscriptionIndex<K> {
     /// and stream subscribed to it by name (a stream may be visited more than once).
     pub fn visit<'c>(
         &self,
-        changes: impl IntoIterator<Item = &'c StoreChange>,
+        changes: impl IntoIterator<Item = StoreChange<'c>>,
         mut visit: impl FnMut(K, Concern<'_, 'c>),
     ) {
-        let mut by_type: BTreeMap<&'c str, Vec<&'c StoreChange>> = BTreeMap::new();
+        let mut by_type: BTreeMap<&'c str, Vec<StoreChange<'c>>> = BTreeMap::new();
         for change in changes {
-            by_type
-                .entry(change.type_url.as_str())
-                .or_default()
-                .push(change);
+            by_type.entry(change.type_url).or_default().push(change);
         }
         for (type_url, changes) in by_type {
             let Some(entry) = self.types.get(type_url) else {
@@ -178,8 +175,8 @@ impl<K: Copy + Ord> SubscriptionIndex<K> {
                     },
                 );
             }
-            for change in changes {
-                if change.name.is_empty() || &*change.name == TYPE_WIDE {
+            for change in &changes {
+                if change.name.is_empty() || change.name == TYPE_WIDE {
                     for key in entry.by_name.values().flatten() {
                         visit(*key, Concern::Named(change));
                     }
@@ -197,7 +194,7 @@ impl<K: Copy + Ord> SubscriptionIndex<K> {
     }
 
     /// Every stream `changes` concern, once each, ascending.
-    pub fn concerned<'c>(&self, changes: impl IntoIterator<Item = &'c StoreChange>) -> BTreeSet<K> {
+    pub fn concerned<'c>(&self, changes: impl IntoIterator<Item = StoreChange<'c>>) -> BTreeSet<K> {
         let mut keys = BTreeSet::new();
         self.visit(changes, |key, _| {
             keys.insert(key);

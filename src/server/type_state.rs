@@ -139,8 +139,8 @@ impl TypeState {
     /// A store change of resource `name` of this type; an empty name is the type's
     /// publication, [`TYPE_WIDE`] a change of the type's error (it may concern every name
     /// subscribed: compare everything).
-    pub(crate) fn mark_dirty(&mut self, change: &StoreChange) {
-        let name = &*change.name;
+    pub(crate) fn mark_dirty(&mut self, change: &StoreChange<'_>) {
+        let name = change.name;
         if name.is_empty() {
             self.unpublished = false;
             self.hold_reported = false;

@@ -11,6 +11,7 @@
 //!   resource at a time, and it is the same for the same set whatever the order it was
 //!   built in.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use core::fmt::Write;
 
@@ -159,83 +160,156 @@ mod tests {
     }
 
     #[test]
-    fn names_and_versions_read_back_inline_or_apart() {
-        for (name, version) in [
-            ("cluster-a", "0123456789abcdef"),
-            ("cluster-a", "v1"),
-            ("", ""),
-            ("é", "ü"),
-            ("n", "a version that is longer than sixteen bytes"),
-            ("a name of sixteen", "0123456789abcdeé"),
-        ] {
-            let kept = NameAndVersion::new(name, String::from(version));
-            assert_eq!((kept.name(), kept.version()), (name, version));
+    fn names_and_versions_read_back_from_the_body_inline_or_apart() {
+        fn named(name: &str) -> alloc::vec::Vec<u8> {
+            let mut body = alloc::vec![0x0a, name.len() as u8];
+            body.extend_from_slice(name.as_bytes());
+            body.extend_from_slice(b"\x12\x01z");
+            body
         }
-        assert_eq!(core::mem::size_of::<NameAndVersion>(), 32);
+        for (name, version, body, name_apart, version_apart) in [
+            (
+                "cluster-a",
+                "0123456789abcdef",
+                named("cluster-a"),
+                false,
+                false,
+            ),
+            ("cluster-a", "v1", named("cluster-a"), false, false),
+            ("cluster-a", "", named("cluster-a"), false, false),
+            ("é", "ü", named("é"), false, false),
+            (
+                "n",
+                "a version that is longer than sixteen bytes",
+                named("n"),
+                false,
+                true,
+            ),
+            ("a name", "0123456789abcdeé", named("another"), true, true),
+            ("a name", "v1", alloc::vec![], true, false),
+        ] {
+            let (kept, text) = NameAndVersion::new(name, version, &body);
+            let text = text.as_deref().unwrap_or_default();
+            assert_eq!(kept.name(&body).is_none(), name_apart, "{name}");
+            assert_eq!(kept.version().is_none(), version_apart, "{version}");
+            let read_name = kept.name(&body).unwrap_or_else(|| kept.name_apart(text));
+            let read_version = kept.version().unwrap_or_else(|| kept.version_apart(text));
+            assert_eq!((read_name, read_version), (name, version));
+        }
+        assert_eq!(core::mem::size_of::<NameAndVersion>(), 24);
     }
 }
 
-/// A stored resource's name and version in 32 bytes. A 16-byte version (the default one,
-/// [`body_version`], always is) is kept inline, beside the boxed name: a store of a million
-/// resources then holds no buffer per version. Any other version (the application's own)
-/// follows the name in the same buffer, and the inline bytes say where the name ends: they
-/// start with `0xFF`, which no UTF-8 text starts with. A name and a boxed version kept
-/// apart cost 40 bytes (the version's enum took a word for its tag) and two buffers.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A stored resource's name and version in 24 bytes, beside its body. The name is a range
+/// of the body: every type of the catalog names itself in field 1, first, so the store
+/// keeps no copy of it (a boxed name cost 16 bytes and a buffer a resource). A version of
+/// up to 16 bytes (the default one, [`body_version`], always is) is kept inline, padded
+/// with `0xFF`, which UTF-8 never holds. A name its body does not spell that way, and a
+/// longer version, are kept apart by the resource, in one text: the name, then the version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct NameAndVersion {
-    /// The name, followed by the version when it is not inline.
-    text: alloc::boxed::Box<str>,
-    /// The version's 16 bytes, or [`APART`] and the name's length (little-endian).
+    /// The version, padded with [`PAD`]; [`APART`] first when it is kept apart.
     version: [u8; 16],
+    /// Where the name starts in the body; [`NAME_APART`] when it is kept apart.
+    name_at: u32,
+    /// The name's length, in the body or in the text kept apart.
+    name_len: u32,
 }
 
-/// The first inline byte of a version kept after the name (never a UTF-8 byte).
-const APART: u8 = 0xFF;
+/// What follows an inline version shorter than 16 bytes (never a UTF-8 byte).
+const PAD: u8 = 0xFF;
+/// The first inline byte of a version kept apart (never a UTF-8 byte either).
+const APART: u8 = 0xFE;
+/// `name_at` of a name kept apart.
+const NAME_APART: u32 = u32::MAX;
 
 impl NameAndVersion {
-    pub(crate) fn new(name: &str, version: String) -> NameAndVersion {
-        match <[u8; 16]>::try_from(version.as_bytes()) {
-            Ok(bytes) => NameAndVersion {
-                text: name.into(),
-                version: bytes,
-            },
-            Err(_) => {
-                let mut text = String::with_capacity(name.len() + version.len());
-                text.push_str(name);
-                text.push_str(&version);
-                let mut inline = [0u8; 16];
-                inline[0] = APART;
-                inline[1..9].copy_from_slice(&(name.len() as u64).to_le_bytes());
-                NameAndVersion {
-                    text: text.into_boxed_str(),
-                    version: inline,
-                }
+    /// Where `name` and `version` of the resource whose body is `body` are kept, and the
+    /// text to keep apart, if any.
+    pub(crate) fn new(
+        name: &str,
+        version: &str,
+        body: &[u8],
+    ) -> (NameAndVersion, Option<Box<str>>) {
+        let mut inline = [PAD; 16];
+        let version_apart = match inline.get_mut(..version.len()) {
+            Some(room) => {
+                room.copy_from_slice(version.as_bytes());
+                false
             }
-        }
+            None => {
+                inline[0] = APART;
+                true
+            }
+        };
+        let in_body = crate::resource::name_in_body(body, name.as_bytes())
+            .and_then(|at| Some((u32::try_from(at).ok()?, u32::try_from(name.len()).ok()?)))
+            .filter(|(at, _)| *at != NAME_APART);
+        let (name_at, name_len, name_apart) = match in_body {
+            Some((at, len)) => (at, len, ""),
+            // A name of 4 GiB is refused long before (a frame could not carry it).
+            None => (
+                NAME_APART,
+                u32::try_from(name.len()).unwrap_or(u32::MAX),
+                name,
+            ),
+        };
+        let text = (!name_apart.is_empty() || version_apart).then(|| {
+            let mut text = String::with_capacity(name_apart.len() + version.len());
+            text.push_str(name_apart);
+            if version_apart {
+                text.push_str(version);
+            }
+            text.into_boxed_str()
+        });
+        let id = NameAndVersion {
+            version: inline,
+            name_at,
+            name_len,
+        };
+        (id, text)
     }
 
-    /// Where the name ends in `text`, when the version follows it.
-    fn split(&self) -> Option<usize> {
-        if self.version[0] != APART {
+    /// The name, read from `body` (the one it was made with); `None` when kept apart.
+    #[inline]
+    pub(crate) fn name<'b>(&self, body: &'b [u8]) -> Option<&'b str> {
+        if self.name_at == NAME_APART {
             return None;
         }
-        let mut len = [0u8; 8];
-        len.copy_from_slice(&self.version[1..9]);
-        usize::try_from(u64::from_le_bytes(len)).ok()
+        let start = self.name_at as usize;
+        let bytes = body.get(start..start + self.name_len as usize)?;
+        // SAFETY: `new` keeps a range only where the body's bytes equal the `&str` it was
+        // given, and a stored resource's body never changes.
+        Some(unsafe { core::str::from_utf8_unchecked(bytes) })
     }
 
-    pub(crate) fn name(&self) -> &str {
-        match self.split() {
-            None => &self.text,
-            Some(at) => self.text.get(..at).unwrap_or_default(),
+    /// The version; `None` when kept apart.
+    pub(crate) fn version(&self) -> Option<&str> {
+        if self.version[0] == APART {
+            return None;
+        }
+        let len = self.version.iter().position(|b| *b == PAD).unwrap_or(16);
+        let bytes = self.version.get(..len).unwrap_or_default();
+        // Copied whole from a `&str`, so always UTF-8.
+        Some(core::str::from_utf8(bytes).unwrap_or_default())
+    }
+
+    /// Where the name kept apart ends in the text (0 when it is in the body).
+    fn apart_len(&self) -> usize {
+        if self.name_at == NAME_APART {
+            self.name_len as usize
+        } else {
+            0
         }
     }
 
-    pub(crate) fn version(&self) -> &str {
-        match self.split() {
-            // Built from a `String`, so always UTF-8.
-            None => core::str::from_utf8(&self.version).unwrap_or_default(),
-            Some(at) => self.text.get(at..).unwrap_or_default(),
-        }
+    /// The name kept apart in `text` (what [`NameAndVersion::new`] returned).
+    pub(crate) fn name_apart<'t>(&self, text: &'t str) -> &'t str {
+        text.get(..self.apart_len()).unwrap_or_default()
+    }
+
+    /// The version kept apart in `text`.
+    pub(crate) fn version_apart<'t>(&self, text: &'t str) -> &'t str {
+        text.get(self.apart_len()..).unwrap_or_default()
     }
 }

@@ -174,12 +174,12 @@ impl Callbacks for Recorder {
                 continue;
             }
             let version = store
-                .get(&change.type_url, &change.name)
+                .get(change.type_url, change.name)
                 .map(|r| r.version().to_string());
             self.record(|line| Entry::Store {
                 line,
-                type_url: String::from(change.type_url.as_str()),
-                name: String::from(&*change.name),
+                type_url: String::from(change.type_url),
+                name: String::from(change.name),
                 version,
             });
         }

@@ -428,30 +428,13 @@ impl Record {
     }
 }
 
-/// Where `body` carries `name`, if it does within its first 64 KiB: by address when
-/// `name` is a slice of it, else in the body's first field when that is field 1 (how every
-/// xDS resource type encodes its name, first).
+/// Where `body` carries `name` ([`crate::resource::name_in_body`]), if it does within its
+/// first 64 KiB.
 #[inline]
 fn name_in_body(body: &[u8], name: &[u8]) -> Option<(u16, u16)> {
     let len = u16::try_from(name.len()).ok()?;
-    let (start, at) = (body.as_ptr() as usize, name.as_ptr() as usize);
-    let offset = if at >= start && at.saturating_add(name.len()) <= start.saturating_add(body.len())
-    {
-        at - start
-    } else {
-        // Tag 0x0a (field 1, length-delimited), then a varint length equal to the name's.
-        if body.first() != Some(&0x0a) {
-            return None;
-        }
-        let mut offset = 1;
-        let declared = crate::resource::read_varint(body, &mut offset).ok()?;
-        let candidate = body.get(offset..offset.checked_add(name.len())?)?;
-        if declared != name.len() as u64 || candidate != name {
-            return None;
-        }
-        offset
-    };
-    Some((u16::try_from(offset).ok()?, len))
+    let at = crate::resource::name_in_body(body, name)?;
+    Some((u16::try_from(at).ok()?, len))
 }
 
 #[cfg(test)]
