@@ -178,7 +178,7 @@ impl TypeCache {
                 ar.readiness.answered(alias.as_str());
             }
         }
-        let Some((at, rec)) = self.records.get_or_insert_hashed(&name, hash) else {
+        let Some((at, rec)) = self.records.get_or_insert_to_hold(&name, hash) else {
             return;
         };
         rec.seen = self.generation;

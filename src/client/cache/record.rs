@@ -163,6 +163,15 @@ impl Record {
     pub(crate) fn requested(name: &SharedStr) -> Record {
         Record {
             bytes: name.as_bytes().clone(),
+            ..Record::unnamed()
+        }
+    }
+
+    /// A record with no name yet: only for one that [`Record::hold`]s a body next
+    /// ([`super::records::Records::get_or_insert_to_hold`]).
+    pub(crate) fn unnamed() -> Record {
+        Record {
+            bytes: Bytes::new(),
             version: 0,
             seen: 0,
             rare: None,

@@ -107,6 +107,30 @@ impl Records {
         name: &SharedStr,
         hash: u64,
     ) -> Option<(usize, &mut Record)> {
+        self.get_or_insert_with(name, hash, || Record::requested(name))
+    }
+
+    /// [`Records::get_or_insert_hashed`] for a record about to [`Record::hold`] a body
+    /// that names it: a new record starts with no name of its own (a handle to the name
+    /// taken, then dropped by the `hold`, cost ~48 instructions a new resource); the
+    /// `hold` that must follow before anything reads the record gives it its name.
+    #[inline]
+    pub(crate) fn get_or_insert_to_hold(
+        &mut self,
+        name: &SharedStr,
+        hash: u64,
+    ) -> Option<(usize, &mut Record)> {
+        self.get_or_insert_with(name, hash, Record::unnamed)
+    }
+
+    /// The record of `name`, inserted as `new` makes it when there is none.
+    #[inline]
+    fn get_or_insert_with(
+        &mut self,
+        name: &SharedStr,
+        hash: u64,
+        new: impl FnOnce() -> Record,
+    ) -> Option<(usize, &mut Record)> {
         debug_assert_eq!(hash, self.hash(name), "a hash by another hasher");
         let (entries, hasher) = (&mut self.entries, &self.hasher);
         // An index beyond u32 would need 4 billion records of 56 bytes each: memory runs
@@ -128,7 +152,7 @@ impl Records {
             Entry::Occupied(entry) => *entry.get() as usize,
             Entry::Vacant(entry) => {
                 entry.insert(next);
-                entries.push(Record::requested(name));
+                entries.push(new());
                 entries.len().saturating_sub(1)
             }
         };
