@@ -375,11 +375,12 @@ impl Default for ResourceStore {
 
 impl ResourceStore {
     /// An empty store at revision 0 whose change log keeps as many changes as a quarter of
-    /// the resources it holds, at least 1 024 and at most [`DEFAULT_LOG_CAPACITY`]; a
-    /// stream that falls further behind rescans its subscriptions (correct, and then about
-    /// as costly as reading that many changes). Names removed are kept for up to
-    /// [`DEFAULT_LOG_CAPACITY`] removals whatever the store's size (see
-    /// [`ProtocolError::ChangeLogOutrun`](super::ProtocolError::ChangeLogOutrun)).
+    /// the resources it holds, at least 1 024 and at most
+    /// [`DEFAULT_LOG_CAPACITY`](super::DEFAULT_LOG_CAPACITY); a stream that falls further
+    /// behind rescans its subscriptions (correct, and then about as costly as reading that
+    /// many changes). Names removed are kept for up to
+    /// [`DEFAULT_LOG_CAPACITY`](super::DEFAULT_LOG_CAPACITY) removals whatever the store's
+    /// size (see [`ProtocolError::ChangeLogOutrun`](super::ProtocolError::ChangeLogOutrun)).
     pub fn new() -> ResourceStore {
         ResourceStore::with_log(LogCapacity::Scaled)
     }
