@@ -312,6 +312,7 @@ mod names;
 mod packing;
 mod publication;
 mod resource_errors;
+mod resource_table;
 mod shared;
 mod sotw;
 mod store;

@@ -1,6 +1,7 @@
 //! State of the World, one type on one stream: what the client subscribes to, what it was
 //! sent, and the next response.
 
+use alloc::borrow::Cow;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -195,7 +196,8 @@ impl SotwState {
     /// changes are answered only by the response that the next request that is not stale
     /// triggers ("The management server should not send a DiscoveryResponse for any
     /// DiscoveryRequest that has a stale nonce", xDS protocol, "Resource updates").
-    pub(crate) fn apply(&mut self, request: &DiscoveryRequest, first: bool, stale: bool) -> Diff {
+    /// Takes the request whole: its names become the subscription's own, uncopied.
+    pub(crate) fn apply(&mut self, request: DiscoveryRequest, first: bool, stale: bool) -> Diff {
         self.held_by_stale = stale;
         let mut diff = Diff::default();
         if first {
@@ -203,7 +205,7 @@ impl SotwState {
             if self.full_state && !request.version_info.is_empty() {
                 // Reconnect (maybe to another replica): versions are stable, so a client
                 // that already holds this exact state is not sent it again.
-                self.last_version = Some(request.version_info.clone());
+                self.last_version = Some(request.version_info);
             }
             if self.legacy_type && request.resource_names.is_empty() {
                 self.wildcard = Wildcard::Legacy;
@@ -226,8 +228,11 @@ impl SotwState {
         }
         let mut requested: BTreeSet<String> = request
             .resource_names
-            .iter()
-            .map(|n| comparable(n).into_owned())
+            .into_iter()
+            .map(|n| match comparable(&n) {
+                Cow::Owned(canonical) => canonical,
+                Cow::Borrowed(_) => n,
+            })
             .collect();
         let want_wildcard = requested.remove("*");
         // What the wildcard brought, the client asked for: a name it now names is not new
@@ -554,26 +559,11 @@ impl SotwState {
         let t = type_url.as_str();
         // Resource name -> (resource, with body); sorted, each looked up in the store once.
         let mut out: BTreeMap<&str, (&StoredResource, bool)> = BTreeMap::new();
-        let (mut candidates, resync) = self.changes.take();
-        if resync {
-            if self.is_wildcard() {
-                candidates.extend(store.iter(t).map(|r| String::from(r.name())));
-            }
-            for name in self.names.set() {
-                if is_glob(name) {
-                    candidates.extend(store.members(t, name).map(|r| String::from(r.name())));
-                } else {
-                    candidates.insert(name.clone());
-                }
-            }
-            candidates.extend(self.sent.keys().cloned());
-            candidates.extend(self.sent_errors.keys().cloned());
-            if self.is_wildcard() {
-                candidates.extend(store.errors(t).map(|(n, _)| String::from(n)));
-            }
-        }
+        let (dirty, resync) = self.changes.take();
         // Published errors owed in place of bodies: (name, error), sorted.
         let mut errors: BTreeMap<String, &Status> = BTreeMap::new();
+        // The type's error, if sent, is a candidate like any name sent, even once forgotten.
+        let type_wide_sent = resync && self.sent_errors.contains_key(TYPE_WIDE);
         if resync && self.is_wildcard() {
             let hash = store.type_error(t).map(|e| error_hash(TYPE_WIDE, e));
             if hash != self.sent_errors.get(TYPE_WIDE).copied() {
@@ -587,31 +577,61 @@ impl SotwState {
         }
         // Names gone from the store (or never there) that the client should hear of.
         let mut absent: BTreeSet<String> = BTreeSet::new();
-        for name in candidates {
-            if !self.covers(&name) {
+        // Forgotten once the candidates, which borrow the names sent, are compared.
+        let mut forgotten: Vec<String> = Vec::new();
+        // A resync compares every name it could owe, borrowed, not copied (a large type
+        // lists every name it holds); otherwise the names changed, already a sorted set.
+        let mut candidates: BTreeSet<&str> = BTreeSet::new();
+        if resync {
+            candidates.extend(dirty.iter().map(String::as_str));
+            if self.is_wildcard() {
+                candidates.extend(store.iter(t).map(StoredResource::name));
+            }
+            for name in self.names.set() {
+                if is_glob(name) {
+                    candidates.extend(store.members(t, name).map(StoredResource::name));
+                } else {
+                    candidates.insert(name);
+                }
+            }
+            candidates.extend(self.sent.keys().map(String::as_str));
+            candidates.extend(self.sent_errors.keys().map(String::as_str));
+            if type_wide_sent {
+                candidates.insert(TYPE_WIDE);
+            }
+            if self.is_wildcard() {
+                candidates.extend(store.errors(t).map(|(n, _)| n));
+            }
+        }
+        let changed = (!resync).then(|| dirty.iter().map(String::as_str));
+        for name in candidates.into_iter().chain(changed.into_iter().flatten()) {
+            if !self.covers(name) {
                 continue;
             }
-            match store.get(t, &name) {
+            match store.get(t, name) {
                 Some(r) => {
-                    if self.sent.get(name.as_str()) != Some(&r.pair_hash()) {
+                    if self.sent.get(name) != Some(&r.pair_hash()) {
                         out.insert(r.name(), (r, true));
                     }
                 }
                 None => {
-                    build.timers.cancel(&name);
-                    if let Some(e) = self.error_for(store, &name) {
+                    build.timers.cancel(name);
+                    if let Some(e) = self.error_for(store, name) {
                         // Said once per error (no identical resend); a new one replaces it.
-                        if self.sent_errors.get(name.as_str()) != Some(&error_hash(&name, e)) {
-                            errors.insert(name, e);
+                        if self.sent_errors.get(name) != Some(&error_hash(name, e)) {
+                            errors.insert(String::from(name), e);
                         }
                         continue;
                     }
-                    if self.sent.contains_key(name.as_str()) || self.names.contains(&name) {
-                        absent.insert(name.clone());
+                    if self.sent.contains_key(name) || self.names.contains(name) {
+                        absent.insert(String::from(name));
                     }
-                    self.forget(&name);
+                    forgotten.push(String::from(name));
                 }
             }
+        }
+        for name in forgotten {
+            self.forget(&name);
         }
         for name in &self.pending {
             if is_glob(name) {
@@ -620,6 +640,11 @@ impl SotwState {
                         out.insert(r.name(), (r, true));
                     }
                 }
+                continue;
+            }
+            if out.contains_key(name.as_str()) {
+                // Compared above as a candidate (a resync lists every name) and owed with
+                // its body: the same answer, without a second look in the store.
                 continue;
             }
             match store.get(t, name) {

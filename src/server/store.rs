@@ -3,13 +3,10 @@
 //! changed without rescanning everything.
 
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
-use core::borrow::Borrow;
-use core::cmp::Ordering;
-use core::ops::Bound;
 use core::time::Duration;
 use prost::Message;
 
@@ -19,9 +16,9 @@ use super::consistency::{Consistency, ConsistencyReport};
 use super::dangling::{self, TwoPhase};
 use super::frame::{self, FrameHeads, FramePrefix};
 use super::graves::Graves;
-use super::packing;
 use super::publication::{LogTruncated, ResourceEntry, Revision, StoreChange, StoreError, StoreOp};
 use super::resource_errors::{StoredError, TYPE_WIDE};
+use super::resource_table::ResourceTable;
 use super::shared::SharedFrames;
 use super::version::{body_version, entry_hash, NameAndVersion, VersionSum};
 use crate::name::{collection_of, comparable, XdstpName, XDSTP_SCHEME};
@@ -233,46 +230,12 @@ pub(crate) fn to_proto_duration(d: Duration) -> prost_types::Duration {
     }
 }
 
-/// A stored resource, ordered and looked up by its name: the name is kept once (a map
-/// keyed by a copy of it kept it twice), and the tree's slots are one pointer wide, so the
-/// half-full nodes a sorted load leaves cost 8 bytes a slot, not a whole resource.
-#[derive(Clone, Debug)]
-struct ByName(Box<StoredResource>);
-
-impl PartialEq for ByName {
-    #[inline]
-    fn eq(&self, other: &ByName) -> bool {
-        self.0.name() == other.0.name()
-    }
-}
-
-impl Eq for ByName {}
-
-impl PartialOrd for ByName {
-    fn partial_cmp(&self, other: &ByName) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for ByName {
-    #[inline]
-    fn cmp(&self, other: &ByName) -> Ordering {
-        self.0.name().cmp(other.0.name())
-    }
-}
-
-impl Borrow<str> for ByName {
-    #[inline]
-    fn borrow(&self) -> &str {
-        self.0.name()
-    }
-}
-
 #[derive(Clone, Debug, Default)]
 struct TypeTable {
     /// The type URL, one buffer for every frame prefix and response of the type.
     url: SharedStr,
-    resources: BTreeSet<ByName>,
+    /// In name order, and by name in one hash probe.
+    resources: ResourceTable,
     /// alias -> resource name
     aliases: BTreeMap<String, String>,
     sum: VersionSum,
@@ -281,8 +244,6 @@ struct TypeTable {
     frame_bytes: usize,
     /// How many resources have a TTL (a full state with one is not shared).
     with_ttl: usize,
-    /// How many resources the tree held when it was last rebuilt packed.
-    packed: usize,
     /// The frames of every resource, concatenated once per revision for the streams that
     /// send the full state.
     full_state: SharedFrames,
@@ -309,7 +270,7 @@ impl TypeTable {
             let prefix = FramePrefix::new(&self.url);
             // The room a prefix block may take past the last frame.
             let mut frames = Vec::with_capacity(self.frame_bytes.saturating_add(128));
-            for ByName(r) in &self.resources {
+            for r in self.resources.iter() {
                 r.write_sotw_frame(&self.url, prefix.as_ref(), &mut frames);
             }
             Some(Bytes::from(frames))
@@ -704,7 +665,7 @@ impl ResourceStore {
             table.sum.remove(error.hash);
         }
         let version = entry.version.unwrap_or_else(|| body_version(&entry.body));
-        if let Some(ByName(old)) = table.resources.get(entry.name.as_str()) {
+        if let Some(old) = table.resources.get(entry.name.as_str()) {
             if old.version() == version
                 && old.ttl() == entry.ttl
                 && *old.aliases() == *entry.aliases
@@ -757,12 +718,8 @@ impl ResourceStore {
             .with_ttl
             .saturating_add(usize::from(stored.ttl_form().is_some()));
         let mut before = None;
-        let replaced = table.resources.replace(ByName(Box::new(stored)));
-        let len = table.resources.len();
-        if packing::pack_if_grown(&mut table.resources, len, table.packed) {
-            table.packed = len;
-        }
-        if let Some(ByName(old)) = replaced {
+        let replaced = table.resources.replace(Box::new(stored));
+        if let Some(old) = replaced {
             before = Some(old.pair);
             table.sum.remove(old.pair);
             let old_len = old.sotw_frame_len(type_url);
@@ -786,7 +743,7 @@ impl ResourceStore {
         let Some(table) = self.types.get_mut(type_url) else {
             return;
         };
-        let Some(ByName(old)) = table.resources.take(name) else {
+        let Some(old) = table.resources.take(name) else {
             return;
         };
 
@@ -980,7 +937,6 @@ impl ResourceStore {
         resources
             .get(name)
             .or_else(|| resources.get(comparable(name).as_ref()))
-            .map(|ByName(r)| &**r)
     }
 
     /// A resource by name or alias.
@@ -988,7 +944,7 @@ impl ResourceStore {
         let table = self.types.get(type_url)?;
         self.get(type_url, name_or_alias).or_else(|| {
             let name = table.aliases.get(name_or_alias)?;
-            table.resources.get(name.as_str()).map(|ByName(r)| &**r)
+            table.resources.get(name.as_str())
         })
     }
 
@@ -1010,11 +966,7 @@ impl ResourceStore {
         self.types
             .get(type_url)
             .into_iter()
-            .flat_map(move |t| {
-                t.resources
-                    .range::<str, _>((Bound::Included(start.as_str()), Bound::Unbounded))
-            })
-            .map(|ByName(r)| &**r)
+            .flat_map(move |t| t.resources.from(start.as_str()))
             .take_while(move |r| r.name().starts_with(prefix.as_str()))
             .filter(move |r| collection_of(r.name()).as_deref() == Some(glob.as_str()))
     }
@@ -1024,7 +976,7 @@ impl ResourceStore {
         self.types
             .get(type_url)
             .into_iter()
-            .flat_map(|t| t.resources.iter().map(|ByName(r)| &**r))
+            .flat_map(|t| t.resources.iter())
     }
 
     /// Checks the whole store: every name a published resource of a referring type refers

@@ -193,7 +193,7 @@ impl ServerStream {
             entry.flow.classify(variant, nonce, error)
         };
         entry.answered(&kind, now);
-        let (diff, late_initial) = entry.apply(&request, &kind);
+        let (diff, late_initial) = entry.apply(request, &kind);
         let entry_url = entry.type_url.clone();
         match kind {
             Kind::First | Kind::Update => {}

@@ -85,14 +85,14 @@ impl TypeState {
     /// Applies the subscription part of a request (whatever its kind: a stale request's
     /// interest counts too). Returns the diff and whether `initial_resource_versions` came
     /// too late to count.
-    pub(crate) fn apply(&mut self, request: &Request, kind: &Kind) -> (Diff, bool) {
+    pub(crate) fn apply(&mut self, request: Request, kind: &Kind) -> (Diff, bool) {
         let first = *kind == Kind::First;
         match (&mut self.state, request) {
             (State::Sotw(s), Request::Sotw(r)) => {
                 let stale = matches!(kind, Kind::Stale { .. });
                 (s.apply(r, first, stale), false)
             }
-            (State::Delta(d), Request::Delta(r)) => d.apply(r, first),
+            (State::Delta(d), Request::Delta(r)) => d.apply(&r, first),
             _ => (Diff::default(), false),
         }
     }

@@ -1,0 +1,333 @@
+//! The resources of one type: a B-tree in name order (iteration, `xdstp://` ranges, the
+//! full state built in name order) and a hash table of the same resources by name, so a
+//! lookup is one probe. Found through the tree alone, a name in a million-resource type
+//! was about 40 string comparisons, each reading a name out of a body elsewhere in memory
+//! (a cache miss or two apiece): a new stream's 100 named EDS subscriptions cost more in
+//! lookups than in everything else (`benches/README.md`, "Named subscriptions at scale").
+//!
+//! Both structures point at the same boxed resources. The tree owns them ([`Owned`], a box
+//! held as a raw pointer so that moving it within the tree asserts nothing about
+//! uniqueness); the table holds copies of those pointers ([`Slot`]), each dereferenced
+//! only through `&ResourceTable` while its owner is in the tree. Every method that adds to
+//! or takes from the tree does the same to the table, and a clone rebuilds the table from
+//! its own tree: that is the whole invariant, kept in this one module.
+//!
+//! Cost: a slot of 8 bytes and a control byte per bucket, 10 to 19 bytes a resource as the
+//! table's load moves between its doublings (`benches/README.md`, "Named subscriptions at
+//! scale": the store at 123 / 120 / 118 bytes a resource at 10 000 / 100 000 / 1 000 000).
+
+use alloc::boxed::Box;
+use alloc::collections::BTreeSet;
+use core::borrow::Borrow;
+use core::cmp::Ordering;
+use core::fmt;
+use core::hash::BuildHasher;
+use core::ops::Bound;
+use core::ptr::NonNull;
+use hashbrown::{DefaultHashBuilder, HashTable};
+
+use super::packing;
+use super::store::StoredResource;
+
+/// A boxed resource the tree owns, ordered by name.
+struct Owned(NonNull<StoredResource>);
+
+// SAFETY: `Owned` is a uniquely owned box of a `StoredResource` (which is `Send` and
+// `Sync`); it gives out only shared references tied to its own borrow.
+unsafe impl Send for Owned {}
+unsafe impl Sync for Owned {}
+
+impl Owned {
+    fn new(resource: Box<StoredResource>) -> Owned {
+        Owned(NonNull::from(Box::leak(resource)))
+    }
+
+    fn get(&self) -> &StoredResource {
+        // SAFETY: the pointer came from `Box::leak` and is freed only by `drop` or
+        // `into_box`, which consume the owner.
+        unsafe { self.0.as_ref() }
+    }
+
+    fn into_box(self) -> Box<StoredResource> {
+        let pointer = self.0;
+        core::mem::forget(self);
+        // SAFETY: as in `get`; `forget` keeps `drop` from freeing it a second time.
+        unsafe { Box::from_raw(pointer.as_ptr()) }
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        // SAFETY: as in `get`; this is the owner's last use.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
+impl Clone for Owned {
+    fn clone(&self) -> Owned {
+        Owned::new(Box::new(self.get().clone()))
+    }
+}
+
+impl PartialEq for Owned {
+    fn eq(&self, other: &Owned) -> bool {
+        self.get().name() == other.get().name()
+    }
+}
+
+impl Eq for Owned {}
+
+impl PartialOrd for Owned {
+    fn partial_cmp(&self, other: &Owned) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Owned {
+    #[inline]
+    fn cmp(&self, other: &Owned) -> Ordering {
+        self.get().name().cmp(other.get().name())
+    }
+}
+
+impl Borrow<str> for Owned {
+    #[inline]
+    fn borrow(&self) -> &str {
+        self.get().name()
+    }
+}
+
+/// The table's copy of an owner's pointer.
+#[derive(Clone, Copy)]
+struct Slot(NonNull<StoredResource>);
+
+// SAFETY: a slot is read only through `&ResourceTable`, like the owner it copies.
+unsafe impl Send for Slot {}
+unsafe impl Sync for Slot {}
+
+/// The resources of one type, ordered and hashed by name.
+pub(super) struct ResourceTable {
+    order: BTreeSet<Owned>,
+    index: HashTable<Slot>,
+    hasher: DefaultHashBuilder,
+    /// How many resources the tree held when it was last rebuilt packed.
+    packed: usize,
+}
+
+impl Default for ResourceTable {
+    fn default() -> ResourceTable {
+        ResourceTable {
+            order: BTreeSet::new(),
+            index: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
+            packed: 0,
+        }
+    }
+}
+
+impl Clone for ResourceTable {
+    fn clone(&self) -> ResourceTable {
+        let mut copy = ResourceTable {
+            order: self.order.clone(),
+            index: HashTable::with_capacity(self.order.len()),
+            hasher: self.hasher.clone(),
+            packed: self.packed,
+        };
+        // The copy's slots point at the copy's boxes, never at this table's.
+        let ResourceTable {
+            order,
+            index,
+            hasher,
+            ..
+        } = &mut copy;
+        for owned in order.iter() {
+            let hash = hasher.hash_one(owned.get().name());
+            index.insert_unique(hash, Slot(owned.0), |&s| {
+                // SAFETY: as in `read`; the slots inserted so far point at `order`'s boxes.
+                hasher.hash_one(unsafe { s.0.as_ref() }.name())
+            });
+        }
+        copy
+    }
+}
+
+impl fmt::Debug for ResourceTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl ResourceTable {
+    /// Reads a slot: valid while its owner is in `order` (this module's invariant).
+    fn read(&self, slot: Slot) -> &StoredResource {
+        // SAFETY: every slot in `index` copies the pointer of an owner in `order`; an owner
+        // leaves `order` only after its slot left `index` (`replace`, `take`), and `&self`
+        // keeps both as they are for the returned borrow.
+        unsafe { slot.0.as_ref() }
+    }
+
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    /// The resource named `name`: one hash probe.
+    pub(super) fn get(&self, name: &str) -> Option<&StoredResource> {
+        let slot = *self
+            .index
+            .find(self.hash(name), |&slot| self.read(slot).name() == name)?;
+        Some(self.read(slot))
+    }
+
+    /// Holds `resource`; the one of the same name it replaces, if any.
+    pub(super) fn replace(&mut self, resource: Box<StoredResource>) -> Option<Box<StoredResource>> {
+        let hash = self.hash(resource.name());
+        let owned = Owned::new(resource);
+        let slot = Slot(owned.0);
+        let old = match self.find_slot(hash, owned.get().name()) {
+            Some(at) => {
+                // The new box takes the old one's bucket before the old box leaves the tree.
+                *at = slot;
+                self.order.replace(owned)
+            }
+            None => {
+                let hasher = &self.hasher;
+                self.index.insert_unique(hash, slot, |&s| {
+                    // SAFETY: as in `read`; every slot's owner is in the tree.
+                    hasher.hash_one(unsafe { s.0.as_ref() }.name())
+                });
+                self.order.insert(owned);
+                None
+            }
+        };
+        let len = self.order.len();
+        if packing::pack_if_grown(&mut self.order, len, self.packed) {
+            self.packed = len;
+        }
+        old.map(Owned::into_box)
+    }
+
+    /// The bucket of the slot named `name`.
+    fn find_slot(&mut self, hash: u64, name: &str) -> Option<&mut Slot> {
+        self.index.find_mut(hash, |slot| {
+            // SAFETY: as in `read`.
+            unsafe { slot.0.as_ref() }.name() == name
+        })
+    }
+
+    /// Takes the resource named `name` out.
+    pub(super) fn take(&mut self, name: &str) -> Option<Box<StoredResource>> {
+        let hash = self.hash(name);
+        let entry = self
+            .index
+            .find_entry(hash, |slot| {
+                // SAFETY: as in `read`.
+                unsafe { slot.0.as_ref() }.name() == name
+            })
+            .ok()?;
+        // The slot leaves the table before its owner leaves the tree.
+        entry.remove();
+        self.order.take(name).map(Owned::into_box)
+    }
+
+    /// Every resource, in name order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &StoredResource> {
+        self.order.iter().map(Owned::get)
+    }
+
+    /// The resources named `start` or after it, in name order.
+    pub(super) fn from(&self, start: &str) -> impl Iterator<Item = &StoredResource> {
+        self.order
+            .range::<str, _>((Bound::Included(start), Bound::Unbounded))
+            .map(Owned::get)
+    }
+
+    /// How many resources it holds.
+    pub(super) fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether it holds none.
+    pub(super) fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::{ResourceEntry, ResourceStore};
+    use crate::types::CLUSTER;
+    use alloc::format;
+    use alloc::string::String;
+    use alloc::vec::Vec;
+    use bytes::Bytes;
+
+    /// Stored resources named `names`, built through a store (the one place that makes
+    /// them); every third body names its resource in field 1, so both places a name is
+    /// read from are looked up.
+    fn resources(names: &[String], version: &str) -> Vec<StoredResource> {
+        let mut store = ResourceStore::new();
+        for (i, name) in names.iter().enumerate() {
+            let body = if i % 3 == 1 {
+                let mut body = Vec::from([0x0a, u8::try_from(name.len()).expect("short")]);
+                body.extend_from_slice(name.as_bytes());
+                Bytes::from(body)
+            } else {
+                Bytes::from(format!("body of {name}"))
+            };
+            let entry = ResourceEntry::new(name.as_str(), body).with_version(version);
+            store
+                .set_entry(CLUSTER.type_url, entry)
+                .expect("a valid entry");
+        }
+        names
+            .iter()
+            .map(|n| store.get(CLUSTER.type_url, n).expect("set").clone())
+            .collect()
+    }
+
+    #[test]
+    fn tree_and_table_agree_through_inserts_replacements_removals_and_clones() {
+        let names: Vec<String> = (0..300)
+            .map(|i| format!("c-{:03}", (i * 7) % 300))
+            .collect();
+        let mut table = ResourceTable::default();
+        for r in resources(&names, "1") {
+            assert!(table.replace(Box::new(r)).is_none());
+        }
+        for r in resources(&names[..100], "2") {
+            let old = table.replace(Box::new(r)).expect("replaced");
+            assert_eq!(old.version(), "1");
+        }
+        for name in names.iter().step_by(3) {
+            assert!(table.take(name).is_some());
+            assert!(table.take(name).is_none());
+        }
+        let copy = table.clone();
+        drop(table);
+        let sorted: Vec<&str> = copy.iter().map(StoredResource::name).collect();
+        let mut expected: Vec<&str> = names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 3 != 0)
+            .map(|(_, n)| n.as_str())
+            .collect();
+        expected.sort_unstable();
+        assert_eq!(sorted, expected);
+        assert_eq!(copy.len(), expected.len());
+        for (i, name) in names.iter().enumerate() {
+            let found = copy.get(name);
+            assert_eq!(found.is_some(), i % 3 != 0, "{name}");
+            if let Some(r) = found {
+                assert_eq!(r.name(), name);
+                assert_eq!(r.version(), if i < 100 { "2" } else { "1" });
+            }
+        }
+        let tail: Vec<&str> = copy.from("c-290").map(StoredResource::name).collect();
+        assert_eq!(tail, expected[expected.len() - tail.len()..]);
+        assert_eq!(
+            tail.len(),
+            expected.iter().filter(|n| **n >= "c-290").count()
+        );
+    }
+}
