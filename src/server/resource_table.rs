@@ -32,6 +32,12 @@ use super::store::StoredResource;
 /// A boxed resource the tree owns, ordered by name.
 struct Owned(NonNull<StoredResource>);
 
+/// What the `Send` and `Sync` claims below rest on, checked by the compiler.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<StoredResource>();
+};
+
 // SAFETY: `Owned` is a uniquely owned box of a `StoredResource` (which is `Send` and
 // `Sync`); it gives out only shared references tied to its own borrow.
 unsafe impl Send for Owned {}

@@ -1051,7 +1051,7 @@ impl ResourceStore {
         &self,
         since: Revision,
     ) -> Result<impl Iterator<Item = StoreChange<'_>> + '_, LogTruncated> {
-        self.log.since(since.min(self.revision))
+        self.log.since(since)
     }
 
     fn push_change(
@@ -1223,6 +1223,8 @@ mod tests {
             .collect();
         assert_eq!(names, [(2, "a"), (3, "a")]);
         assert_eq!(s.changes_since(Revision(3)).unwrap().count(), 0);
+        // A revision the store has not reached yet: nothing after it, not an error.
+        assert_eq!(s.changes_since(Revision(99)).unwrap().count(), 0);
         assert_eq!(s.type_digest(T), VersionSum::EMPTY);
     }
 
