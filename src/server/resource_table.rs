@@ -27,34 +27,33 @@ use core::ptr::NonNull;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 use super::packing;
-use super::store::StoredResource;
+
+/// What the table holds: anything with a name (the store's resources).
+pub(super) trait Named: Clone {
+    /// The name it is ordered and found by; the same for as long as it is held.
+    fn name(&self) -> &str;
+}
 
 /// A boxed resource the tree owns, ordered by name.
-struct Owned(NonNull<StoredResource>);
+struct Owned<T>(NonNull<T>);
 
-/// What the `Send` and `Sync` claims below rest on, checked by the compiler.
-const _: () = {
-    const fn send_and_sync<T: Send + Sync>() {}
-    send_and_sync::<StoredResource>();
-};
+// SAFETY: `Owned` is a uniquely owned box of a `T`; it gives out only shared references
+// tied to its own borrow, so it is `Send` and `Sync` as a `Box<T>` would be.
+unsafe impl<T: Send + Sync> Send for Owned<T> {}
+unsafe impl<T: Send + Sync> Sync for Owned<T> {}
 
-// SAFETY: `Owned` is a uniquely owned box of a `StoredResource` (which is `Send` and
-// `Sync`); it gives out only shared references tied to its own borrow.
-unsafe impl Send for Owned {}
-unsafe impl Sync for Owned {}
-
-impl Owned {
-    fn new(resource: Box<StoredResource>) -> Owned {
+impl<T: Named> Owned<T> {
+    fn new(resource: Box<T>) -> Owned<T> {
         Owned(NonNull::from(Box::leak(resource)))
     }
 
-    fn get(&self) -> &StoredResource {
+    fn get(&self) -> &T {
         // SAFETY: the pointer came from `Box::leak` and is freed only by `drop` or
         // `into_box`, which consume the owner.
         unsafe { self.0.as_ref() }
     }
 
-    fn into_box(self) -> Box<StoredResource> {
+    fn into_box(self) -> Box<T> {
         let pointer = self.0;
         core::mem::forget(self);
         // SAFETY: as in `get`; `forget` keeps `drop` from freeing it a second time.
@@ -62,41 +61,41 @@ impl Owned {
     }
 }
 
-impl Drop for Owned {
+impl<T> Drop for Owned<T> {
     fn drop(&mut self) {
         // SAFETY: as in `get`; this is the owner's last use.
         drop(unsafe { Box::from_raw(self.0.as_ptr()) });
     }
 }
 
-impl Clone for Owned {
-    fn clone(&self) -> Owned {
+impl<T: Named> Clone for Owned<T> {
+    fn clone(&self) -> Owned<T> {
         Owned::new(Box::new(self.get().clone()))
     }
 }
 
-impl PartialEq for Owned {
-    fn eq(&self, other: &Owned) -> bool {
+impl<T: Named> PartialEq for Owned<T> {
+    fn eq(&self, other: &Owned<T>) -> bool {
         self.get().name() == other.get().name()
     }
 }
 
-impl Eq for Owned {}
+impl<T: Named> Eq for Owned<T> {}
 
-impl PartialOrd for Owned {
-    fn partial_cmp(&self, other: &Owned) -> Option<Ordering> {
+impl<T: Named> PartialOrd for Owned<T> {
+    fn partial_cmp(&self, other: &Owned<T>) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for Owned {
+impl<T: Named> Ord for Owned<T> {
     #[inline]
-    fn cmp(&self, other: &Owned) -> Ordering {
+    fn cmp(&self, other: &Owned<T>) -> Ordering {
         self.get().name().cmp(other.get().name())
     }
 }
 
-impl Borrow<str> for Owned {
+impl<T: Named> Borrow<str> for Owned<T> {
     #[inline]
     fn borrow(&self) -> &str {
         self.get().name()
@@ -104,24 +103,31 @@ impl Borrow<str> for Owned {
 }
 
 /// The table's copy of an owner's pointer.
-#[derive(Clone, Copy)]
-struct Slot(NonNull<StoredResource>);
+struct Slot<T>(NonNull<T>);
+
+impl<T> Clone for Slot<T> {
+    fn clone(&self) -> Slot<T> {
+        *self
+    }
+}
+
+impl<T> Copy for Slot<T> {}
 
 // SAFETY: a slot is read only through `&ResourceTable`, like the owner it copies.
-unsafe impl Send for Slot {}
-unsafe impl Sync for Slot {}
+unsafe impl<T: Send + Sync> Send for Slot<T> {}
+unsafe impl<T: Send + Sync> Sync for Slot<T> {}
 
 /// The resources of one type, ordered and hashed by name.
-pub(super) struct ResourceTable {
-    order: BTreeSet<Owned>,
-    index: HashTable<Slot>,
+pub(super) struct ResourceTable<T> {
+    order: BTreeSet<Owned<T>>,
+    index: HashTable<Slot<T>>,
     hasher: DefaultHashBuilder,
     /// How many resources the tree held when it was last rebuilt packed.
     packed: usize,
 }
 
-impl Default for ResourceTable {
-    fn default() -> ResourceTable {
+impl<T> Default for ResourceTable<T> {
+    fn default() -> ResourceTable<T> {
         ResourceTable {
             order: BTreeSet::new(),
             index: HashTable::new(),
@@ -131,8 +137,8 @@ impl Default for ResourceTable {
     }
 }
 
-impl Clone for ResourceTable {
-    fn clone(&self) -> ResourceTable {
+impl<T: Named> Clone for ResourceTable<T> {
+    fn clone(&self) -> ResourceTable<T> {
         let mut copy = ResourceTable {
             order: self.order.clone(),
             index: HashTable::with_capacity(self.order.len()),
@@ -157,15 +163,15 @@ impl Clone for ResourceTable {
     }
 }
 
-impl fmt::Debug for ResourceTable {
+impl<T: Named + fmt::Debug> fmt::Debug for ResourceTable<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()
     }
 }
 
-impl ResourceTable {
+impl<T: Named> ResourceTable<T> {
     /// Reads a slot: valid while its owner is in `order` (this module's invariant).
-    fn read(&self, slot: Slot) -> &StoredResource {
+    fn read(&self, slot: Slot<T>) -> &T {
         // SAFETY: every slot in `index` copies the pointer of an owner in `order`; an owner
         // leaves `order` only after its slot left `index` (`replace`, `take`), and `&self`
         // keeps both as they are for the returned borrow.
@@ -177,7 +183,7 @@ impl ResourceTable {
     }
 
     /// The resource named `name`: one hash probe.
-    pub(super) fn get(&self, name: &str) -> Option<&StoredResource> {
+    pub(super) fn get(&self, name: &str) -> Option<&T> {
         let slot = *self
             .index
             .find(self.hash(name), |&slot| self.read(slot).name() == name)?;
@@ -185,7 +191,7 @@ impl ResourceTable {
     }
 
     /// Holds `resource`; the one of the same name it replaces, if any.
-    pub(super) fn replace(&mut self, resource: Box<StoredResource>) -> Option<Box<StoredResource>> {
+    pub(super) fn replace(&mut self, resource: Box<T>) -> Option<Box<T>> {
         let hash = self.hash(resource.name());
         let owned = Owned::new(resource);
         let slot = Slot(owned.0);
@@ -213,7 +219,7 @@ impl ResourceTable {
     }
 
     /// The bucket of the slot named `name`.
-    fn find_slot(&mut self, hash: u64, name: &str) -> Option<&mut Slot> {
+    fn find_slot(&mut self, hash: u64, name: &str) -> Option<&mut Slot<T>> {
         self.index.find_mut(hash, |slot| {
             // SAFETY: as in `read`.
             unsafe { slot.0.as_ref() }.name() == name
@@ -221,7 +227,7 @@ impl ResourceTable {
     }
 
     /// Takes the resource named `name` out.
-    pub(super) fn take(&mut self, name: &str) -> Option<Box<StoredResource>> {
+    pub(super) fn take(&mut self, name: &str) -> Option<Box<T>> {
         let hash = self.hash(name);
         let entry = self
             .index
@@ -236,12 +242,12 @@ impl ResourceTable {
     }
 
     /// Every resource, in name order.
-    pub(super) fn iter(&self) -> impl Iterator<Item = &StoredResource> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = &T> {
         self.order.iter().map(Owned::get)
     }
 
     /// The resources named `start` or after it, in name order.
-    pub(super) fn from(&self, start: &str) -> impl Iterator<Item = &StoredResource> {
+    pub(super) fn from(&self, start: &str) -> impl Iterator<Item = &T> {
         self.order
             .range::<str, _>((Bound::Included(start), Bound::Unbounded))
             .map(Owned::get)
@@ -261,35 +267,28 @@ impl ResourceTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::{ResourceEntry, ResourceStore};
-    use crate::types::CLUSTER;
     use alloc::format;
     use alloc::string::String;
     use alloc::vec::Vec;
-    use bytes::Bytes;
 
-    /// Stored resources named `names`, built through a store (the one place that makes
-    /// them); every third body names its resource in field 1, so both places a name is
-    /// read from are looked up.
-    fn resources(names: &[String], version: &str) -> Vec<StoredResource> {
-        let mut store = ResourceStore::new();
-        for (i, name) in names.iter().enumerate() {
-            let body = if i % 3 == 1 {
-                let mut body = Vec::from([0x0a, u8::try_from(name.len()).expect("short")]);
-                body.extend_from_slice(name.as_bytes());
-                Bytes::from(body)
-            } else {
-                Bytes::from(format!("body of {name}"))
-            };
-            let entry = ResourceEntry::new(name.as_str(), body).with_version(version);
-            store
-                .set_entry(CLUSTER.type_url, entry)
-                .expect("a valid entry");
+    /// A named item with a version, as the store's resources have.
+    #[derive(Clone, Debug)]
+    struct Item {
+        name: String,
+        version: u32,
+    }
+
+    impl Named for Item {
+        fn name(&self) -> &str {
+            &self.name
         }
-        names
-            .iter()
-            .map(|n| store.get(CLUSTER.type_url, n).expect("set").clone())
-            .collect()
+    }
+
+    fn item(name: &str, version: u32) -> Box<Item> {
+        Box::new(Item {
+            name: String::from(name),
+            version,
+        })
     }
 
     #[test]
@@ -298,12 +297,12 @@ mod tests {
             .map(|i| format!("c-{:03}", (i * 7) % 300))
             .collect();
         let mut table = ResourceTable::default();
-        for r in resources(&names, "1") {
-            assert!(table.replace(Box::new(r)).is_none());
+        for name in &names {
+            assert!(table.replace(item(name, 1)).is_none());
         }
-        for r in resources(&names[..100], "2") {
-            let old = table.replace(Box::new(r)).expect("replaced");
-            assert_eq!(old.version(), "1");
+        for name in &names[..100] {
+            let old = table.replace(item(name, 2)).expect("replaced");
+            assert_eq!(old.version, 1);
         }
         for name in names.iter().step_by(3) {
             assert!(table.take(name).is_some());
@@ -311,7 +310,7 @@ mod tests {
         }
         let copy = table.clone();
         drop(table);
-        let sorted: Vec<&str> = copy.iter().map(StoredResource::name).collect();
+        let sorted: Vec<&str> = copy.iter().map(Item::name).collect();
         let mut expected: Vec<&str> = names
             .iter()
             .enumerate()
@@ -326,10 +325,10 @@ mod tests {
             assert_eq!(found.is_some(), i % 3 != 0, "{name}");
             if let Some(r) = found {
                 assert_eq!(r.name(), name);
-                assert_eq!(r.version(), if i < 100 { "2" } else { "1" });
+                assert_eq!(r.version, if i < 100 { 2 } else { 1 });
             }
         }
-        let tail: Vec<&str> = copy.from("c-290").map(StoredResource::name).collect();
+        let tail: Vec<&str> = copy.from("c-290").map(Item::name).collect();
         assert_eq!(tail, expected[expected.len() - tail.len()..]);
         assert_eq!(
             tail.len(),

@@ -18,7 +18,7 @@ use super::frame::{self, FrameHeads, FramePrefix};
 use super::graves::Graves;
 use super::publication::{LogTruncated, ResourceEntry, Revision, StoreChange, StoreError, StoreOp};
 use super::resource_errors::{StoredError, TYPE_WIDE};
-use super::resource_table::ResourceTable;
+use super::resource_table::{Named, ResourceTable};
 use super::shared::SharedFrames;
 use super::version::{body_version, entry_hash, NameAndVersion, VersionSum};
 use crate::name::{collection_of, comparable, XdstpName, XDSTP_SCHEME};
@@ -98,6 +98,13 @@ impl Rare {
 struct TtlForm {
     ttl: Duration,
     wrapped: Bytes,
+}
+
+impl Named for StoredResource {
+    #[inline]
+    fn name(&self) -> &str {
+        StoredResource::name(self)
+    }
 }
 
 impl StoredResource {
@@ -235,7 +242,7 @@ struct TypeTable {
     /// The type URL, one buffer for every frame prefix and response of the type.
     url: SharedStr,
     /// In name order, and by name in one hash probe.
-    resources: ResourceTable,
+    resources: ResourceTable<StoredResource>,
     /// alias -> resource name
     aliases: BTreeMap<String, String>,
     sum: VersionSum,
