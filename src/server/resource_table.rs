@@ -117,6 +117,15 @@ impl<T> Copy for Slot<T> {}
 unsafe impl<T: Send + Sync> Send for Slot<T> {}
 unsafe impl<T: Send + Sync> Sync for Slot<T> {}
 
+impl<T: Named> Slot<T> {
+    /// The name of the item it points at; the table calls it on its own slots only, whose
+    /// owners are in its tree (the module's invariant), when probing and rehashing.
+    fn name(&self) -> &str {
+        // SAFETY: as in `ResourceTable::read`.
+        unsafe { self.0.as_ref() }.name()
+    }
+}
+
 /// The resources of one type, ordered and hashed by name.
 pub(super) struct ResourceTable<T> {
     order: BTreeSet<Owned<T>>,
@@ -154,10 +163,7 @@ impl<T: Named> Clone for ResourceTable<T> {
         } = &mut copy;
         for owned in order.iter() {
             let hash = hasher.hash_one(owned.get().name());
-            index.insert_unique(hash, Slot(owned.0), |&s| {
-                // SAFETY: as in `read`; the slots inserted so far point at `order`'s boxes.
-                hasher.hash_one(unsafe { s.0.as_ref() }.name())
-            });
+            index.insert_unique(hash, Slot(owned.0), |s| hasher.hash_one(s.name()));
         }
         copy
     }
@@ -186,7 +192,7 @@ impl<T: Named> ResourceTable<T> {
     pub(super) fn get(&self, name: &str) -> Option<&T> {
         let slot = *self
             .index
-            .find(self.hash(name), |&slot| self.read(slot).name() == name)?;
+            .find(self.hash(name), |slot| slot.name() == name)?;
         Some(self.read(slot))
     }
 
@@ -203,10 +209,8 @@ impl<T: Named> ResourceTable<T> {
             }
             None => {
                 let hasher = &self.hasher;
-                self.index.insert_unique(hash, slot, |&s| {
-                    // SAFETY: as in `read`; every slot's owner is in the tree.
-                    hasher.hash_one(unsafe { s.0.as_ref() }.name())
-                });
+                self.index
+                    .insert_unique(hash, slot, |s| hasher.hash_one(s.name()));
                 self.order.insert(owned);
                 None
             }
@@ -220,10 +224,7 @@ impl<T: Named> ResourceTable<T> {
 
     /// The bucket of the slot named `name`.
     fn find_slot(&mut self, hash: u64, name: &str) -> Option<&mut Slot<T>> {
-        self.index.find_mut(hash, |slot| {
-            // SAFETY: as in `read`.
-            unsafe { slot.0.as_ref() }.name() == name
-        })
+        self.index.find_mut(hash, |slot| slot.name() == name)
     }
 
     /// Takes the resource named `name` out.
@@ -231,10 +232,7 @@ impl<T: Named> ResourceTable<T> {
         let hash = self.hash(name);
         let entry = self
             .index
-            .find_entry(hash, |slot| {
-                // SAFETY: as in `read`.
-                unsafe { slot.0.as_ref() }.name() == name
-            })
+            .find_entry(hash, |slot| slot.name() == name)
             .ok()?;
         // The slot leaves the table before its owner leaves the tree.
         entry.remove();
