@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 
 use super::flow::{SendCtx, Timers};
 use super::known::{Known, KnownSet};
-use super::names::{Changes, Names};
+use super::names::{Changes, Names, SharedName};
 use super::publication::StoreChange;
 use super::resource_errors::{self, error_hash, TYPE_WIDE};
 use super::sotw::Diff;
@@ -94,7 +94,7 @@ impl DeltaState {
         self.wildcard
     }
 
-    pub(crate) fn names(&self) -> &BTreeSet<String> {
+    pub(crate) fn names(&self) -> &BTreeSet<SharedName> {
         self.names.set()
     }
 
@@ -167,7 +167,7 @@ impl DeltaState {
                 let name = &comparable(name).into_owned();
                 let pair = pair_hash(name, version);
                 self.known.told(name, Known::Version(pair));
-                if self.names.insert(name.clone()) {
+                if self.names.insert(name) {
                     diff.added.push(name.clone());
                 }
             }
@@ -190,7 +190,7 @@ impl DeltaState {
                 }
                 continue;
             }
-            if self.names.insert(name.clone()) {
+            if self.names.insert(name) {
                 diff.added.push(name.clone());
             }
             // Subscribed again: answer even if the client seems to hold it already; but
@@ -369,8 +369,8 @@ impl DeltaState {
             for name in self.names.set() {
                 if is_glob(name) {
                     let mut members = store.members(t, name).peekable();
-                    if members.peek().is_none() && !self.known.contains(store, t, name.as_str()) {
-                        self.out_not_found.insert(name.clone());
+                    if members.peek().is_none() && !self.known.contains(store, t, name) {
+                        self.out_not_found.insert(String::from(&**name));
                     }
                     candidates.extend(members.map(|r| String::from(r.name())));
                     continue;
@@ -380,8 +380,8 @@ impl DeltaState {
                         candidates.insert(String::from(r.name()));
                     }
                     None => {
-                        if !self.known.contains(store, t, name.as_str()) {
-                            candidates.insert(name.clone());
+                        if !self.known.contains(store, t, name) {
+                            candidates.insert(String::from(&**name));
                         }
                     }
                 }

@@ -4,24 +4,43 @@
 
 use alloc::collections::BTreeSet;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::store::{ResourceStore, StoredResource};
 use crate::name::{collection_of, is_glob};
 
+/// A subscribed name as one stream's state keeps it: one allocation that the subscription,
+/// the newly subscribed set and the record of what was sent share (a reference count per
+/// copy, 16 bytes a key). A storm of streams with 100 named subscriptions each holds and
+/// writes these once per name instead of once per place (issue 28).
+pub(crate) type SharedName = Arc<str>;
+
 /// The names a stream subscribes to explicitly: resource names, aliases (delta) or
 /// `xdstp://` glob collections, in canonical form.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Names {
-    set: BTreeSet<String>,
+    set: BTreeSet<SharedName>,
     /// Whether some name is a glob collection (so a resource name's glob is looked up).
     globs: bool,
 }
 
 impl Names {
     /// The names, sorted.
-    pub(crate) fn set(&self) -> &BTreeSet<String> {
+    pub(crate) fn set(&self) -> &BTreeSet<SharedName> {
         &self.set
+    }
+
+    /// The name's shared copy, if it is one of the names.
+    pub(crate) fn get(&self, name: &str) -> Option<&SharedName> {
+        self.set.get(name)
+    }
+
+    /// A shared copy of `name`: the names' own if it is one of them, else a new one.
+    pub(crate) fn share(&self, name: &str) -> SharedName {
+        self.get(name)
+            .cloned()
+            .unwrap_or_else(|| SharedName::from(name))
     }
 
     /// Whether `name` is one of the names (as written: a resource, alias or glob).
@@ -33,19 +52,22 @@ impl Names {
     /// collection (xDS TP1).
     pub(crate) fn cover(&self, name: &str) -> bool {
         self.set.contains(name)
-            || (self.globs && collection_of(name).is_some_and(|g| self.set.contains(&g)))
+            || (self.globs && collection_of(name).is_some_and(|g| self.set.contains(&*g)))
     }
 
     /// Makes `set` the names.
-    pub(crate) fn replace(&mut self, set: BTreeSet<String>) {
+    pub(crate) fn replace(&mut self, set: BTreeSet<SharedName>) {
         self.set = set;
         self.globs = self.set.iter().any(|n| is_glob(n));
     }
 
-    /// Adds a name; whether it is new.
-    pub(crate) fn insert(&mut self, name: String) -> bool {
-        self.globs |= is_glob(&name);
-        self.set.insert(name)
+    /// Adds a name; whether it is new (only a new one is copied).
+    pub(crate) fn insert(&mut self, name: &str) -> bool {
+        if self.set.contains(name) {
+            return false;
+        }
+        self.globs |= is_glob(name);
+        self.set.insert(SharedName::from(name))
     }
 
     /// Removes a name; whether it was there.

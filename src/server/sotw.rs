@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use prost::Message;
 
 use super::flow::{SendCtx, Timers};
-use super::names::{Changes, Names};
+use super::names::{Changes, Names, SharedName};
 use super::resource_errors::{self, error_hash, TYPE_WIDE};
 use super::store::{to_proto_duration, ResourceStore, StoredResource};
 use super::version::VersionSum;
@@ -69,7 +69,7 @@ pub(crate) struct SotwState {
     /// Report subscribed names that do not exist in `resource_errors` (xRFC TP3).
     not_found_errors: bool,
     /// Newly subscribed names: sent even when unchanged.
-    pending: BTreeSet<String>,
+    pending: BTreeSet<SharedName>,
     /// Store changes not built into a response yet.
     changes: Changes,
     /// A new wildcard subscription: answered even when empty.
@@ -77,8 +77,9 @@ pub(crate) struct SotwState {
     /// LDS/CDS: the stream's first request named resources: answered whatever version the
     /// client states.
     answer_named_first: bool,
-    /// Non-full-state types: the entry hash (name, version, TTL) of each resource sent.
-    sent: BTreeMap<String, u64>,
+    /// Non-full-state types: the entry hash (name, version, TTL) of each resource sent,
+    /// keyed by the subscription's own copy of the name where it has one.
+    sent: BTreeMap<SharedName, u64>,
     /// Non-full-state types: the error hash of each published error sent (a name or
     /// [`TYPE_WIDE`]) in place of a body.
     sent_errors: BTreeMap<String, u64>,
@@ -94,7 +95,7 @@ pub(crate) struct SotwState {
     /// LDS/CDS: names unsubscribed since the last build with no wildcard left to cover
     /// them: the client dropped them, so a response holding one is news to it even at the
     /// same version.
-    maybe_missing: BTreeSet<String>,
+    maybe_missing: BTreeSet<SharedName>,
     /// LDS/CDS: the wildcard was dropped since the last build (the client dropped what it
     /// alone covered).
     wildcard_maybe_missing: bool,
@@ -137,7 +138,7 @@ impl SotwState {
     }
 
     /// The names explicitly subscribed.
-    pub(crate) fn names(&self) -> &BTreeSet<String> {
+    pub(crate) fn names(&self) -> &BTreeSet<SharedName> {
         self.names.set()
     }
 
@@ -226,15 +227,31 @@ impl SotwState {
             // code below treats it as an explicit one that the request may keep or drop.
             self.wildcard = Wildcard::Explicit;
         }
-        let mut requested: BTreeSet<String> = request
-            .resource_names
-            .into_iter()
-            .map(|n| match comparable(&n) {
+        // The names requested, sharing the subscription's copy of each name it already
+        // has; a new name is copied once, and its request string goes to the event.
+        let mut requested: Vec<SharedName> = Vec::with_capacity(request.resource_names.len());
+        let mut new_names: Vec<(String, SharedName)> = Vec::new();
+        let mut want_wildcard = false;
+        for name in request.resource_names {
+            let name = match comparable(&name) {
                 Cow::Owned(canonical) => canonical,
-                Cow::Borrowed(_) => n,
-            })
-            .collect();
-        let want_wildcard = requested.remove("*");
+                Cow::Borrowed(_) => name,
+            };
+            if name == "*" {
+                want_wildcard = true;
+            } else if let Some(held) = self.names.get(&name) {
+                requested.push(held.clone());
+            } else {
+                let shared = SharedName::from(name.as_str());
+                new_names.push((name, shared));
+            }
+        }
+        new_names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        new_names.dedup_by(|a, b| a.0 == b.0);
+        requested.extend(new_names.iter().map(|(_, shared)| shared.clone()));
+        // Collected from a list, the set is built whole with full nodes (inserted one by
+        // one in order, its nodes would stay about half full).
+        let requested: BTreeSet<SharedName> = requested.into_iter().collect();
         // What the wildcard brought, the client asked for: a name it now names is not new
         // to it (it holds what `sent` records), so narrowing `*` to names resends nothing
         // unchanged ("the server must resend any newly requested resources", xDS protocol,
@@ -250,27 +267,25 @@ impl SotwState {
             // LDS/CDS: the full state shrinks to the names; tell the client.
             self.changes.resync = true;
             diff.removed.push(String::from("*"));
-            let stale: Vec<String> = self
+            let stale: Vec<SharedName> = self
                 .sent
                 .keys()
-                .filter(|n| !requested.contains(n.as_str()))
+                .filter(|n| !requested.contains(&**n))
                 .cloned()
                 .collect();
             for name in stale {
                 self.forget(&name);
             }
         }
-        for name in requested.difference(self.names.set()) {
-            diff.added.push(name.clone());
-            if !(was_wildcard && self.sent.contains_key(name.as_str())) {
-                self.pending.insert(name.clone());
+        for (name, shared) in new_names {
+            if !(was_wildcard && self.sent.contains_key(&*shared)) {
+                self.pending.insert(shared);
             }
+            diff.added.push(name);
         }
         for name in self.names.set().difference(&requested) {
-            diff.removed.push(name.clone());
-        }
-        for name in &diff.removed {
-            self.pending.remove(name.as_str());
+            diff.removed.push(String::from(&**name));
+            self.pending.remove(&**name);
         }
         let removed_glob = diff.removed.iter().any(|n| is_glob(n));
         if diff.added.iter().any(|n| is_glob(n)) {
@@ -297,14 +312,14 @@ impl SotwState {
                 if name == "*" {
                     self.wildcard_maybe_missing = true;
                 } else if self.wildcard == Wildcard::Off {
-                    self.maybe_missing.insert(name.clone());
+                    self.maybe_missing.insert(self.names.share(name));
                 }
             }
         }
         self.names.replace(requested);
         if removed_glob && self.wildcard == Wildcard::Off {
             // The members only a dropped glob covered leave with it.
-            let gone: Vec<String> = self
+            let gone: Vec<SharedName> = self
                 .sent
                 .keys()
                 .filter(|n| !self.names.cover(n))
@@ -351,15 +366,48 @@ impl SotwState {
         self.sum.add(hash);
     }
 
+    /// Records `resources` (sorted by name, each once, at most `at_most` of them) as sent.
+    /// Into an empty record they go as one sorted list, so the tree is built whole: a
+    /// stream's first answer of 100 names, inserted one by one in order, would leave its
+    /// nodes about half full.
+    fn record_all_sent<'r>(
+        &mut self,
+        resources: impl Iterator<Item = &'r StoredResource>,
+        at_most: usize,
+    ) {
+        if !self.sent.is_empty() {
+            for r in resources {
+                self.record_sent(r);
+            }
+            return;
+        }
+        let mut fresh = Vec::with_capacity(at_most);
+        for r in resources {
+            self.count_sent(r);
+            fresh.push((self.names.share(r.name()), r.pair_hash()));
+        }
+        self.sent = fresh.into_iter().collect();
+    }
+
     fn record_sent(&mut self, resource: &StoredResource) {
+        let name = resource.name();
+        let previous = match self.sent.get_mut(name) {
+            Some(pair) => Some(core::mem::replace(pair, resource.pair_hash())),
+            None => self
+                .sent
+                .insert(self.names.share(name), resource.pair_hash()),
+        };
+        if let Some(pair) = previous {
+            self.sum.remove(pair);
+        }
+        self.count_sent(resource);
+    }
+
+    /// The digest's part of recording `resource` as sent: its body replaces any error
+    /// said in its place.
+    fn count_sent(&mut self, resource: &StoredResource) {
         if let Some(hash) = self.sent_errors.remove(resource.name()) {
             self.sum.remove(hash);
-        }
-        if let Some(pair) = self
-            .sent
-            .insert(String::from(resource.name()), resource.pair_hash())
-        {
-            self.sum.remove(pair);
         }
         self.sum.add(resource.pair_hash());
     }
@@ -460,12 +508,12 @@ impl SotwState {
         .to_version();
         let heartbeat = !self.heartbeats_due.is_empty();
         let absent = self.pending.iter().filter(|n| {
-            self.names.contains(n.as_str())
+            self.names.contains(n)
                 && !is_glob(n)
                 && store.get(t, n).is_none()
                 && store.error(t, n).is_none()
         });
-        let not_found = self.not_found_errors(absent);
+        let not_found = self.not_found_errors(absent.map(|n| &**n));
         // The same version is the same resource list (the version is their digest): a
         // response equal to the last one sent tells the client nothing (names added next
         // to `*`, `*` dropped while the names cover everything), unless the client dropped
@@ -532,14 +580,14 @@ impl SotwState {
     }
 
     /// NOT_FOUND entries for `names`, when the stream reports them (else none).
-    fn not_found_errors<'n>(&self, names: impl Iterator<Item = &'n String>) -> Vec<ResourceError> {
+    fn not_found_errors<'n>(&self, names: impl Iterator<Item = &'n str>) -> Vec<ResourceError> {
         if !self.not_found_errors {
             return Vec::new();
         }
         names
             .map(|name| ResourceError {
                 resource_name: Some(ResourceName {
-                    name: name.clone(),
+                    name: String::from(name),
                     ..ResourceName::default()
                 }),
                 error_detail: Some(Status {
@@ -594,7 +642,7 @@ impl SotwState {
                     candidates.insert(name);
                 }
             }
-            candidates.extend(self.sent.keys().map(String::as_str));
+            candidates.extend(self.sent.keys().map(|n| &**n));
             candidates.extend(self.sent_errors.keys().map(String::as_str));
             if type_wide_sent {
                 candidates.insert(TYPE_WIDE);
@@ -642,7 +690,7 @@ impl SotwState {
                 }
                 continue;
             }
-            if out.contains_key(name.as_str()) {
+            if out.contains_key(&**name) {
                 // Compared above as a candidate (a resync lists every name) and owed with
                 // its body: the same answer, without a second look in the store.
                 continue;
@@ -650,19 +698,18 @@ impl SotwState {
             match store.get(t, name) {
                 // A name added next to `*` that the wildcard already brought: the client
                 // holds it, resending it would repeat the last response.
-                Some(r)
-                    if self.is_wildcard()
-                        && self.sent.get(name.as_str()) == Some(&r.pair_hash()) => {}
+                Some(r) if self.is_wildcard() && self.sent.get(&**name) == Some(&r.pair_hash()) => {
+                }
                 Some(r) => {
                     out.insert(r.name(), (r, true));
                 }
                 // Newly subscribed: its error is said even if said before.
                 None => match self.error_for(store, name) {
                     Some(e) => {
-                        errors.insert(name.clone(), e);
+                        errors.insert(String::from(&**name), e);
                     }
                     None => {
-                        absent.insert(name.clone());
+                        absent.insert(String::from(&**name));
                     }
                 },
             }
@@ -671,7 +718,7 @@ impl SotwState {
             .iter()
             .map(|(n, e)| resource_errors::entry(n, e))
             .collect();
-        resource_errors.extend(self.not_found_errors(absent.iter()));
+        resource_errors.extend(self.not_found_errors(absent.iter().map(String::as_str)));
         for name in &self.heartbeats_due {
             if out.contains_key(name.as_str()) || !self.covers(name) {
                 continue;
@@ -688,10 +735,15 @@ impl SotwState {
         for (name, e) in errors {
             self.record_error(&name, e);
         }
+        self.record_all_sent(
+            out.values()
+                .filter(|(_, with_body)| *with_body)
+                .map(|(r, _)| *r),
+            out.len(),
+        );
         let mut frame_bytes = 0usize;
         for (r, with_body) in out.values() {
             if *with_body {
-                self.record_sent(r);
                 frame_bytes = frame_bytes.saturating_add(r.sotw_frame_len(&build.url));
             }
             match r.ttl() {

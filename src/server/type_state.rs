@@ -79,7 +79,7 @@ impl TypeState {
             State::Sotw(s) => s.names(),
             State::Delta(d) => d.names(),
         };
-        names.iter().map(String::as_str)
+        names.iter().map(|n| &**n)
     }
 
     /// Applies the subscription part of a request (whatever its kind: a stale request's
