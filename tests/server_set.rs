@@ -350,3 +350,45 @@ fn index_finds_alias_subscribers() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Where each stream keeps the one name it subscribes to for `type_url`.
+fn kept_name(stream: &ServerStream, type_url: &str) -> *const u8 {
+    let names = stream.subscribed_names(type_url);
+    assert_eq!(names.len(), 1, "{names:?}");
+    names[0].as_ptr()
+}
+
+#[test]
+fn streams_of_a_set_keep_one_copy_of_a_name_they_all_subscribe_to() {
+    for (variant, request) in [
+        (Variant::Sotw, req(sotw(EDS, "", &["a"], ""))),
+        (Variant::Delta, dreq(delta(EDS, &["a"], &[], ""))),
+    ] {
+        let mut set = StreamSet::new();
+        let ids: Vec<StreamId> = (0..3).map(|_| set.insert(cfg(variant))).collect();
+        for &id in &ids {
+            set.handle_request(id, T0, request.clone()).unwrap();
+        }
+        let kept: Vec<*const u8> = ids
+            .iter()
+            .map(|&id| kept_name(set.stream(id).unwrap(), EDS))
+            .collect();
+        // The first stream copied the name before the index knew it; every later one
+        // shares the index's copy.
+        assert_ne!(kept[0], kept[1], "{variant:?}");
+        assert_eq!(kept[1], kept[2], "{variant:?}");
+        // A stream on its own copies the name, with the same state and events.
+        let mut alone = ServerStream::new(cfg(variant));
+        alone.handle_request(T0, request.clone());
+        assert_ne!(kept_name(&alone, EDS), kept[1], "{variant:?}");
+        let mut in_set = Vec::new();
+        while let Some(event) = set.poll_event(ids[2]) {
+            in_set.push(event);
+        }
+        let mut on_its_own = Vec::new();
+        while let Some(event) = alone.poll_event() {
+            on_its_own.push(event);
+        }
+        assert_eq!(in_set, on_its_own, "{variant:?}");
+    }
+}

@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 
 use super::flow::{SendCtx, Timers};
 use super::known::{Known, KnownSet};
-use super::names::{Changes, Names, SharedName};
+use super::names::{Changes, NameSource, Names, SharedName};
 use super::publication::StoreChange;
 use super::resource_errors::{self, error_hash, TYPE_WIDE};
 use super::sotw::Diff;
@@ -154,7 +154,12 @@ impl DeltaState {
     /// Applies a request's subscription changes (stale or not: envoy#10363). Returns the
     /// diff and whether `initial_resource_versions` was ignored (not the first request).
     /// Aliases are resolved later, by [`DeltaState::plan`], against the store.
-    pub(crate) fn apply(&mut self, request: &DeltaDiscoveryRequest, first: bool) -> (Diff, bool) {
+    pub(crate) fn apply(
+        &mut self,
+        request: &DeltaDiscoveryRequest,
+        first: bool,
+        source: &dyn NameSource,
+    ) -> (Diff, bool) {
         let mut diff = Diff::default();
         let mut late_initial = false;
         if first {
@@ -167,7 +172,7 @@ impl DeltaState {
                 let name = &comparable(name).into_owned();
                 let pair = pair_hash(name, version);
                 self.known.told(name, Known::Version(pair));
-                if self.names.insert(name) {
+                if self.names.insert(name, source, &self.type_url) {
                     diff.added.push(name.clone());
                 }
             }
@@ -190,7 +195,7 @@ impl DeltaState {
                 }
                 continue;
             }
-            if self.names.insert(name) {
+            if self.names.insert(name, source, &self.type_url) {
                 diff.added.push(name.clone());
             }
             // Subscribed again: answer even if the client seems to hold it already; but

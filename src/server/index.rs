@@ -170,7 +170,7 @@ impl StreamSet {
     ) -> Result<(), UnknownStream> {
         let stream = self.streams.get_mut(id).ok_or(UnknownStream(id))?;
         let before = stream.queued_events();
-        stream.handle_request(now, request);
+        stream.handle_request_sharing(now, request, &self.index);
         // The stream's own events are the one channel of its subscriptions.
         for event in stream.events_from(before) {
             self.index.follow(id, event);

@@ -16,6 +16,31 @@ use crate::name::{collection_of, is_glob};
 /// writes these once per name instead of once per place (issue 28).
 pub(crate) type SharedName = Arc<str>;
 
+/// Where a stream finds a copy of a name that others already keep, so that a name many
+/// streams subscribe to is kept once in the process: a [`super::StreamSet`] lends its
+/// subscription index, whose keys are the names some stream subscribes to. A stream used
+/// on its own lends [`NoNames`] and copies each name it subscribes to.
+pub(crate) trait NameSource {
+    /// The kept copy of `name` of `type_url`, if there is one.
+    fn shared(&self, type_url: &str, name: &str) -> Option<SharedName>;
+}
+
+/// The kept copy of `name` of `type_url` from `source`, else a new copy.
+pub(crate) fn share_or_copy(source: &dyn NameSource, type_url: &str, name: &str) -> SharedName {
+    source
+        .shared(type_url, name)
+        .unwrap_or_else(|| SharedName::from(name))
+}
+
+/// No names to share.
+pub(crate) struct NoNames;
+
+impl NameSource for NoNames {
+    fn shared(&self, _: &str, _: &str) -> Option<SharedName> {
+        None
+    }
+}
+
 /// The names a stream subscribes to explicitly: resource names, aliases (delta) or
 /// `xdstp://` glob collections, in canonical form.
 #[derive(Clone, Debug, Default)]
@@ -61,13 +86,14 @@ impl Names {
         self.globs = self.set.iter().any(|n| is_glob(n));
     }
 
-    /// Adds a name; whether it is new (only a new one is copied).
-    pub(crate) fn insert(&mut self, name: &str) -> bool {
+    /// Adds a name of `type_url`; whether it is new (only a new one is looked up in
+    /// `source` or copied).
+    pub(crate) fn insert(&mut self, name: &str, source: &dyn NameSource, type_url: &str) -> bool {
         if self.set.contains(name) {
             return false;
         }
         self.globs |= is_glob(name);
-        self.set.insert(SharedName::from(name))
+        self.set.insert(share_or_copy(source, type_url, name))
     }
 
     /// Removes a name; whether it was there.

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use prost::Message;
 
 use super::flow::{SendCtx, Timers};
-use super::names::{Changes, Names, SharedName};
+use super::names::{share_or_copy, Changes, NameSource, Names, SharedName};
 use super::resource_errors::{self, error_hash, TYPE_WIDE};
 use super::store::{to_proto_duration, ResourceStore, StoredResource};
 use super::version::VersionSum;
@@ -198,7 +198,13 @@ impl SotwState {
     /// triggers ("The management server should not send a DiscoveryResponse for any
     /// DiscoveryRequest that has a stale nonce", xDS protocol, "Resource updates").
     /// Takes the request whole: its names become the subscription's own, uncopied.
-    pub(crate) fn apply(&mut self, request: DiscoveryRequest, first: bool, stale: bool) -> Diff {
+    pub(crate) fn apply(
+        &mut self,
+        request: DiscoveryRequest,
+        first: bool,
+        stale: bool,
+        source: &dyn NameSource,
+    ) -> Diff {
         self.held_by_stale = stale;
         let mut diff = Diff::default();
         if first {
@@ -228,7 +234,8 @@ impl SotwState {
             self.wildcard = Wildcard::Explicit;
         }
         // The names requested, sharing the subscription's copy of each name it already
-        // has; a new name is copied once, and its request string goes to the event.
+        // has; a new name is shared from `source` or copied once, and its request string
+        // goes to the event.
         let mut requested: Vec<SharedName> = Vec::with_capacity(request.resource_names.len());
         let mut new_names: Vec<(String, SharedName)> = Vec::new();
         let mut want_wildcard = false;
@@ -242,7 +249,7 @@ impl SotwState {
             } else if let Some(held) = self.names.get(&name) {
                 requested.push(held.clone());
             } else {
-                let shared = SharedName::from(name.as_str());
+                let shared = share_or_copy(source, &self.type_url, &name);
                 new_names.push((name, shared));
             }
         }

@@ -12,9 +12,11 @@ use super::applied::AppliedState;
 use super::config::ServerConfig;
 use super::event::{Ignored, Limit, ProtocolError, ServerEvent};
 use super::flow::{Kind, SendCtx};
+use super::names::{NameSource, NoNames};
 use super::publication::{Revision, StoreChange};
 use super::sotw::Diff;
 use super::store::ResourceStore;
+use super::subscribers::SubscriptionIndex;
 use super::type_state::TypeState;
 use super::wire::{EncodedResponse, ResourceSink, WireSink};
 use crate::message::{Request, Response, Transport, Variant};
@@ -121,6 +123,25 @@ impl ServerStream {
     /// Takes one request from the client. Never fails: whatever the client sent becomes
     /// state and events; a protocol violation closes the stream.
     pub fn handle_request(&mut self, now: Instant, request: Request) {
+        self.handle_request_from(now, request, &NoNames);
+    }
+
+    /// [`ServerStream::handle_request`] for a stream whose subscriptions `index` follows
+    /// (a [`super::StreamSet`]'s, or an embedding's own for its streams): a name it newly
+    /// subscribes to is kept as the index's copy where the index has one, so a name that
+    /// many streams subscribe to is kept once, not once per stream. The same state and
+    /// events as `handle_request`.
+    pub fn handle_request_sharing<K>(
+        &mut self,
+        now: Instant,
+        request: Request,
+        index: &SubscriptionIndex<K>,
+    ) {
+        self.handle_request_from(now, request, index);
+    }
+
+    /// [`ServerStream::handle_request`], new names shared from `names`.
+    fn handle_request_from(&mut self, now: Instant, request: Request, names: &dyn NameSource) {
         self.last_now = self.last_now.max(now);
         if self.closed.is_some() {
             return;
@@ -193,7 +214,7 @@ impl ServerStream {
             entry.flow.classify(variant, nonce, error)
         };
         entry.answered(&kind, now);
-        let (diff, late_initial) = entry.apply(request, &kind);
+        let (diff, late_initial) = entry.apply(request, &kind, names);
         let entry_url = entry.type_url.clone();
         match kind {
             Kind::First | Kind::Update => {}

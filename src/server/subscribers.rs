@@ -17,6 +17,7 @@ use alloc::vec::Vec;
 use hashbrown::HashMap;
 
 use super::event::ServerEvent;
+use super::names::{NameSource, SharedName};
 use super::publication::StoreChange;
 use super::resource_errors::TYPE_WIDE;
 use crate::client::WILDCARD;
@@ -38,7 +39,9 @@ pub enum Concern<'v, 'c> {
 /// The subscribers of one type.
 #[derive(Clone, Debug)]
 struct TypeSubscribers<K> {
-    by_name: HashMap<String, BTreeSet<K>>,
+    /// Keyed by the one copy of each name that the streams of a set share
+    /// ([`NameSource`]).
+    by_name: HashMap<SharedName, BTreeSet<K>>,
     wildcard: BTreeSet<K>,
 }
 
@@ -72,6 +75,16 @@ impl<K> Default for SubscriptionIndex<K> {
     }
 }
 
+/// A name some stream subscribes to is kept once, as the index's key: a stream of the
+/// same set that subscribes to it too shares that copy (a storm of streams subscribing to
+/// the same names writes each name once, not once per stream).
+impl<K> NameSource for SubscriptionIndex<K> {
+    fn shared(&self, type_url: &str, name: &str) -> Option<SharedName> {
+        let (kept, _) = self.types.get(type_url)?.by_name.get_key_value(name)?;
+        Some(kept.clone())
+    }
+}
+
 impl<K: Copy + Ord> SubscriptionIndex<K> {
     /// An empty index.
     pub fn new() -> SubscriptionIndex<K> {
@@ -91,7 +104,7 @@ impl<K: Copy + Ord> SubscriptionIndex<K> {
         } else {
             entry
                 .by_name
-                .insert(String::from(name), BTreeSet::from([key]));
+                .insert(SharedName::from(name), BTreeSet::from([key]));
         }
     }
 

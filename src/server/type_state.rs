@@ -9,6 +9,7 @@ use super::applied::{Applied, AppliedState};
 use super::config::ServerConfig;
 use super::delta::DeltaState;
 use super::flow::{Flow, Kind, SendCtx, Timers};
+use super::names::NameSource;
 use super::publication::StoreChange;
 use super::resource_errors::TYPE_WIDE;
 use super::sotw::{Diff, SotwState};
@@ -85,14 +86,20 @@ impl TypeState {
     /// Applies the subscription part of a request (whatever its kind: a stale request's
     /// interest counts too). Returns the diff and whether `initial_resource_versions` came
     /// too late to count.
-    pub(crate) fn apply(&mut self, request: Request, kind: &Kind) -> (Diff, bool) {
+    /// A new name is shared from `source` where it keeps one.
+    pub(crate) fn apply(
+        &mut self,
+        request: Request,
+        kind: &Kind,
+        source: &dyn NameSource,
+    ) -> (Diff, bool) {
         let first = *kind == Kind::First;
         match (&mut self.state, request) {
             (State::Sotw(s), Request::Sotw(r)) => {
                 let stale = matches!(kind, Kind::Stale { .. });
-                (s.apply(r, first, stale), false)
+                (s.apply(r, first, stale, source), false)
             }
-            (State::Delta(d), Request::Delta(r)) => d.apply(&r, first),
+            (State::Delta(d), Request::Delta(r)) => d.apply(&r, first, source),
             _ => (Diff::default(), false),
         }
     }

@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, Rw
 
 use tokio::sync::Notify;
 use xds_sansio::server::{
-    BodyChecks, Consistency, ResourceStore, Revision, ServerEvent, SubscriptionIndex,
+    BodyChecks, Consistency, ResourceStore, Revision, ServerEvent, ServerStream, SubscriptionIndex,
 };
+use xds_sansio::{Instant, Request};
 
 /// The streams of a group, and what each subscribes to (the core's index, by stream id).
 #[derive(Default)]
@@ -123,6 +124,14 @@ impl Group {
     /// Whether no stream reads the group and nothing was ever published to it.
     pub(crate) fn is_unused(&self) -> bool {
         lock(&self.index).wakers.is_empty() && self.read().revision() == Revision(0)
+    }
+
+    /// Hands `request` to `stream`, a stream of the group: a name it newly subscribes to
+    /// is kept as the copy the group's index keeps, so a name that many of the group's
+    /// streams subscribe to is kept once (the index is locked while the request applies).
+    pub(crate) fn handle_request(&self, stream: &mut ServerStream, now: Instant, request: Request) {
+        let index = lock(&self.index);
+        stream.handle_request_sharing(now, request, &index.subscriptions);
     }
 
     /// Follows one event of stream `id`: its subscriptions change the index (other events

@@ -281,7 +281,10 @@ impl Driver {
                         }
                         let now = shared.clock.now();
                         self.faults.request(now, &request);
-                        stream.handle_request(now, request);
+                        match &self.group {
+                            Some(group) => group.handle_request(stream, now, request),
+                            None => stream.handle_request(now, request),
+                        }
                         want_send = true;
                     }
                     Ok(None) => return Ending::ClientClosed,
