@@ -197,7 +197,8 @@ impl SotwState {
     /// changes are answered only by the response that the next request that is not stale
     /// triggers ("The management server should not send a DiscoveryResponse for any
     /// DiscoveryRequest that has a stale nonce", xDS protocol, "Resource updates").
-    /// Takes the request whole: its names become the subscription's own, uncopied.
+    /// Takes the request whole: a new name's string goes to the event uncopied, and the
+    /// subscription keeps the copy `source` shares (or one of its own).
     pub(crate) fn apply(
         &mut self,
         request: DiscoveryRequest,

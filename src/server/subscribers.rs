@@ -3,7 +3,9 @@
 //! change concerns. [`super::StreamSet`] keeps one keyed by [`super::StreamId`]; an
 //! embedding that runs streams itself (the tokio adapter's node groups) keeps one keyed by
 //! its own stream ids, fed by the same [`ServerEvent::Subscribed`] and
-//! [`ServerEvent::Unsubscribed`] events the stream reports to everyone.
+//! [`ServerEvent::Unsubscribed`] events the stream reports to everyone, and lends it to
+//! [`ServerStream::handle_request_sharing`](super::ServerStream::handle_request_sharing) so
+//! that its streams keep one copy of a name they all subscribe to (the index's key).
 //!
 //! The rule: a change of a resource concerns the streams subscribed to its type's wildcard
 //! and those subscribed to one of its [`StoreChange::subscription_keys`] (its name, its
