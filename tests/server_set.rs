@@ -392,3 +392,28 @@ fn streams_of_a_set_keep_one_copy_of_a_name_they_all_subscribe_to() {
         assert_eq!(in_set, on_its_own, "{variant:?}");
     }
 }
+
+#[test]
+fn an_embedding_with_its_own_index_shares_names_the_same_way() {
+    use xds_sansio::server::SubscriptionIndex;
+    let mut index: SubscriptionIndex<u64> = SubscriptionIndex::new();
+    let request = req(sotw(EDS, "", &["a"], ""));
+    let mut streams: Vec<ServerStream> = (0..3)
+        .map(|_| ServerStream::new(cfg(Variant::Sotw)))
+        .collect();
+    for (key, stream) in (0u64..).zip(streams.iter_mut()) {
+        stream.handle_request_sharing(T0, request.clone(), &index);
+        while let Some(event) = stream.poll_event() {
+            index.follow(key, &event);
+        }
+    }
+    let kept: Vec<*const u8> = streams.iter().map(|s| kept_name(s, EDS)).collect();
+    assert_ne!(kept[0], kept[1]);
+    assert_eq!(kept[1], kept[2]);
+    // Once every stream has left, the index holds nothing; the streams keep their names.
+    for (key, stream) in (0u64..).zip(streams.iter()) {
+        index.remove(key, &stream.subscriptions());
+    }
+    assert!(index.is_empty());
+    assert_eq!(streams[2].subscribed_names(EDS), ["a"]);
+}
