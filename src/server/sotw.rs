@@ -689,7 +689,7 @@ impl SotwState {
         for name in forgotten {
             self.forget(&name);
         }
-        for name in &self.pending {
+        for name in self.pending.iter().map(|n| &**n) {
             if is_glob(name) {
                 for r in store.members(t, name) {
                     if !(self.is_wildcard() && self.sent.get(r.name()) == Some(&r.pair_hash())) {
@@ -698,7 +698,7 @@ impl SotwState {
                 }
                 continue;
             }
-            if out.contains_key(&**name) {
+            if out.contains_key(name) {
                 // Compared above as a candidate (a resync lists every name) and owed with
                 // its body: the same answer, without a second look in the store.
                 continue;
@@ -706,18 +706,17 @@ impl SotwState {
             match store.get(t, name) {
                 // A name added next to `*` that the wildcard already brought: the client
                 // holds it, resending it would repeat the last response.
-                Some(r) if self.is_wildcard() && self.sent.get(&**name) == Some(&r.pair_hash()) => {
-                }
+                Some(r) if self.is_wildcard() && self.sent.get(name) == Some(&r.pair_hash()) => {}
                 Some(r) => {
                     out.insert(r.name(), (r, true));
                 }
                 // Newly subscribed: its error is said even if said before.
                 None => match self.error_for(store, name) {
                     Some(e) => {
-                        errors.insert(String::from(&**name), e);
+                        errors.insert(String::from(name), e);
                     }
                     None => {
-                        absent.insert(String::from(&**name));
+                        absent.insert(String::from(name));
                     }
                 },
             }
