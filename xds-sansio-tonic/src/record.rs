@@ -110,9 +110,11 @@ impl Recorder {
         let mut unwritten = None;
         if let Some(file) = inner.file.as_mut() {
             match xds_sansio_conformance::check::to_jsonl(&entry, &self.codec) {
-                Ok(line) => {
-                    let _ = writeln!(file, "{line}");
-                    let _ = file.flush();
+                Ok(mut line) => {
+                    // One write of the whole line with its newline: a reader following the
+                    // file sees no line cut between the text and its end.
+                    line.push('\n');
+                    let _ = file.write_all(line.as_bytes());
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "recorder: entry not written");

@@ -86,13 +86,24 @@ function cluster({ valid = true, note = '', maxRequests = 0 } = {}) {
 
 // ------------------------------------------------------------------ the record
 
+// The complete lines so far: the server appends while we read, so a last line without its
+// newline is still being written and waits for the next read. A complete line that does not
+// parse fails the run.
 function readRecord(file) {
   if (!fs.existsSync(file)) return [];
-  return fs
-    .readFileSync(file, 'utf8')
+  const text = fs.readFileSync(file, 'utf8');
+  return text
+    .slice(0, text.lastIndexOf('\n') + 1)
     .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l))
+    .map((l, i) => [l.trim(), i + 1])
+    .filter(([l]) => l)
+    .map(([l, number]) => {
+      try {
+        return JSON.parse(l);
+      } catch (e) {
+        return fail(`${file} line ${number} is not JSON: ${e.message}`);
+      }
+    })
     .filter((l) => 'dir' in l);
 }
 

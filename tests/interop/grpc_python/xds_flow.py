@@ -169,15 +169,24 @@ class Record:
         self.path = path
 
     def lines(self):
+        """The complete lines so far. The server appends while we read, so a last line
+        without its newline is one still being written: it is left for the next read. A
+        complete line that does not parse is a defect of the record and fails the run."""
         out = []
         try:
             with open(self.path) as f:
-                for raw in f:
-                    raw = raw.strip()
-                    if raw:
-                        out.append(json.loads(raw))
+                text = f.read()
         except FileNotFoundError:
-            pass
+            return out
+        complete, _, _unfinished = text.rpartition("\n")
+        for number, raw in enumerate(complete.split("\n"), start=1):
+            raw = raw.strip()
+            if not raw:
+                continue
+            try:
+                out.append(json.loads(raw))
+            except ValueError as e:
+                fail(f"{self.path} line {number} is not JSON: {e}")
         return out
 
     def messages(self):

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 )
 
@@ -36,22 +35,26 @@ func (l recorded) resources() []any {
 // record reads a recording as it grows: ads_server's own (--record) or the tap's.
 type record struct{ path string }
 
+// messages are the message lines so far. The writer appends while we read, so a last line
+// without its newline is still being written and waits for the next read; a complete line
+// that does not parse fails the run.
 func (r record) messages() []recorded {
-	f, err := os.Open(r.path)
+	text, err := os.ReadFile(r.path)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	complete := text[:bytes.LastIndexByte(text, '\n')+1]
 	var out []recorded
-	scanner := bufio.NewScanner(f)
-	scanner.Buffer(make([]byte, 1<<20), 64<<20)
-	for scanner.Scan() {
-		line := strings.TrimSpace(scanner.Text())
-		if line == "" {
+	for number, raw := range bytes.Split(complete, []byte("\n")) {
+		line := bytes.TrimSpace(raw)
+		if len(line) == 0 {
 			continue
 		}
 		var l recorded
-		if json.Unmarshal([]byte(line), &l) == nil && l.Dir != "" {
+		if err := json.Unmarshal(line, &l); err != nil {
+			fail("%s line %d is not JSON: %v", r.path, number+1, err)
+		}
+		if l.Dir != "" {
 			out = append(out, l)
 		}
 	}
