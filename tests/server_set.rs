@@ -145,6 +145,71 @@ fn standalone_stream_resyncs_after_a_lost_log() {
     assert_eq!(sotw_names(&r), ["a", "b"]);
 }
 
+/// A named SotW subscription's first answer reads the store as its build finds it (a set
+/// made after a store whose log no longer reaches back, changes between the request and
+/// the build), and every change after that build reaches it, in a set and on its own: the
+/// first build takes its names from the request alone, without a resync (issue 28).
+#[test]
+fn a_named_subscription_answers_the_store_as_found_then_hears_every_change() {
+    let mut store = ResourceStore::with_log_capacity(2);
+    for i in 0..5 {
+        store.set(EDS, "a", body("a", &i.to_string())).unwrap();
+    }
+    store.set(EDS, "b", body("b", "1")).unwrap();
+    let mut set = StreamSet::new();
+    let id = set.insert(cfg(Variant::Sotw));
+    let mut alone = ServerStream::new(cfg(Variant::Sotw));
+    set.handle_request(id, T0, req(sotw(EDS, "", &["a", "b", "c"], "")))
+        .unwrap();
+    alone.handle_request(T0, req(sotw(EDS, "", &["a", "b", "c"], "")));
+    // Changed after the request, before the first build.
+    store.set(EDS, "a", body("a", "latest")).unwrap();
+    store.set(EDS, "unwatched", body("unwatched", "1")).unwrap();
+
+    let set_responses = |set: &mut StreamSet, store: &ResourceStore| {
+        set.sync(store);
+        drain_set(set, store)
+            .into_iter()
+            .map(|(_, r)| match r {
+                Response::Sotw(r) => r,
+                Response::Delta(_) => unreachable!(),
+            })
+            .collect::<Vec<_>>()
+    };
+    let bodies = |r: &xds_sansio::pb::discovery::DiscoveryResponse| {
+        r.resources
+            .iter()
+            .map(|a| a.value.clone())
+            .collect::<Vec<_>>()
+    };
+    let first = set_responses(&mut set, &store);
+    assert_eq!(first.len(), 1);
+    assert_eq!(sotw_names(&first[0]), ["a", "b"]);
+    assert_eq!(bodies(&first[0]), [body("a", "latest"), body("b", "1")]);
+    let first_alone = one_sotw(drain(&mut alone, T0, &store));
+    assert_eq!(sotw_names(&first_alone), ["a", "b"]);
+    assert_eq!(bodies(&first_alone), bodies(&first[0]));
+
+    // After the first build: a name that appears, then a change, each heard (EDS is
+    // incremental in SotW: what changed).
+    store.set(EDS, "c", body("c", "1")).unwrap();
+    let next = set_responses(&mut set, &store);
+    assert_eq!(next.len(), 1);
+    assert_eq!(sotw_names(&next[0]), ["c"]);
+    assert_eq!(sotw_names(&one_sotw(drain(&mut alone, T0, &store))), ["c"]);
+    store.set(EDS, "b", body("b", "2")).unwrap();
+    let next = set_responses(&mut set, &store);
+    assert_eq!(next.len(), 1);
+    assert_eq!(bodies(&next[0]), [body("b", "2")]);
+    assert_eq!(
+        bodies(&one_sotw(drain(&mut alone, T0, &store))),
+        [body("b", "2")]
+    );
+    // Nothing more is owed.
+    assert!(set_responses(&mut set, &store).is_empty());
+    assert!(drain(&mut alone, T0, &store).is_empty());
+}
+
 /// The peer cannot crash the stream: random requests of both variants, random nonces,
 /// names, types, nodes and errors, interleaved with store changes and timeouts.
 #[test]

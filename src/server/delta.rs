@@ -162,6 +162,7 @@ impl DeltaState {
     ) -> (Diff, bool) {
         let mut diff = Diff::default();
         let mut late_initial = false;
+        let kept = source.of_type(&self.type_url);
         if first {
             self.changes.resync = true;
             // The keys of initial_resource_versions count as subscriptions.
@@ -172,7 +173,7 @@ impl DeltaState {
                 let name = &comparable(name).into_owned();
                 let pair = pair_hash(name, version);
                 self.known.told(name, Known::Version(pair));
-                if self.names.insert(name, source, &self.type_url) {
+                if self.names.insert(name, kept) {
                     diff.added.push(name.clone());
                 }
             }
@@ -195,7 +196,7 @@ impl DeltaState {
                 }
                 continue;
             }
-            if self.names.insert(name, source, &self.type_url) {
+            if self.names.insert(name, kept) {
                 diff.added.push(name.clone());
             }
             // Subscribed again: answer even if the client seems to hold it already; but

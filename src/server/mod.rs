@@ -309,6 +309,7 @@ mod graves;
 mod index;
 mod known;
 mod names;
+mod owed;
 mod packing;
 mod publication;
 mod resource_errors;

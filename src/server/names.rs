@@ -21,14 +21,20 @@ pub(crate) type SharedName = Arc<str>;
 /// subscription index, whose keys are the names some stream subscribes to. A stream used
 /// on its own lends [`NoNames`] and copies each name it subscribes to.
 pub(crate) trait NameSource {
-    /// The kept copy of `name` of `type_url`, if there is one.
-    fn shared(&self, type_url: &str, name: &str) -> Option<SharedName>;
+    /// The copies kept of names of `type_url`, if any are: looked up once per request, not
+    /// once per name (a type URL is about 70 bytes to hash).
+    fn of_type(&self, type_url: &str) -> Option<&dyn KeptNames>;
 }
 
-/// The kept copy of `name` of `type_url` from `source`, else a new copy.
-pub(crate) fn share_or_copy(source: &dyn NameSource, type_url: &str, name: &str) -> SharedName {
-    source
-        .shared(type_url, name)
+/// The copies one type's names that others keep.
+pub(crate) trait KeptNames {
+    /// The kept copy of `name`, if there is one.
+    fn shared(&self, name: &str) -> Option<SharedName>;
+}
+
+/// The kept copy of `name` from `kept`, else a new copy.
+pub(crate) fn share_or_copy(kept: Option<&dyn KeptNames>, name: &str) -> SharedName {
+    kept.and_then(|kept| kept.shared(name))
         .unwrap_or_else(|| SharedName::from(name))
 }
 
@@ -36,7 +42,7 @@ pub(crate) fn share_or_copy(source: &dyn NameSource, type_url: &str, name: &str)
 pub(crate) struct NoNames;
 
 impl NameSource for NoNames {
-    fn shared(&self, _: &str, _: &str) -> Option<SharedName> {
+    fn of_type(&self, _: &str) -> Option<&dyn KeptNames> {
         None
     }
 }
@@ -86,14 +92,13 @@ impl Names {
         self.globs = self.set.iter().any(|n| is_glob(n));
     }
 
-    /// Adds a name of `type_url`; whether it is new (only a new one is looked up in
-    /// `source` or copied).
-    pub(crate) fn insert(&mut self, name: &str, source: &dyn NameSource, type_url: &str) -> bool {
+    /// Adds a name; whether it is new (only a new one is looked up in `kept` or copied).
+    pub(crate) fn insert(&mut self, name: &str, kept: Option<&dyn KeptNames>) -> bool {
         if self.set.contains(name) {
             return false;
         }
         self.globs |= is_glob(name);
-        self.set.insert(share_or_copy(source, type_url, name))
+        self.set.insert(share_or_copy(kept, name))
     }
 
     /// Removes a name; whether it was there.

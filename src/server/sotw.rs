@@ -9,6 +9,7 @@ use prost::Message;
 
 use super::flow::{SendCtx, Timers};
 use super::names::{share_or_copy, Changes, NameSource, Names, SharedName};
+use super::owed::Owed;
 use super::resource_errors::{self, error_hash, TYPE_WIDE};
 use super::store::{to_proto_duration, ResourceStore, StoredResource};
 use super::version::VersionSum;
@@ -72,6 +73,8 @@ pub(crate) struct SotwState {
     pending: BTreeSet<SharedName>,
     /// Store changes not built into a response yet.
     changes: Changes,
+    /// Whether a build ran (took `pending`); see [`SotwState::awaits_first_build`].
+    built: bool,
     /// A new wildcard subscription: answered even when empty.
     answer_due: bool,
     /// LDS/CDS: the stream's first request named resources: answered whatever version the
@@ -114,6 +117,7 @@ impl SotwState {
             names: Names::default(),
             pending: BTreeSet::new(),
             changes: Changes::default(),
+            built: false,
             answer_due: false,
             answer_named_first: false,
             sent: BTreeMap::new(),
@@ -142,19 +146,34 @@ impl SotwState {
         self.names.set()
     }
 
-    /// The store changes not built into a response yet.
-    pub(crate) fn changes(&mut self) -> &mut Changes {
-        &mut self.changes
-    }
-
-    /// Whether the next build compares everything.
+    /// Whether the next build learns nothing from the store's change log: it compares
+    /// everything, or it is an incremental type's first.
     pub(crate) fn resyncing(&self) -> bool {
-        self.changes.resync
+        self.changes.resync || self.awaits_first_build()
     }
 
-    /// Notes a store change of resource `name`, if the stream covers it.
+    /// An incremental type (EDS, RDS...) before its first build owes exactly the names it
+    /// subscribes to, all still `pending` (new names go there; only a build takes them), read
+    /// from the store as that build finds it: neither store changes nor a resync add to
+    /// that (a wildcard's resync is set by its request). A reconnect storm's named
+    /// subscriptions are so looked up once each, not twice (issue 28). Full-state types
+    /// (LDS, CDS) build from their resync as ever.
+    fn awaits_first_build(&self) -> bool {
+        !self.built && !self.full_state
+    }
+
+    /// The store's change log could not say what changed (or the type's error changed):
+    /// compare everything at the next build, unless it is the first (nothing to compare).
+    pub(crate) fn resync(&mut self) {
+        if !self.awaits_first_build() {
+            self.changes.resync = true;
+        }
+    }
+
+    /// Notes a store change of resource `name`, if the stream covers it and has built
+    /// before.
     pub(crate) fn mark_dirty(&mut self, name: &str) {
-        if !self.covers(name) {
+        if self.awaits_first_build() || !self.covers(name) {
             return;
         }
         if self.full_state && self.is_wildcard() {
@@ -209,7 +228,9 @@ impl SotwState {
         self.held_by_stale = stale;
         let mut diff = Diff::default();
         if first {
-            self.changes.resync = true;
+            // A full-state type builds on its first request whatever it names; an
+            // incremental one owes what it names, all pending ([`Self::awaits_first_build`]).
+            self.resync();
             if self.full_state && !request.version_info.is_empty() {
                 // Reconnect (maybe to another replica): versions are stable, so a client
                 // that already holds this exact state is not sent it again.
@@ -217,6 +238,7 @@ impl SotwState {
             }
             if self.legacy_type && request.resource_names.is_empty() {
                 self.wildcard = Wildcard::Legacy;
+                self.changes.resync = true;
                 self.answer_due = self.last_version.is_none();
                 diff.added.push(String::from("*"));
                 return diff;
@@ -237,6 +259,7 @@ impl SotwState {
         // The names requested, sharing the subscription's copy of each name it already
         // has; a new name is shared from `source` or copied once, and its request string
         // goes to the event.
+        let kept = source.of_type(&self.type_url);
         let mut requested: Vec<SharedName> = Vec::with_capacity(request.resource_names.len());
         let mut new_names: Vec<(String, SharedName)> = Vec::new();
         let mut want_wildcard = false;
@@ -250,7 +273,7 @@ impl SotwState {
             } else if let Some(held) = self.names.get(&name) {
                 requested.push(held.clone());
             } else {
-                let shared = share_or_copy(source, &self.type_url, &name);
+                let shared = share_or_copy(kept, &name);
                 new_names.push((name, shared));
             }
         }
@@ -285,12 +308,17 @@ impl SotwState {
                 self.forget(&name);
             }
         }
+        // Collected whole (full nodes, no search per name), then merged into what is
+        // still pending.
+        let mut newly_pending = Vec::with_capacity(new_names.len());
         for (name, shared) in new_names {
             if !(was_wildcard && self.sent.contains_key(&*shared)) {
-                self.pending.insert(shared);
+                newly_pending.push(shared);
             }
             diff.added.push(name);
         }
+        let mut newly_pending: BTreeSet<SharedName> = newly_pending.into_iter().collect();
+        self.pending.append(&mut newly_pending);
         for name in self.names.set().difference(&requested) {
             diff.removed.push(String::from(&**name));
             self.pending.remove(&**name);
@@ -380,30 +408,33 @@ impl SotwState {
     /// nodes about half full.
     fn record_all_sent<'r>(
         &mut self,
-        resources: impl Iterator<Item = &'r StoredResource>,
+        resources: impl Iterator<Item = (&'r StoredResource, Option<SharedName>)>,
         at_most: usize,
     ) {
         if !self.sent.is_empty() {
-            for r in resources {
-                self.record_sent(r);
+            for (r, name) in resources {
+                self.record_sent(r, name);
             }
             return;
         }
         let mut fresh = Vec::with_capacity(at_most);
-        for r in resources {
+        for (r, name) in resources {
             self.count_sent(r);
-            fresh.push((self.names.share(r.name()), r.pair_hash()));
+            let name = name.unwrap_or_else(|| self.names.share(r.name()));
+            fresh.push((name, r.pair_hash()));
         }
         self.sent = fresh.into_iter().collect();
     }
 
-    fn record_sent(&mut self, resource: &StoredResource) {
-        let name = resource.name();
-        let previous = match self.sent.get_mut(name) {
+    /// Records `resource` as sent; `name` is the subscription's copy of its name, if the
+    /// caller has it.
+    fn record_sent(&mut self, resource: &StoredResource, name: Option<SharedName>) {
+        let previous = match self.sent.get_mut(resource.name()) {
             Some(pair) => Some(core::mem::replace(pair, resource.pair_hash())),
-            None => self
-                .sent
-                .insert(self.names.share(name), resource.pair_hash()),
+            None => {
+                let name = name.unwrap_or_else(|| self.names.share(resource.name()));
+                self.sent.insert(name, resource.pair_hash())
+            }
         };
         if let Some(pair) = previous {
             self.sum.remove(pair);
@@ -448,6 +479,7 @@ impl SotwState {
             self.build_changes(build)
         };
         self.pending.clear();
+        self.built = true;
         self.changes.take();
         self.heartbeats_due.clear();
         self.maybe_missing.clear();
@@ -613,9 +645,12 @@ impl SotwState {
         let store = build.store;
         let type_url = self.type_url.clone();
         let t = type_url.as_str();
-        // Resource name -> (resource, with body); sorted, each looked up in the store once.
-        let mut out: BTreeMap<&str, (&StoredResource, bool)> = BTreeMap::new();
+        // The resources owed, each looked up in the store once.
+        let mut out = Owed::new();
         let (dirty, resync) = self.changes.take();
+        // Moved out (the build clears it): each new name's shared copy goes to the record
+        // of what was sent without a search.
+        let pending = core::mem::take(&mut self.pending);
         // Published errors owed in place of bodies: (name, error), sorted.
         let mut errors: BTreeMap<String, &Status> = BTreeMap::new();
         // The type's error, if sent, is a candidate like any name sent, even once forgotten.
@@ -667,7 +702,7 @@ impl SotwState {
             match store.get(t, name) {
                 Some(r) => {
                     if self.sent.get(name) != Some(&r.pair_hash()) {
-                        out.insert(r.name(), (r, true));
+                        out.push(r, true, None);
                     }
                 }
                 None => {
@@ -689,16 +724,20 @@ impl SotwState {
         for name in forgotten {
             self.forget(&name);
         }
-        for name in self.pending.iter().map(|n| &**n) {
+        // The candidates came sorted, each once: searchable as they are.
+        out.sort();
+        out.reserve(pending.len());
+        for shared in pending {
+            let name = &*shared;
             if is_glob(name) {
                 for r in store.members(t, name) {
                     if !(self.is_wildcard() && self.sent.get(r.name()) == Some(&r.pair_hash())) {
-                        out.insert(r.name(), (r, true));
+                        out.push(r, true, None);
                     }
                 }
                 continue;
             }
-            if out.contains_key(name) {
+            if out.contains(name) {
                 // Compared above as a candidate (a resync lists every name) and owed with
                 // its body: the same answer, without a second look in the store.
                 continue;
@@ -708,7 +747,7 @@ impl SotwState {
                 // holds it, resending it would repeat the last response.
                 Some(r) if self.is_wildcard() && self.sent.get(name) == Some(&r.pair_hash()) => {}
                 Some(r) => {
-                    out.insert(r.name(), (r, true));
+                    out.push(r, true, Some(shared));
                 }
                 // Newly subscribed: its error is said even if said before.
                 None => match self.error_for(store, name) {
@@ -726,31 +765,36 @@ impl SotwState {
             .map(|(n, e)| resource_errors::entry(n, e))
             .collect();
         resource_errors.extend(self.not_found_errors(absent.iter().map(String::as_str)));
+        out.sort();
         for name in &self.heartbeats_due {
-            if out.contains_key(name.as_str()) || !self.covers(name) {
+            if out.contains(name.as_str()) || !self.covers(name) {
                 continue;
             }
             if let Some(r) = store.get(t, name) {
                 if self.sent.get(name.as_str()) == Some(&r.pair_hash()) && r.ttl().is_some() {
-                    out.insert(r.name(), (r, false));
+                    out.push(r, false, None);
                 }
             }
         }
+        out.sort();
         if out.is_empty() && resource_errors.is_empty() && !self.answer_due {
             return None;
         }
         for (name, e) in errors {
             self.record_error(&name, e);
         }
+        let at_most = out.len();
+        let out = out.into_items();
         self.record_all_sent(
-            out.values()
-                .filter(|(_, with_body)| *with_body)
-                .map(|(r, _)| *r),
-            out.len(),
+            out.iter()
+                .filter(|o| o.with_body)
+                .map(|o| (o.resource, o.name.clone())),
+            at_most,
         );
         let mut frame_bytes = 0usize;
-        for (r, with_body) in out.values() {
-            if *with_body {
+        for o in &out {
+            let r = o.resource;
+            if o.with_body {
                 frame_bytes = frame_bytes.saturating_add(r.sotw_frame_len(&build.url));
             }
             match r.ttl() {
@@ -762,11 +806,11 @@ impl SotwState {
         }
         let version_info = self.sum.to_version();
         build.sink.begin(&version_info, out.len(), frame_bytes);
-        for (r, with_body) in out.into_values() {
-            if with_body {
-                build.sink.stored(r, &build.url);
+        for o in out {
+            if o.with_body {
+                build.sink.stored(o.resource, &build.url);
             } else {
-                build.sink.any(heartbeat_any(r));
+                build.sink.any(heartbeat_any(o.resource));
             }
         }
         Some(DiscoveryResponse {

@@ -19,7 +19,7 @@ use alloc::vec::Vec;
 use hashbrown::HashMap;
 
 use super::event::ServerEvent;
-use super::names::{NameSource, SharedName};
+use super::names::{KeptNames, NameSource, SharedName};
 use super::publication::StoreChange;
 use super::resource_errors::TYPE_WIDE;
 use crate::client::WILDCARD;
@@ -62,6 +62,20 @@ impl<K> TypeSubscribers<K> {
     }
 }
 
+impl<K: Copy + Ord> TypeSubscribers<K> {
+    /// Stream `key` subscribes to `name` (`*`: the wildcard).
+    fn subscribe(&mut self, key: K, name: &str) {
+        if name == WILDCARD {
+            self.wildcard.insert(key);
+        } else if let Some(keys) = self.by_name.get_mut(name) {
+            keys.insert(key);
+        } else {
+            self.by_name
+                .insert(SharedName::from(name), BTreeSet::from([key]));
+        }
+    }
+}
+
 /// The streams (named by `K`) that subscribe to each name and to the wildcard of each type.
 /// Sets are ordered, so what is visited comes in the same order on every run.
 #[derive(Clone, Debug)]
@@ -81,8 +95,14 @@ impl<K> Default for SubscriptionIndex<K> {
 /// same set that subscribes to it too shares that copy (a storm of streams subscribing to
 /// the same names writes each name once, not once per stream).
 impl<K> NameSource for SubscriptionIndex<K> {
-    fn shared(&self, type_url: &str, name: &str) -> Option<SharedName> {
-        let (kept, _) = self.types.get(type_url)?.by_name.get_key_value(name)?;
+    fn of_type(&self, type_url: &str) -> Option<&dyn KeptNames> {
+        self.types.get(type_url).map(|t| t as &dyn KeptNames)
+    }
+}
+
+impl<K> KeptNames for TypeSubscribers<K> {
+    fn shared(&self, name: &str) -> Option<SharedName> {
+        let (kept, _) = self.by_name.get_key_value(name)?;
         Some(kept.clone())
     }
 }
@@ -95,19 +115,13 @@ impl<K: Copy + Ord> SubscriptionIndex<K> {
 
     /// Stream `key` subscribes to `name` of `type_url` (`*`: the wildcard).
     pub fn subscribe(&mut self, key: K, type_url: &str, name: &str) {
-        let entry = match self.types.get_mut(type_url) {
-            Some(entry) => entry,
-            None => self.types.entry(String::from(type_url)).or_default(),
-        };
-        if name == WILDCARD {
-            entry.wildcard.insert(key);
-        } else if let Some(keys) = entry.by_name.get_mut(name) {
-            keys.insert(key);
-        } else {
-            entry
-                .by_name
-                .insert(SharedName::from(name), BTreeSet::from([key]));
-        }
+        self.type_entry(type_url).subscribe(key, name);
+    }
+
+    /// The subscribers of `type_url`, made if there are none yet.
+    fn type_entry(&mut self, type_url: &str) -> &mut TypeSubscribers<K> {
+        // One hash; the type URL is copied only when the type is new.
+        self.types.entry_ref(type_url).or_default()
     }
 
     /// Stream `key` no longer subscribes to `name` of `type_url`.
@@ -133,9 +147,12 @@ impl<K: Copy + Ord> SubscriptionIndex<K> {
     /// it. The one channel a stream reports its subscriptions on.
     pub fn follow(&mut self, key: K, event: &ServerEvent) {
         match event {
-            ServerEvent::Subscribed { type_url, names } => {
+            // The type looked up once, not once per name (a storm's first requests name a
+            // hundred resources each).
+            ServerEvent::Subscribed { type_url, names } if !names.is_empty() => {
+                let entry = self.type_entry(type_url);
                 for name in names {
-                    self.subscribe(key, type_url, name);
+                    entry.subscribe(key, name);
                 }
             }
             ServerEvent::Unsubscribed { type_url, names } => {

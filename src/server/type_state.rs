@@ -136,11 +136,10 @@ impl TypeState {
 
     /// The change log could not say what changed: compare everything at the next build.
     pub(crate) fn resync(&mut self) {
-        let changes = match &mut self.state {
-            State::Sotw(s) => s.changes(),
-            State::Delta(d) => d.changes(),
-        };
-        changes.resync = true;
+        match &mut self.state {
+            State::Sotw(s) => s.resync(),
+            State::Delta(d) => d.changes().resync = true,
+        }
     }
 
     /// A store change of resource `name` of this type; an empty name is the type's
