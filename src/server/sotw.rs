@@ -261,7 +261,7 @@ impl SotwState {
         // goes to the event.
         let kept = source.of_type(&self.type_url);
         let mut requested: Vec<SharedName> = Vec::with_capacity(request.resource_names.len());
-        let mut new_names: Vec<(String, SharedName)> = Vec::new();
+        let mut new_names: Vec<String> = Vec::new();
         let mut want_wildcard = false;
         for name in request.resource_names {
             let name = match comparable(&name) {
@@ -273,12 +273,20 @@ impl SotwState {
             } else if let Some(held) = self.names.get(&name) {
                 requested.push(held.clone());
             } else {
-                let shared = share_or_copy(kept, &name);
-                new_names.push((name, shared));
+                new_names.push(name);
             }
         }
-        new_names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        new_names.dedup_by(|a, b| a.0 == b.0);
+        new_names.sort_unstable();
+        new_names.dedup();
+        // Each new name's kept copy looked up in a loop that does nothing else: in a large
+        // index each probe misses the cache, and probes independent of each other overlap.
+        let new_names: Vec<(String, SharedName)> = new_names
+            .into_iter()
+            .map(|name| {
+                let shared = share_or_copy(kept, &name);
+                (name, shared)
+            })
+            .collect();
         requested.extend(new_names.iter().map(|(_, shared)| shared.clone()));
         // Collected from a list, the set is built whole with full nodes (inserted one by
         // one in order, its nodes would stay about half full).
@@ -645,6 +653,9 @@ impl SotwState {
         let store = build.store;
         let type_url = self.type_url.clone();
         let t = type_url.as_str();
+        // The type found once for every lookup below.
+        let resources = store.of_type(t);
+        let get = |name: &str| resources.and_then(|r| r.get(name));
         // The resources owed, each looked up in the store once.
         let mut out = Owed::new();
         let (dirty, resync) = self.changes.take();
@@ -699,7 +710,7 @@ impl SotwState {
             if !self.covers(name) {
                 continue;
             }
-            match store.get(t, name) {
+            match get(name) {
                 Some(r) => {
                     if self.sent.get(name) != Some(&r.pair_hash()) {
                         out.push(r, true, None);
@@ -727,7 +738,11 @@ impl SotwState {
         // The candidates came sorted, each once: searchable as they are.
         out.sort();
         out.reserve(pending.len());
-        for shared in pending {
+        // Looked up first, in a loop that does nothing else: in a large type each probe
+        // misses the cache, and probes independent of each other overlap (a reconnect
+        // storm's first answers, issue 28).
+        let found: Vec<Option<&StoredResource>> = pending.iter().map(|n| get(n)).collect();
+        for (shared, found) in pending.into_iter().zip(found) {
             let name = &*shared;
             if is_glob(name) {
                 for r in store.members(t, name) {
@@ -742,7 +757,7 @@ impl SotwState {
                 // its body: the same answer, without a second look in the store.
                 continue;
             }
-            match store.get(t, name) {
+            match found {
                 // A name added next to `*` that the wildcard already brought: the client
                 // holds it, resending it would repeat the last response.
                 Some(r) if self.is_wildcard() && self.sent.get(name) == Some(&r.pair_hash()) => {}
@@ -770,7 +785,7 @@ impl SotwState {
             if out.contains(name.as_str()) || !self.covers(name) {
                 continue;
             }
-            if let Some(r) = store.get(t, name) {
+            if let Some(r) = get(name) {
                 if self.sent.get(name.as_str()) == Some(&r.pair_hash()) && r.ttl().is_some() {
                     out.push(r, false, None);
                 }

@@ -237,6 +237,19 @@ pub(crate) fn to_proto_duration(d: Duration) -> prost_types::Duration {
     }
 }
 
+/// The resources of one type of a store ([`ResourceStore::of_type`]).
+#[derive(Clone, Copy)]
+pub(crate) struct TypeResources<'s>(&'s ResourceTable<StoredResource>);
+
+impl<'s> TypeResources<'s> {
+    /// A resource by name (an `xdstp://` name in any order of its context parameters).
+    pub(crate) fn get(self, name: &str) -> Option<&'s StoredResource> {
+        self.0
+            .get(name)
+            .or_else(|| self.0.get(comparable(name).as_ref()))
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct TypeTable {
     /// The type URL, one buffer for every frame prefix and response of the type.
@@ -940,10 +953,15 @@ impl ResourceStore {
 
     /// A resource by name (an `xdstp://` name in any order of its context parameters).
     pub fn get(&self, type_url: &str, name: &str) -> Option<&StoredResource> {
-        let resources = &self.types.get(type_url)?.resources;
-        resources
-            .get(name)
-            .or_else(|| resources.get(comparable(name).as_ref()))
+        self.of_type(type_url)?.get(name)
+    }
+
+    /// The resources of `type_url`, for many lookups of one type: the type is found once
+    /// (a tree search over type URLs that share their first 30-odd bytes).
+    pub(crate) fn of_type(&self, type_url: &str) -> Option<TypeResources<'_>> {
+        self.types
+            .get(type_url)
+            .map(|t| TypeResources(&t.resources))
     }
 
     /// A resource by name or alias.
