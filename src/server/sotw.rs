@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use prost::Message;
 
 use super::flow::{SendCtx, Timers};
-use super::names::{share_or_copy, Changes, NameSource, Names, SharedName};
+use super::names::{share_or_copy_many, Changes, NameSource, Names, SharedName};
 use super::owed::Owed;
 use super::resource_errors::{self, error_hash, TYPE_WIDE};
 use super::store::{to_proto_duration, ResourceStore, StoredResource};
@@ -278,15 +278,10 @@ impl SotwState {
         }
         new_names.sort_unstable();
         new_names.dedup();
-        // Each new name's kept copy looked up in a loop that does nothing else: in a large
-        // index each probe misses the cache, and probes independent of each other overlap.
-        let new_names: Vec<(String, SharedName)> = new_names
-            .into_iter()
-            .map(|name| {
-                let shared = share_or_copy(kept, &name);
-                (name, shared)
-            })
-            .collect();
+        // The new names' kept copies looked up together: in a large index each probe
+        // misses the cache, and probes independent of each other overlap.
+        let shared = share_or_copy_many(kept, &new_names);
+        let new_names: Vec<(String, SharedName)> = new_names.into_iter().zip(shared).collect();
         requested.extend(new_names.iter().map(|(_, shared)| shared.clone()));
         // Collected from a list, the set is built whole with full nodes (inserted one by
         // one in order, its nodes would stay about half full).

@@ -105,6 +105,18 @@ impl<K> KeptNames for TypeSubscribers<K> {
         let (kept, _) = self.by_name.get_key_value(name)?;
         Some(kept.clone())
     }
+
+    fn shared_many(&self, names: &[String]) -> Vec<Option<SharedName>> {
+        let found: Vec<Option<&SharedName>> = names
+            .iter()
+            .map(|name| {
+                self.by_name
+                    .get_key_value(name.as_str())
+                    .map(|(kept, _)| kept)
+            })
+            .collect();
+        found.into_iter().map(|kept| kept.cloned()).collect()
+    }
 }
 
 impl<K: Copy + Ord> SubscriptionIndex<K> {
