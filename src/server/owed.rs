@@ -18,7 +18,6 @@ pub(crate) struct OwedResource<'s> {
 }
 
 /// Resources owed, one per name; the first added for a name is the one kept.
-#[derive(Default)]
 pub(crate) struct Owed<'s> {
     items: Vec<OwedResource<'s>>,
     /// Whether `items` is sorted by name with no name twice.

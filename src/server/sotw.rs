@@ -405,8 +405,9 @@ impl SotwState {
         self.sum.add(hash);
     }
 
-    /// Records `resources` (sorted by name, each once, at most `at_most` of them) as sent.
-    /// Into an empty record they go as one sorted list, so the tree is built whole: a
+    /// Records `resources` (sorted by name, each once, at most `at_most` of them) as sent,
+    /// each with the subscription's copy of its name where the caller has it (else the
+    /// record looks it up). Into an empty record they go as one sorted list, so the tree is built whole: a
     /// stream's first answer of 100 names, inserted one by one in order, would leave its
     /// nodes about half full.
     fn record_all_sent<'r>(
@@ -794,11 +795,12 @@ impl SotwState {
             self.record_error(&name, e);
         }
         let at_most = out.len();
-        let out = out.into_items();
+        let mut out = out.into_items();
+        // The names' copies move to the record (no count raised and dropped).
         self.record_all_sent(
-            out.iter()
+            out.iter_mut()
                 .filter(|o| o.with_body)
-                .map(|o| (o.resource, o.name.clone())),
+                .map(|o| (o.resource, o.name.take())),
             at_most,
         );
         let mut frame_bytes = 0usize;
