@@ -57,7 +57,7 @@ pub(crate) fn share_or_copy_many(
             .zip(names)
             .map(|(shared, name)| shared.unwrap_or_else(|| SharedName::from(name.as_str())))
             .collect(),
-        None => names.iter().map(|n| SharedName::from(n.as_str())).collect(),
+        None => names.iter().map(|n| share_or_copy(None, n)).collect(),
     }
 }
 

@@ -63,6 +63,19 @@ impl<K> TypeSubscribers<K> {
 }
 
 impl<K: Copy + Ord> TypeSubscribers<K> {
+    /// Stream `key` no longer subscribes to `name` (`*`: the wildcard); a name nobody
+    /// subscribes to any more leaves.
+    fn unsubscribe(&mut self, key: K, name: &str) {
+        if name == WILDCARD {
+            self.wildcard.remove(&key);
+        } else if let Some(keys) = self.by_name.get_mut(name) {
+            keys.remove(&key);
+            if keys.is_empty() {
+                self.by_name.remove(name);
+            }
+        }
+    }
+
     /// Stream `key` subscribes to `name` (`*`: the wildcard).
     fn subscribe(&mut self, key: K, name: &str) {
         if name == WILDCARD {
@@ -138,16 +151,22 @@ impl<K: Copy + Ord> SubscriptionIndex<K> {
 
     /// Stream `key` no longer subscribes to `name` of `type_url`.
     pub fn unsubscribe(&mut self, key: K, type_url: &str, name: &str) {
+        self.unsubscribe_all(key, type_url, [name]);
+    }
+
+    /// [`SubscriptionIndex::unsubscribe`] of several names of one type, the type looked up
+    /// once.
+    fn unsubscribe_all<'n>(
+        &mut self,
+        key: K,
+        type_url: &str,
+        names: impl IntoIterator<Item = &'n str>,
+    ) {
         let Some(entry) = self.types.get_mut(type_url) else {
             return;
         };
-        if name == WILDCARD {
-            entry.wildcard.remove(&key);
-        } else if let Some(keys) = entry.by_name.get_mut(name) {
-            keys.remove(&key);
-            if keys.is_empty() {
-                entry.by_name.remove(name);
-            }
+        for name in names {
+            entry.unsubscribe(key, name);
         }
         if entry.is_empty() {
             self.types.remove(type_url);
@@ -168,9 +187,7 @@ impl<K: Copy + Ord> SubscriptionIndex<K> {
                 }
             }
             ServerEvent::Unsubscribed { type_url, names } => {
-                for name in names {
-                    self.unsubscribe(key, type_url, name);
-                }
+                self.unsubscribe_all(key, type_url, names.iter().map(String::as_str));
             }
             _ => {}
         }
