@@ -16,8 +16,12 @@ use std::process::{Command, ExitCode};
 
 use bytes::Bytes;
 use prost::Message;
-use support::{cds_wildcard_stream, cluster_body, eds_body, fanout_setup, ingest_sotw, CDS, EDS};
+use support::{
+    cds_wildcard_stream, cluster_body, eds_body, fanout_setup, ingest_sotw, ingest_sotw_wire, CDS,
+    EDS,
+};
 use xds_sansio::client::{Client, ClientConfig, EventShape};
+use xds_sansio::pb::decode_discovery_response;
 use xds_sansio::pb::discovery::{DeltaDiscoveryResponse, DiscoveryResponse, Resource};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::protobuf::Any;
@@ -67,6 +71,26 @@ const WORKLOADS: &[Workload] = &[
         name: "prost_decode_cds_10k",
         iterations: 3,
         run: prost_decode_cds,
+    },
+    Workload {
+        name: "wire_decode_cds_10k",
+        iterations: 3,
+        run: wire_decode_cds,
+    },
+    Workload {
+        name: "client_sotw_first_load_10k_batched_wire",
+        iterations: 3,
+        run: client_sotw_first_load_batched_wire,
+    },
+    Workload {
+        name: "client_sotw_all_changed_10k_batched_wire",
+        iterations: 3,
+        run: client_sotw_all_changed_batched_wire,
+    },
+    Workload {
+        name: "client_sotw_unchanged_10k_batched_wire",
+        iterations: 3,
+        run: client_sotw_unchanged_batched_wire,
     },
     Workload {
         name: "client_delta_one_update_1k_cached",
@@ -145,50 +169,84 @@ fn prost_decode_cds(work: bool) {
     black_box(wire);
 }
 
+/// The crate's own decode of the same response (`pb::decode_discovery_response`), nothing
+/// else.
+fn wire_decode_cds(work: bool) {
+    let wire = cds_response();
+    if work {
+        for _ in 0..3 {
+            black_box(decode_discovery_response(wire.clone()).unwrap_or_default());
+        }
+    }
+    black_box(wire);
+}
+
+/// How a workload turns the wire bytes into the client's events: prost's decode or ours.
+type Ingest = fn(&mut Client, &Bytes);
+
 /// First load with batched events, every change read from the cache.
 fn client_sotw_first_load_batched(work: bool) {
+    first_load_batched(work, ingest_sotw)
+}
+
+/// [`client_sotw_first_load_batched`] from the wire bytes by the crate's own decode.
+fn client_sotw_first_load_batched_wire(work: bool) {
+    first_load_batched(work, ingest_sotw_wire)
+}
+
+fn first_load_batched(work: bool, ingest: Ingest) {
     let wire = cds_response();
     let mut clients: Vec<Client> = (0..3)
         .map(|_| sotw_client_with(EventShape::Batched))
         .collect();
     if work {
         for c in &mut clients {
-            ingest_sotw(c, &wire);
+            ingest(c, &wire);
         }
     }
     black_box(clients);
 }
 
 /// A second full state after a first load: at generation `second` (1: unchanged).
-fn full_state_again(work: bool, shape: EventShape, second: u8) {
+fn full_state_again(work: bool, shape: EventShape, second: u8, ingest: Ingest) {
     let (first, second) = (cds_response_at(1), cds_response_at(second));
     let mut clients: Vec<Client> = (0..3).map(|_| sotw_client_with(shape)).collect();
     for c in &mut clients {
-        ingest_sotw(c, &first);
+        ingest(c, &first);
     }
     if work {
         for c in &mut clients {
-            ingest_sotw(c, &second);
+            ingest(c, &second);
         }
     }
     black_box(clients);
 }
 
+/// [`client_sotw_all_changed_batched`] from the wire bytes by the crate's own decode.
+fn client_sotw_all_changed_batched_wire(work: bool) {
+    full_state_again(work, EventShape::Batched, 2, ingest_sotw_wire)
+}
+
+/// [`client_sotw_unchanged_batched`] from the wire bytes by the crate's own decode.
+fn client_sotw_unchanged_batched_wire(work: bool) {
+    full_state_again(work, EventShape::Batched, 1, ingest_sotw_wire)
+}
+
 /// The full state again with every body changed (owned events).
 fn client_sotw_all_changed(work: bool) {
-    full_state_again(work, EventShape::PerResource, 2)
+    full_state_again(work, EventShape::PerResource, 2, ingest_sotw)
 }
 
 /// The full state again with every body changed (batched, every change read).
 fn client_sotw_all_changed_batched(work: bool) {
-    full_state_again(work, EventShape::Batched, 2)
+    full_state_again(work, EventShape::Batched, 2, ingest_sotw)
 }
 
 /// The same full state again, every body unchanged (batched): what a client pays for a
 /// server's resend (a reconnect, or a SotW server that answers every change with the
 /// whole type).
 fn client_sotw_unchanged_batched(work: bool) {
-    full_state_again(work, EventShape::Batched, 1)
+    full_state_again(work, EventShape::Batched, 1, ingest_sotw)
 }
 
 /// Decode, handle and ACK a 10k-cluster response on a fresh client (first load).

@@ -106,14 +106,30 @@ pub fn fanout_setup(
     (store, set)
 }
 
-/// Decodes, handles and ACKs a SotW response on `c` and drains every event; for a batch,
-/// each change is read from the cache (name, body and version borrowed), as an
+/// Decodes (prost), handles and ACKs a SotW response on `c` and drains every event; for a
+/// batch, each change is read from the cache (name, body and version borrowed), as an
 /// application applying it would.
 pub fn ingest_sotw(c: &mut xds_sansio::client::Client, wire: &Bytes) {
     use prost::Message;
-    use xds_sansio::client::ClientEvent;
     use xds_sansio::pb::discovery::DiscoveryResponse;
-    let resp = DiscoveryResponse::decode(wire.clone()).unwrap_or_default();
+    ingest_decoded(
+        c,
+        DiscoveryResponse::decode(wire.clone()).unwrap_or_default(),
+    );
+}
+
+/// [`ingest_sotw`] with the crate's own decode of the wire bytes
+/// (`xds_sansio::pb::decode_discovery_response`, what the adapter's client runs).
+pub fn ingest_sotw_wire(c: &mut xds_sansio::client::Client, wire: &Bytes) {
+    let resp = xds_sansio::pb::decode_discovery_response(wire.clone()).unwrap_or_default();
+    ingest_decoded(c, resp);
+}
+
+fn ingest_decoded(
+    c: &mut xds_sansio::client::Client,
+    resp: xds_sansio::pb::discovery::DiscoveryResponse,
+) {
+    use xds_sansio::client::ClientEvent;
     c.handle_response(Instant::ZERO, xds_sansio::Response::Sotw(resp));
     black_box(c.poll_request(Instant::ZERO));
     while let Some(e) = c.poll_event() {

@@ -105,15 +105,14 @@ fn check(
             name,
             version: Some(SharedStr::from(r.version)),
             body,
-            aliases,
-            ttl,
+            rare: Incoming::rare_of(aliases, ttl),
             hash: 0,
         });
         i += 1;
     }
     incoming::check_duplicates(&mut out, removed, ts.cache.name_hasher())?;
     if !ts.sub.is_wildcard() {
-        out.retain(|inc| ts.sub.wants(&inc.name, &inc.aliases));
+        out.retain(|inc| ts.sub.wants(&inc.name, inc.aliases()));
     }
     ts.cache
         .check_capacity(&out, false, limits.max_names_per_type)?;

@@ -72,8 +72,7 @@ fn incoming(
             name: name_of(&body, extractor, at)?,
             version: None,
             body: Some(body),
-            aliases: Vec::new(),
-            ttl: None,
+            rare: None,
             hash: 0,
         });
     }
@@ -98,8 +97,10 @@ fn incoming(
         name,
         version: (!wrapper.version.is_empty()).then(|| SharedStr::from(wrapper.version)),
         body,
-        aliases: wrapper.aliases.into_iter().map(SharedStr::from).collect(),
-        ttl,
+        rare: Incoming::rare_of(
+            wrapper.aliases.into_iter().map(SharedStr::from).collect(),
+            ttl,
+        ),
         hash: 0,
     })
 }

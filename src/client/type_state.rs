@@ -276,7 +276,7 @@ impl TypeState {
         // Interest may have changed while the verdict was pending.
         update
             .resources
-            .retain(|r| self.sub.wants(&r.name, &r.aliases));
+            .retain(|r| self.sub.wants(&r.name, r.aliases()));
         let by_name: HashMap<&str, &str> = rejections.iter().copied().collect();
         let rejected: Vec<(SharedStr, String)> = update
             .resources

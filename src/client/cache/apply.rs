@@ -105,16 +105,20 @@ impl TypeCache {
             }
             let rejected: HashSet<&SharedStr> = rejections.iter().map(|(n, _)| n).collect();
             let mut copies = BodyCopies::new(resources.iter().map(Incoming::body_len).sum());
-            for mut inc in resources {
+            let mut resources = resources;
+            // Each taken apart where it lies: moving a 144-byte `Incoming` out of the vector
+            // and into `upsert` cost two `memcpy` calls a resource.
+            for inc in &mut resources {
                 let len = inc.body_len();
                 if !rejected.contains(&inc.name) {
                     match inc.body.take() {
                         Some(body) => self.upsert(inc, body, &version, &mut copies, ar),
-                        None => self.bodyless(&inc, &version, ar),
+                        None => self.bodyless(inc, &version, ar),
                     }
                 }
                 copies.passed(len);
             }
+            drop(resources);
             for name in &removed {
                 self.server_removed(name, ar);
             }
@@ -152,23 +156,20 @@ impl TypeCache {
 
     fn upsert(
         &mut self,
-        inc: Incoming,
+        inc: &mut Incoming,
         body: Bytes,
         response_version: &SharedStr,
         copies: &mut BodyCopies,
         ar: &mut Around<'_, '_>,
     ) {
-        let Incoming {
-            name,
-            version,
-            aliases,
-            ttl,
-            hash,
-            ..
-        } = inc;
+        let name = core::mem::replace(&mut inc.name, SharedStr::EMPTY);
+        let version = inc.version.take();
+        let rare = inc.rare.take();
+        let aliases = rare.as_deref().map_or(&[][..], |r| r.aliases.as_slice());
+        let (ttl, hash) = (rare.as_deref().and_then(|r| r.ttl), inc.hash);
         let cx = &mut *ar.cx;
         // A name subscribed through an alias resolves to this resource.
-        for alias in &aliases {
+        for alias in aliases {
             if alias != &name && self.records.get(alias).is_some_and(|r| !r.has_body()) {
                 if let Some(rec) = self.records.remove(alias) {
                     if let Some(at) = rec.dne_at() {
@@ -186,15 +187,19 @@ impl TypeCache {
         if let Some(at) = rec.take_dne_at() {
             cx.timers.disarm(at, TimerKind::DoesNotExist, cx.idx, &name);
         }
-        // Moved into the cache when no owned event takes it: an incremental version is a
-        // buffer of its own, and a second handle to it would allocate a shared header.
-        let version = version.unwrap_or_else(|| response_version.clone());
+        // A resource's own version (incremental) is moved into the cache when no owned
+        // event takes it: it is a buffer of its own, and a second handle to it would
+        // allocate a shared header. The response's (SotW) is lent, and cloned only where
+        // it takes a slot of its own or an owned event takes it.
         // `None`: unchanged; `Some(None)`: changed, told in a batch; `Some(Some(parts))`:
         // changed, told by an owned event made of `parts`.
         let same = rec.body().is_some_and(|b| *b == body) && rec.aliases() == aliases;
         let changed = if same {
             // Same content: keep the held buffers, note the version and TTL.
-            rec.version = self.versions.replace(rec.version, version);
+            rec.version = match version {
+                Some(own) => self.versions.replace(rec.version, own),
+                None => self.versions.replace_lent(rec.version, response_version),
+            };
             None
         } else {
             if rec.has_body() {
@@ -205,19 +210,27 @@ impl TypeCache {
             } else {
                 self.cached_count += 1;
             }
-            for a in &aliases {
+            for a in aliases {
                 self.aliases.insert(a.clone(), name.clone());
             }
             // Kept as a copy (`copies.rs`), so the response's buffer goes with the response.
             let kept = copies.copy(&body);
             // The cache owns the buffers; an owned event takes handles of its own.
-            let event_parts = (cx.config.event_shape == EventShape::PerResource)
-                .then(|| (version.clone(), kept.clone(), aliases.clone()));
-            rec.version = self.versions.intern(version);
+            let event_parts = (cx.config.event_shape == EventShape::PerResource).then(|| {
+                let told = version.as_ref().unwrap_or(response_version).clone();
+                (told, kept.clone(), aliases.to_vec())
+            });
+            rec.version = match version {
+                Some(own) => self.versions.intern(own),
+                None => self.versions.intern_lent(response_version),
+            };
             // The old body (if any) goes; the record now reads its name from the new one,
             // so it keeps nothing of the old response alive.
             drop(rec.hold(kept, &body, &name));
-            rec.set_aliases(aliases);
+            match rare {
+                Some(rare) => rec.set_aliases(rare.aliases),
+                None => rec.clear_aliases(),
+            }
             Some(event_parts)
         };
         rec.set_held_ttl(ttl);
@@ -256,14 +269,14 @@ impl TypeCache {
                 self.marked += 1;
             }
             if rec.has_body() && self.versions.get(rec.version) == v {
-                rec.set_held_ttl(inc.ttl);
-                set_ttl(rec, &inc.name, inc.ttl, ar.cx);
+                rec.set_held_ttl(inc.ttl());
+                set_ttl(rec, &inc.name, inc.ttl(), ar.cx);
                 return;
             }
         }
         if ar.cx.variant() == Variant::Delta {
             self.server_removed(&inc.name, ar);
-            for alias in &inc.aliases {
+            for alias in inc.aliases() {
                 if ar.sub.names(alias) && self.held(alias).is_none() {
                     self.mark_dne(alias, ar);
                 }

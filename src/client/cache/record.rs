@@ -299,6 +299,14 @@ impl Record {
         self.rare.as_deref().map_or(&[], |r| r.aliases.as_slice())
     }
 
+    /// Drops the held resource's aliases, if it had any.
+    #[inline]
+    pub(crate) fn clear_aliases(&mut self) {
+        if !self.aliases().is_empty() {
+            self.with_rare(|r| r.aliases = Vec::new());
+        }
+    }
+
     /// Sets the held resource's aliases.
     #[inline]
     pub(crate) fn set_aliases(&mut self, aliases: Vec<SharedStr>) {

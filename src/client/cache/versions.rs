@@ -76,6 +76,15 @@ impl Versions {
         slot
     }
 
+    /// [`Versions::intern`] with a version lent: cloned only if it takes a slot.
+    #[inline]
+    pub(crate) fn intern_lent(&mut self, version: &SharedStr) -> u32 {
+        match self.join_last(version) {
+            Some(last) => last,
+            None => self.intern(version.clone()),
+        }
+    }
+
     /// One record fewer at `slot`; the slot is freed with its last record.
     #[inline]
     pub(crate) fn release(&mut self, slot: u32) {

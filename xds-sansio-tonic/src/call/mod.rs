@@ -29,14 +29,13 @@ use tonic::client::Grpc;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Status, Streaming};
-use tonic_prost::ProstCodec;
 use xds_sansio::pb::discovery::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
 use xds_sansio::{Request, Response, Transport, Variant};
 
 use crate::client::bootstrap::{ChannelCreds, ManagementServer, TlsFiles};
-use crate::wire::{method_path, WireRequest, WireResponse};
+use crate::wire::{method_path, ResponseCodec, WireRequest, WireResponse};
 
 pub use stream::{run_stream, run_until_stopped, Io, StreamCommand, StreamEnd, RETRY_PAUSE};
 
@@ -193,7 +192,7 @@ async fn start<Req: WireRequest, Resp: WireResponse>(
     let call = grpc.streaming(
         tonic::Request::new(outbound),
         PathAndQuery::from_static(path),
-        ProstCodec::<Req, Resp>::default(),
+        ResponseCodec::<Req, Resp>::default(),
     );
     Ok(call.await?.into_inner())
 }

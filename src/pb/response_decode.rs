@@ -1,0 +1,210 @@
+//! A SotW `DiscoveryResponse` read from its wire bytes ([`decode_discovery_response`]) with
+//! exactly the outcome of prost's `DiscoveryResponse::decode`, at a fraction of its cost
+//! for the field that carries nearly all of a response: `resources`.
+//!
+//! Decisions:
+//! - prost decodes each `Any` through its generic field loop (a key, a dispatch, a merge
+//!   per field, a `Bytes` taken from a `Buf` per field) and grows the vector by doubling:
+//!   about 800 instructions a resource for a 10 000-cluster response
+//!   (`benches/README.md`, "The client reads a response from its wire bytes"). An `Any`
+//!   encoded the way every encoder writes it (type URL, then value, nothing else) is read
+//!   here in one straight pass, its type URL shared with the resource before it (a known
+//!   type's URL is a `'static` string: no reference count), and the vector is sized once.
+//! - Everything else is prost's, so the outcome cannot differ: the fields other than
+//!   `resources` are copied out in their order and decoded by prost (protobuf decodes a
+//!   message's fields one after another, so decoding them apart from `resources` changes
+//!   nothing). A message with anything else (an `Any` in another shape, a group, a
+//!   truncated field, a malformed varint, a field prost refuses) is handed to prost whole,
+//!   so it fails exactly as prost fails, with prost's error.
+
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::ops::Range;
+use prost::{DecodeError, Message};
+
+use super::envoy::service::discovery::v3::DiscoveryResponse;
+use super::google::protobuf::{Any, TypeUrl};
+use crate::types::CATALOG;
+
+/// `resources`: field 2, length-delimited.
+const RESOURCES_KEY: u64 = (2 << 3) | 2;
+/// `Any.type_url`: field 1, length-delimited.
+const ANY_TYPE_URL_KEY: u8 = (1 << 3) | 2;
+/// `Any.value`: field 2, length-delimited.
+const ANY_VALUE_KEY: u8 = (2 << 3) | 2;
+
+/// Decodes a SotW `DiscoveryResponse` from `wire`: the same message, or the same error, as
+/// prost's `DiscoveryResponse::decode(wire)`. Every `Any` value is a slice of `wire`, as
+/// with prost. See the [module docs](self).
+pub fn decode_discovery_response(wire: Bytes) -> Result<DiscoveryResponse, DecodeError> {
+    match plain_response(&wire) {
+        Some(response) => Ok(response),
+        None => DiscoveryResponse::decode(wire),
+    }
+}
+
+/// The response, when its outer layer and every `Any` are plain and prost decodes the other
+/// fields; `None` hands the whole message to prost, for its outcome and its error.
+fn plain_response(wire: &Bytes) -> Option<DiscoveryResponse> {
+    // Two walks of the outer layer: the first counts the resources (so their vector is
+    // allocated once: growing it by doubling cost ~80 instructions a resource) and copies
+    // out the other fields, the second reads the resources.
+    let mut count = 0;
+    let mut rest = Vec::new();
+    let mut at = 0;
+    while at < wire.len() {
+        let field = field_at(wire, &mut at)?;
+        if field.key == RESOURCES_KEY {
+            count += 1;
+        } else {
+            rest.extend_from_slice(wire.get(field.start..field.end())?);
+        }
+    }
+    let mut response = if rest.is_empty() {
+        DiscoveryResponse::default()
+    } else {
+        DiscoveryResponse::decode(Bytes::from(rest)).ok()?
+    };
+    response.resources.reserve_exact(count);
+    let mut last_url = TypeUrl::default();
+    let mut at = 0;
+    while at < wire.len() {
+        let field = field_at(wire, &mut at)?;
+        if field.key == RESOURCES_KEY {
+            let any = plain_any(wire, field.payload.clone(), &mut last_url)?;
+            response.resources.push(any);
+        }
+    }
+    Some(response)
+}
+
+/// One field of a message: its key, where it starts, and its payload (which ends where the
+/// field does).
+struct Field {
+    key: u64,
+    start: usize,
+    payload: Range<usize>,
+}
+
+impl Field {
+    fn end(&self) -> usize {
+        self.payload.end
+    }
+}
+
+/// The field at `at` (advanced past it); `None` at anything that is not plain, and prost
+/// then decides on the whole message.
+#[inline(always)]
+fn field_at(wire: &[u8], at: &mut usize) -> Option<Field> {
+    let start = *at;
+    let key = varint(wire, at)?;
+    // prost refuses keys beyond u32 and field 0: prost decides (whole or in `rest`).
+    if key > u64::from(u32::MAX) {
+        return None;
+    }
+    let end = match key & 7 {
+        0 => varint(wire, at).map(|_| *at)?,
+        1 => at.checked_add(8)?,
+        2 => {
+            let len = usize::try_from(varint(wire, at)?).ok()?;
+            at.checked_add(len)?
+        }
+        5 => at.checked_add(4)?,
+        // Groups (3, 4) and wire types prost refuses (6, 7).
+        _ => return None,
+    };
+    if end > wire.len() {
+        return None;
+    }
+    let payload = *at..end;
+    *at = end;
+    Some(Field {
+        key,
+        start,
+        payload,
+    })
+}
+
+/// The `Any` encoded at `range` of `wire`, when it is a non-empty ASCII type URL field
+/// then a value field and nothing else; its type URL is `last_url` when equal to it.
+#[inline]
+fn plain_any(wire: &Bytes, range: Range<usize>, last_url: &mut TypeUrl) -> Option<Any> {
+    let end = range.end;
+    let mut at = range.start;
+    if *wire.get(at)? != ANY_TYPE_URL_KEY {
+        return None;
+    }
+    at += 1;
+    let url_len = usize::try_from(varint(wire, &mut at)?).ok()?;
+    let url = at..at.checked_add(url_len)?;
+    at = url.end;
+    if url.is_empty() || at >= end || *wire.get(at)? != ANY_VALUE_KEY {
+        return None;
+    }
+    at += 1;
+    let value_len = usize::try_from(varint(wire, &mut at)?).ok()?;
+    let value = at..at.checked_add(value_len)?;
+    if value.end != end {
+        return None;
+    }
+    let url_bytes = wire.get(url.clone())?;
+    if url_bytes != last_url.as_str().as_bytes() {
+        *last_url = match known_type_url(url_bytes) {
+            Some(known) => TypeUrl::from_static(known),
+            // ASCII is UTF-8; anything else is left to prost's check.
+            None if url_bytes.is_ascii() => TypeUrl::from_checked_bytes(wire.slice(url)),
+            None => return None,
+        };
+    }
+    Some(Any {
+        type_url: last_url.clone(),
+        value: wire.slice(value),
+    })
+}
+
+/// The `'static` type URL of a catalogued type equal to `url`.
+fn known_type_url(url: &[u8]) -> Option<&'static str> {
+    CATALOG
+        .iter()
+        .flat_map(|t| core::iter::once(t.type_url).chain(t.type_url_v2))
+        .find(|known| known.as_bytes() == url)
+}
+
+/// A base-128 varint at `at` (advanced past it), as prost reads one; `None` where prost
+/// would fail (or when it runs off the end).
+#[inline(always)]
+fn varint(wire: &[u8], at: &mut usize) -> Option<u64> {
+    // One and two bytes (every key, every length under 16 KiB) without a loop.
+    let first = *wire.get(*at)?;
+    if first < 0x80 {
+        *at += 1;
+        return Some(u64::from(first));
+    }
+    let second = *wire.get(*at + 1)?;
+    if second < 0x80 {
+        *at += 2;
+        return Some(u64::from(first & 0x7f) | (u64::from(second) << 7));
+    }
+    long_varint(wire, at)
+}
+
+#[cold]
+fn long_varint(wire: &[u8], at: &mut usize) -> Option<u64> {
+    let mut value = 0u64;
+    for i in 0..10 {
+        let byte = *wire.get(*at + i)?;
+        // The tenth byte may carry only the top bit of a u64.
+        if i == 9 && byte > 1 {
+            return None;
+        }
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte < 0x80 {
+            *at += i + 1;
+            return Some(value);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;

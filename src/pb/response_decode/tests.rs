@@ -1,0 +1,221 @@
+use super::*;
+use crate::pb::discovery::{ResourceError, ResourceName};
+use crate::pb::envoy::config::core::v3::ControlPlane;
+use crate::pb::google::rpc::Status;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::{format, vec::Vec};
+use quickcheck::{QuickCheck, TestResult};
+
+const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+
+fn any(url: &str, value: &[u8]) -> Any {
+    Any {
+        type_url: TypeUrl::from(url),
+        value: Bytes::copy_from_slice(value),
+    }
+}
+
+/// A response with every field set, its resources of `url`.
+fn response(count: usize, url: &str) -> DiscoveryResponse {
+    DiscoveryResponse {
+        version_info: "v7".into(),
+        resources: (0..count)
+            .map(|i| any(url, format!("\n\x07cluster{i}").as_bytes()))
+            .collect(),
+        canary: true,
+        type_url: CDS.into(),
+        nonce: "n3".into(),
+        control_plane: Some(ControlPlane {
+            identifier: "cp".into(),
+        }),
+        resource_errors: vec![ResourceError {
+            resource_name: Some(ResourceName {
+                name: "gone".into(),
+                ..Default::default()
+            }),
+            error_detail: Some(Status {
+                code: 5,
+                message: "not found".into(),
+                details: vec![any("x/y", b"z")],
+            }),
+        }],
+    }
+}
+
+/// Our decode and prost's agree: the same message, or the same error.
+fn agree(wire: &[u8]) -> Result<(), String> {
+    let wire = Bytes::copy_from_slice(wire);
+    match (
+        decode_discovery_response(wire.clone()),
+        DiscoveryResponse::decode(wire),
+    ) {
+        (Ok(ours), Ok(prost)) if ours == prost => Ok(()),
+        (Err(ours), Err(prost)) if ours.to_string() == prost.to_string() => Ok(()),
+        (ours, prost) => Err(format!("ours {ours:?}, prost {prost:?}")),
+    }
+}
+
+#[test]
+fn an_encoded_response_is_read_on_the_plain_path_as_prost_reads_it() {
+    for url in [CDS, "type.googleapis.com/example.Unknown"] {
+        let encoded = Bytes::from(response(50, url).encode_to_vec());
+        let plain = plain_response(&encoded).expect("the plain path");
+        assert_eq!(plain, DiscoveryResponse::decode(encoded.clone()).unwrap());
+        // The values are slices of the wire, as prost's are.
+        let range = encoded.as_ptr_range();
+        assert!(plain
+            .resources
+            .iter()
+            .all(|a| range.contains(&a.value.as_ptr())));
+    }
+    // A catalogued type's URL is the static string, not a slice of the wire.
+    let encoded = Bytes::from(response(2, CDS).encode_to_vec());
+    let plain = plain_response(&encoded).unwrap();
+    let url = plain.resources[1].type_url.as_str();
+    assert!(!encoded.as_ptr_range().contains(&url.as_ptr()));
+    assert_eq!(
+        decode_discovery_response(Bytes::new()).unwrap(),
+        Default::default()
+    );
+}
+
+#[test]
+fn every_other_shape_goes_to_prost_whole_and_fails_as_prost_fails() {
+    let plain_any = |url: &[u8], value: &[u8]| {
+        let mut b = vec![0x0a, url.len() as u8];
+        b.extend_from_slice(url);
+        b.extend_from_slice(&[0x12, value.len() as u8]);
+        b.extend_from_slice(value);
+        b
+    };
+    let resource = |any: &[u8]| {
+        let mut b = vec![0x12, any.len() as u8];
+        b.extend_from_slice(any);
+        b
+    };
+    let ok = resource(&plain_any(b"a/b", b"xyz"));
+    let mut reversed = vec![0x12, 3];
+    reversed.extend_from_slice(b"xyz");
+    reversed.extend_from_slice(&[0x0a, 3]);
+    reversed.extend_from_slice(b"a/b");
+    let mut extra = plain_any(b"a/b", b"xyz");
+    extra.extend_from_slice(&[0x18, 1]);
+    let cases: Vec<(&str, Vec<u8>, bool)> = vec![
+        ("reversed Any", resource(&reversed), true),
+        ("an unknown field in Any", resource(&extra), true),
+        (
+            "an empty value",
+            resource(&[0x0a, 3, b'a', b'/', b'b']),
+            true,
+        ),
+        ("an empty Any", resource(&[]), true),
+        (
+            "a non-ASCII type URL",
+            resource(&plain_any("a/é".as_bytes(), b"x")),
+            true,
+        ),
+        (
+            "a type URL not UTF-8",
+            resource(&plain_any(&[b'a', 0xff], b"x")),
+            false,
+        ),
+        (
+            "a group at the top",
+            [&[0x5b, 0x5c][..], &ok].concat(),
+            true,
+        ),
+        (
+            "an unknown varint field",
+            [&[0x40, 0x96, 0x01][..], &ok].concat(),
+            true,
+        ),
+        ("field 2 as a varint", vec![0x10, 1], false),
+        ("field 0", [&[0x02, 0][..], &ok].concat(), false),
+        (
+            "version twice: the last wins",
+            [&[0x0a, 1, b'a'][..], &ok, &[0x0a, 1, b'b']].concat(),
+            true,
+        ),
+        ("a truncated resource", ok[..ok.len() - 1].to_vec(), false),
+        ("a truncated key", vec![0x80], false),
+        (
+            "an 11-byte varint",
+            [vec![0x40], vec![0xff; 10], vec![0]].concat(),
+            false,
+        ),
+        (
+            "a 10-byte varint",
+            [vec![0x40], vec![0xff; 9], vec![1]].concat(),
+            true,
+        ),
+        (
+            "a key beyond u32",
+            [vec![0xf8], vec![0xff; 4], vec![0x1f, 0]].concat(),
+            false,
+        ),
+        ("wire type 7", vec![0x0f], false),
+    ];
+    for (what, wire, decodes) in cases {
+        agree(&wire).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(
+            DiscoveryResponse::decode(&wire[..]).is_ok(),
+            decodes,
+            "{what}: the case tests what it names"
+        );
+    }
+}
+
+#[test]
+fn any_change_to_an_encoded_response_is_read_as_prost_reads_it() {
+    // (seed, edits): each edit is a position (modulo the length) and what is done there.
+    fn property(seed: (u8, bool), edits: Vec<(u16, u8, u8)>) -> TestResult {
+        let url = if seed.1 { CDS } else { "é/x" };
+        let mut wire = response(usize::from(seed.0 % 8), url).encode_to_vec();
+        for (at, op, byte) in edits {
+            if wire.is_empty() {
+                break;
+            }
+            let at = usize::from(at) % wire.len();
+            match op % 4 {
+                0 => wire[at] = byte,
+                1 => wire.truncate(at),
+                2 => wire.insert(at, byte),
+                _ => {
+                    wire.remove(at);
+                }
+            }
+        }
+        match agree(&wire) {
+            Ok(()) => TestResult::passed(),
+            Err(e) => TestResult::error(e),
+        }
+    }
+    QuickCheck::new()
+        .tests(3000)
+        .quickcheck(property as fn((u8, bool), Vec<(u16, u8, u8)>) -> TestResult);
+}
+
+#[test]
+fn single_byte_changes_reach_both_outcomes_and_the_plain_path() {
+    // Every one-byte change of a small response: the property above is not vacuous.
+    let wire = response(3, CDS).encode_to_vec();
+    let (mut ok, mut err, mut plain) = (0, 0, 0);
+    for at in 0..wire.len() {
+        for byte in [0x00, 0x02, 0x0a, 0x12, 0x7f, 0x80, 0xff] {
+            let mut changed = wire.clone();
+            changed[at] = byte;
+            agree(&changed).unwrap_or_else(|e| panic!("byte {at} = {byte:#x}: {e}"));
+            let bytes = Bytes::from(changed);
+            match DiscoveryResponse::decode(bytes.clone()) {
+                Ok(_) => ok += 1,
+                Err(_) => err += 1,
+            }
+            plain += usize::from(plain_response(&bytes).is_some());
+        }
+    }
+    assert!(
+        ok > 100 && err > 100 && plain > 100,
+        "ok {ok}, err {err}, plain {plain}"
+    );
+}
