@@ -177,9 +177,19 @@ pub fn names(data: &[u8]) {
 }
 
 /// Decoding every discovery message from arbitrary bytes: never panics, what decodes
-/// re-encodes to the same value, and every decoded message is fed to a state machine.
+/// re-encodes to the same value, every decoded message is fed to a state machine, and the
+/// crate's own decode of a SotW response has prost's outcome (the same message or the same
+/// error).
 #[allow(clippy::panic)]
 pub fn decode(data: &[u8]) {
+    match (
+        xds_sansio::pb::decode_discovery_response(bytes::Bytes::copy_from_slice(data)),
+        DiscoveryResponse::decode(data),
+    ) {
+        (Ok(ours), Ok(prost)) => assert_eq!(ours, prost, "the crate's decode differs"),
+        (Err(ours), Err(prost)) => assert_eq!(ours.to_string(), prost.to_string()),
+        (ours, prost) => panic!("the crate's decode: {ours:?}; prost's: {prost:?}"),
+    }
     fn round_trip<M: Message + Default + PartialEq + core::fmt::Debug>(data: &[u8]) -> Option<M> {
         let message = M::decode(data).ok()?;
         let again = M::decode(message.encode_to_vec().as_slice());
