@@ -40,9 +40,8 @@ use tonic::service::Routes;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Status;
 use xds_sansio::codec::json::JsonCodec;
-use xds_sansio::pb::discovery::{
-    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
-};
+use xds_sansio::pb::decode_discovery_response;
+use xds_sansio::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest};
 use xds_sansio::{Request, Response, Transport, Variant};
 use xds_sansio_conformance::check::{CheckSide, LiveCheck};
 use xds_sansio_conformance::transcript::Entry;
@@ -212,7 +211,7 @@ impl Tee {
             (Flow::Requests, Variant::Delta) => DeltaDiscoveryRequest::decode(bytes)
                 .map(|m| tap.request(stream, &Request::Delta(m))),
             (Flow::Responses, Variant::Sotw) => {
-                DiscoveryResponse::decode(bytes).map(|m| tap.response(stream, &Response::Sotw(m)))
+                decode_discovery_response(bytes).map(|m| tap.response(stream, &Response::Sotw(m)))
             }
             (Flow::Responses, Variant::Delta) => DeltaDiscoveryResponse::decode(bytes)
                 .map(|m| tap.response(stream, &Response::Delta(m))),
