@@ -34,8 +34,8 @@ const ANY_TYPE_URL_KEY: u8 = (1 << 3) | 2;
 const ANY_VALUE_KEY: u8 = (2 << 3) | 2;
 
 /// Decodes a SotW `DiscoveryResponse` from `wire`: the same message, or the same error, as
-/// prost's `DiscoveryResponse::decode(wire)`. Every `Any` value is a slice of `wire`, as
-/// with prost. See the [module docs](self).
+/// prost's `DiscoveryResponse::decode(wire)`. Every resource's value is a slice of `wire`,
+/// as with prost. See the [module docs](self).
 pub fn decode_discovery_response(wire: Bytes) -> Result<DiscoveryResponse, DecodeError> {
     match plain_response(&wire) {
         Some(response) => Ok(response),
