@@ -16,7 +16,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use prost::Message;
 use xds_sansio::client::ClientEvent;
-use xds_sansio::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
+use xds_sansio::pb::decode_discovery_response;
+use xds_sansio::pb::discovery::DiscoveryRequest;
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::time::StdClock;
 use xds_sansio::types::{CLUSTER, ENDPOINT};
@@ -118,7 +119,7 @@ fn client_thread(server: Sender<ToServer>, events: Sender<ClientEvent>) {
             }
         }
         match inbox.recv_timeout(wait(&clock, client.poll_timeout())) {
-            Ok(ToClient::Bytes(bytes)) => match DiscoveryResponse::decode(Bytes::from(bytes)) {
+            Ok(ToClient::Bytes(bytes)) => match decode_discovery_response(Bytes::from(bytes)) {
                 Ok(r) => client.handle_response(clock.now(), Response::Sotw(r)),
                 Err(e) => eprintln!("  client: undecodable response: {e}"),
             },

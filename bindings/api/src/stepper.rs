@@ -5,9 +5,8 @@
 use bytes::Bytes;
 use prost::Message as _;
 use serde::{Deserialize, Serialize};
-use xds_sansio::pb::discovery::{
-    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
-};
+use xds_sansio::pb::decode_discovery_response;
+use xds_sansio::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::{
     Client, ClientConfig, Instant, Request, ResourceStore, Response, ServerConfig, ServerStream,
@@ -210,8 +209,10 @@ impl Stepper {
         match &mut self.machine {
             Machine::Client(client) => {
                 let response = match self.variant {
+                    // One copy of the frame, whose slices the bodies then are (prost's
+                    // decode of a slice copies every body on its own).
                     Variant::Sotw => Response::Sotw(
-                        DiscoveryResponse::decode(bytes)
+                        decode_discovery_response(Bytes::copy_from_slice(bytes))
                             .map_err(|e| bad("DiscoveryResponse", e))?,
                     ),
                     Variant::Delta => Response::Delta(
