@@ -9,6 +9,7 @@
 
 use bytes::Bytes;
 
+use crate::pb::plain_fields::field_at;
 use crate::text::SharedStr;
 use core::fmt;
 
@@ -126,9 +127,9 @@ fn name_range(buf: &[u8]) -> Result<core::ops::Range<usize>, NameError> {
     }
 }
 
-/// [`name_range`] of a body without groups whose keys and lengths take at most three
-/// bytes and whose every field 1 is length-delimited ASCII (every resource an encoder
-/// writes, in practice): one tight loop. `None` for anything else, which
+/// [`name_range`] of a body whose top level is plain (no groups, nothing prost refuses:
+/// [`field_at`]) and whose every field 1 is length-delimited ASCII (every resource an
+/// encoder writes, in practice): one tight loop. `None` for anything else, which
 /// [`any_name_range`] then reads with every check: when this finds a range, that one
 /// finds the same (the same fields skipped the same way, every name UTF-8).
 #[inline]
@@ -136,56 +137,19 @@ fn plain_name_range(buf: &[u8]) -> Option<core::ops::Range<usize>> {
     let mut pos = 0;
     let mut found: Option<core::ops::Range<usize>> = None;
     while pos < buf.len() {
-        let key = short_varint(buf, &mut pos)?;
-        let end = match key & 7 {
-            // A varint: the full reader accepts one that ends within ten bytes.
-            0 => {
-                let rest = buf.get(pos..)?;
-                pos + 1 + rest.iter().take(10).position(|&b| b < 0x80)?
-            }
-            1 => pos.checked_add(8)?,
-            2 => {
-                let len = short_varint(buf, &mut pos)?;
-                pos.checked_add(len)?
-            }
-            5 => pos.checked_add(4)?,
-            // Groups and wire types the full reader refuses.
-            _ => return None,
-        };
-        if end > buf.len() || key >> 3 == 0 {
-            return None;
-        }
-        if key >> 3 == 1 {
+        let field = field_at(buf, &mut pos)?;
+        match field.key >> 3 {
+            // Field 0 is refused by the full reader.
+            0 => return None,
             // The name: length-delimited ASCII, else the full reader says what it is.
-            if key != 0x0a || !is_ascii(buf.get(pos..end)?) {
-                return None;
+            1 if field.key == 0x0a && is_ascii(buf.get(field.payload.clone())?) => {
+                found = Some(field.payload);
             }
-            found = Some(pos..end);
+            1 => return None,
+            _ => {}
         }
-        pos = end;
     }
     found.filter(|range| !range.is_empty())
-}
-
-/// A varint of at most three bytes at `pos` (advanced past it); `None` for a longer one.
-#[inline(always)]
-fn short_varint(buf: &[u8], pos: &mut usize) -> Option<usize> {
-    let first = usize::from(*buf.get(*pos)?);
-    if first < 0x80 {
-        *pos += 1;
-        return Some(first);
-    }
-    let second = usize::from(*buf.get(*pos + 1)?);
-    if second < 0x80 {
-        *pos += 2;
-        return Some((first & 0x7f) | (second << 7));
-    }
-    let third = usize::from(*buf.get(*pos + 2)?);
-    if third < 0x80 {
-        *pos += 3;
-        return Some((first & 0x7f) | ((second & 0x7f) << 7) | (third << 14));
-    }
-    None
 }
 
 /// [`name_range`] of any body.

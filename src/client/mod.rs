@@ -166,8 +166,8 @@
 //! * **One copy of what is kept.** Decoding is zero-copy (decode with
 //!   [`decode_discovery_response`](crate::pb::decode_discovery_response)`(bytes)`, prost's
 //!   outcome at about half its cost, or `DiscoveryResponse::decode(bytes)`: bodies and SotW
-//!   names are slices of its buffer, [`SharedStr`]), and the cache copies each body it keeps, once, as it applies it: into
-//!   chunks shared by the bodies a response copies one after another (`cache/copies.rs`).
+//!   names are slices of its buffer, [`SharedStr`]), and the cache copies each body it
+//!   keeps, once, as it applies it: into chunks shared by the bodies a response copies one after another (`cache/copies.rs`).
 //!   A slice would keep the whole response alive for one body: every `Any` wrapper and
 //!   type URL, and every body the cache already held. So once a response is applied, its
 //!   buffer goes with it, and a body's record reads its name from the copy (no key beside

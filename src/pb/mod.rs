@@ -185,8 +185,9 @@ pub mod google {
                 debug_assert!(core::str::from_utf8(&self.0).is_ok());
                 // SAFETY: the field is private and every constructor starts from a `str`
                 // (`from_static`, the `From` impls, `Default`) or checks UTF-8 first
-                // (`merge_field`, the callers of `from_checked_bytes`). Checking again on every read cost as much as a third of
-                // a client's work per resource (callgrind, benches/instructions.rs).
+                // (`merge_field`, the callers of `from_checked_bytes`). Checking again on
+                // every read cost as much as a third of a client's work per resource
+                // (callgrind, benches/instructions.rs).
                 unsafe { core::str::from_utf8_unchecked(&self.0) }
             }
         }
@@ -324,5 +325,6 @@ pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("generated/descriptor.bin"
 
 pub use envoy::service::discovery::v3 as discovery;
 
+pub(crate) mod plain_fields;
 mod response_decode;
 pub use response_decode::decode_discovery_response;

@@ -24,6 +24,7 @@ use prost::{DecodeError, Message};
 
 use super::envoy::service::discovery::v3::DiscoveryResponse;
 use super::google::protobuf::{Any, TypeUrl};
+use super::plain_fields::{field_at, varint};
 use crate::types::CATALOG;
 
 /// `resources`: field 2, length-delimited.
@@ -78,53 +79,6 @@ fn plain_response(wire: &Bytes) -> Option<DiscoveryResponse> {
     Some(response)
 }
 
-/// One field of a message: its key, where it starts, and its payload (which ends where the
-/// field does).
-struct Field {
-    key: u64,
-    start: usize,
-    payload: Range<usize>,
-}
-
-impl Field {
-    fn end(&self) -> usize {
-        self.payload.end
-    }
-}
-
-/// The field at `at` (advanced past it); `None` at anything that is not plain, and prost
-/// then decides on the whole message.
-#[inline(always)]
-fn field_at(wire: &[u8], at: &mut usize) -> Option<Field> {
-    let start = *at;
-    let key = varint(wire, at)?;
-    // prost refuses keys beyond u32 and field 0: prost decides (whole or in `rest`).
-    if key > u64::from(u32::MAX) {
-        return None;
-    }
-    let end = match key & 7 {
-        0 => varint(wire, at).map(|_| *at)?,
-        1 => at.checked_add(8)?,
-        2 => {
-            let len = usize::try_from(varint(wire, at)?).ok()?;
-            at.checked_add(len)?
-        }
-        5 => at.checked_add(4)?,
-        // Groups (3, 4) and wire types prost refuses (6, 7).
-        _ => return None,
-    };
-    if end > wire.len() {
-        return None;
-    }
-    let payload = *at..end;
-    *at = end;
-    Some(Field {
-        key,
-        start,
-        payload,
-    })
-}
-
 /// The `Any` encoded at `range` of `wire`, when it is a non-empty ASCII type URL field
 /// then a value field and nothing else; its type URL is `last_url` when equal to it.
 #[inline]
@@ -168,42 +122,6 @@ fn known_type_url(url: &[u8]) -> Option<&'static str> {
         .iter()
         .flat_map(|t| core::iter::once(t.type_url).chain(t.type_url_v2))
         .find(|known| known.as_bytes() == url)
-}
-
-/// A base-128 varint at `at` (advanced past it), as prost reads one; `None` where prost
-/// would fail (or when it runs off the end).
-#[inline(always)]
-fn varint(wire: &[u8], at: &mut usize) -> Option<u64> {
-    // One and two bytes (every key, every length under 16 KiB) without a loop.
-    let first = *wire.get(*at)?;
-    if first < 0x80 {
-        *at += 1;
-        return Some(u64::from(first));
-    }
-    let second = *wire.get(*at + 1)?;
-    if second < 0x80 {
-        *at += 2;
-        return Some(u64::from(first & 0x7f) | (u64::from(second) << 7));
-    }
-    long_varint(wire, at)
-}
-
-#[cold]
-fn long_varint(wire: &[u8], at: &mut usize) -> Option<u64> {
-    let mut value = 0u64;
-    for i in 0..10 {
-        let byte = *wire.get(*at + i)?;
-        // The tenth byte may carry only the top bit of a u64.
-        if i == 9 && byte > 1 {
-            return None;
-        }
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        if byte < 0x80 {
-            *at += i + 1;
-            return Some(value);
-        }
-    }
-    None
 }
 
 #[cfg(test)]

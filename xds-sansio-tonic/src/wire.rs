@@ -5,10 +5,9 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-
-use std::marker::PhantomData;
 
 use bytes::{Buf, BufMut, Bytes};
 use tonic::body::Body;
