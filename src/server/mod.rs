@@ -311,6 +311,7 @@ mod known;
 mod names;
 mod owed;
 mod packing;
+mod prefetch;
 mod publication;
 mod resource_errors;
 mod resource_table;

@@ -737,7 +737,10 @@ impl SotwState {
         // Looked up first, in a loop that does nothing else: in a large type each probe
         // misses the cache, and probes independent of each other overlap (a reconnect
         // storm's first answers, issue 28).
-        let found: Vec<Option<&StoredResource>> = pending.iter().map(|n| get(n)).collect();
+        let found: Vec<Option<&StoredResource>> = match resources {
+            Some(resources) => resources.get_many(pending.iter().map(|n| &**n)),
+            None => alloc::vec![None; pending.len()],
+        };
         for (shared, found) in pending.into_iter().zip(found) {
             let name = &*shared;
             if is_glob(name) {

@@ -248,6 +248,21 @@ impl<'s> TypeResources<'s> {
             .get(name)
             .or_else(|| self.0.get(comparable(name).as_ref()))
     }
+
+    /// [`TypeResources::get`] of each of `names`, in order; the lookups overlap
+    /// ([`ResourceTable::get_many`]).
+    pub(crate) fn get_many<'n>(
+        self,
+        names: impl Iterator<Item = &'n str> + Clone,
+    ) -> Vec<Option<&'s StoredResource>> {
+        let mut found = self.0.get_many(names.clone());
+        for (found, name) in found.iter_mut().zip(names) {
+            if found.is_none() {
+                *found = self.0.get(comparable(name).as_ref());
+            }
+        }
+        found
+    }
 }
 
 #[derive(Clone, Debug, Default)]

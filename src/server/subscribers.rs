@@ -16,10 +16,12 @@
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
-use hashbrown::HashMap;
+use core::hash::BuildHasher;
+use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 
 use super::event::ServerEvent;
 use super::names::{KeptNames, NameSource, SharedName};
+use super::prefetch::{candidates, prefetch};
 use super::publication::StoreChange;
 use super::resource_errors::TYPE_WIDE;
 use crate::client::WILDCARD;
@@ -38,19 +40,29 @@ pub enum Concern<'v, 'c> {
     Named(&'v StoreChange<'c>),
 }
 
+/// The streams that subscribe to one name, kept under the one copy of the name that the
+/// streams of a set share ([`NameSource`]).
+#[derive(Clone, Debug)]
+struct NameSubscribers<K> {
+    name: SharedName,
+    keys: BTreeSet<K>,
+}
+
 /// The subscribers of one type.
 #[derive(Clone, Debug)]
 struct TypeSubscribers<K> {
-    /// Keyed by the one copy of each name that the streams of a set share
-    /// ([`NameSource`]).
-    by_name: HashMap<SharedName, BTreeSet<K>>,
+    /// By name: a table rather than a map so that [`KeptNames::shared_many`] can find a
+    /// name's entry by its hash before reading the name ([`prefetch`]).
+    by_name: HashTable<NameSubscribers<K>>,
+    hasher: DefaultHashBuilder,
     wildcard: BTreeSet<K>,
 }
 
 impl<K> Default for TypeSubscribers<K> {
     fn default() -> Self {
         TypeSubscribers {
-            by_name: HashMap::new(),
+            by_name: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
             wildcard: BTreeSet::new(),
         }
     }
@@ -60,6 +72,16 @@ impl<K> TypeSubscribers<K> {
     fn is_empty(&self) -> bool {
         self.by_name.is_empty() && self.wildcard.is_empty()
     }
+
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    /// The streams subscribed to `name` by name.
+    fn named(&self, name: &str) -> Option<&NameSubscribers<K>> {
+        self.by_name
+            .find(self.hash(name), |entry| *entry.name == *name)
+    }
 }
 
 impl<K: Copy + Ord> TypeSubscribers<K> {
@@ -68,10 +90,14 @@ impl<K: Copy + Ord> TypeSubscribers<K> {
     fn unsubscribe(&mut self, key: K, name: &str) {
         if name == WILDCARD {
             self.wildcard.remove(&key);
-        } else if let Some(keys) = self.by_name.get_mut(name) {
+            return;
+        }
+        let hash = self.hash(name);
+        if let Ok(mut entry) = self.by_name.find_entry(hash, |entry| *entry.name == *name) {
+            let keys = &mut entry.get_mut().keys;
             keys.remove(&key);
             if keys.is_empty() {
-                self.by_name.remove(name);
+                entry.remove();
             }
         }
     }
@@ -80,12 +106,23 @@ impl<K: Copy + Ord> TypeSubscribers<K> {
     fn subscribe(&mut self, key: K, name: &str) {
         if name == WILDCARD {
             self.wildcard.insert(key);
-        } else if let Some(keys) = self.by_name.get_mut(name) {
-            keys.insert(key);
-        } else {
-            self.by_name
-                .insert(SharedName::from(name), BTreeSet::from([key]));
+            return;
         }
+        let hash = self.hash(name);
+        let hasher = &self.hasher;
+        self.by_name
+            .entry(
+                hash,
+                |entry| *entry.name == *name,
+                |entry| hasher.hash_one(&*entry.name),
+            )
+            .or_insert_with(|| NameSubscribers {
+                name: SharedName::from(name),
+                keys: BTreeSet::new(),
+            })
+            .into_mut()
+            .keys
+            .insert(key);
     }
 }
 
@@ -115,17 +152,28 @@ impl<K> NameSource for SubscriptionIndex<K> {
 
 impl<K> KeptNames for TypeSubscribers<K> {
     fn shared(&self, name: &str) -> Option<SharedName> {
-        let (kept, _) = self.by_name.get_key_value(name)?;
-        Some(kept.clone())
+        Some(self.named(name)?.name.clone())
     }
 
+    /// In passes, as [`super::resource_table::ResourceTable::get_many`]: each name's entry
+    /// found by its hash bits alone (the control bytes), then the entries read (where each
+    /// keeps its name), then the names compared, each pass starting the next one's reads
+    /// for every name; an entry of another name with the same bits is looked up in full.
     fn shared_many(&self, names: &[String]) -> Vec<Option<SharedName>> {
+        let hashes: Vec<u64> = names.iter().map(|name| self.hash(name)).collect();
+        let kept: Vec<Option<&SharedName>> = candidates(&self.by_name, &hashes)
+            .into_iter()
+            .map(|entry| entry.map(|entry| &entry.name))
+            .inspect(|kept| kept.iter().for_each(|kept| prefetch(kept.as_ptr())))
+            .collect();
+        // Every name found before any copy's count is raised ([`KeptNames::shared_many`]).
         let found: Vec<Option<&SharedName>> = names
             .iter()
-            .map(|name| {
-                self.by_name
-                    .get_key_value(name.as_str())
-                    .map(|(kept, _)| kept)
+            .zip(kept)
+            .map(|(name, kept)| match kept {
+                Some(kept) if **kept == **name => Some(kept),
+                Some(_) => self.named(name).map(|entry| &entry.name),
+                None => None,
             })
             .collect();
         found.into_iter().map(|kept| kept.cloned()).collect()
@@ -238,14 +286,14 @@ impl<K: Copy + Ord> SubscriptionIndex<K> {
             }
             for change in &changes {
                 if change.name.is_empty() || change.name == TYPE_WIDE {
-                    for key in entry.by_name.values().flatten() {
+                    for key in entry.by_name.iter().flat_map(|named| &named.keys) {
                         visit(*key, Concern::Named(change));
                     }
                     continue;
                 }
                 for name in change.subscription_keys() {
-                    if let Some(keys) = entry.by_name.get(name.as_ref()) {
-                        for key in keys {
+                    if let Some(named) = entry.named(name.as_ref()) {
+                        for key in &named.keys {
                             visit(*key, Concern::Named(change));
                         }
                     }
@@ -270,6 +318,7 @@ mod tests {
     use crate::pb::google::rpc::Status;
     use crate::server::{ResourceEntry, ResourceStore, StoreOp};
     use crate::types::{CLUSTER, ENDPOINT};
+    use alloc::format;
     use alloc::string::ToString;
     use alloc::vec;
     use bytes::Bytes;
@@ -394,5 +443,40 @@ mod tests {
         );
         index.remove(7, &[(CDS.to_string(), "*".to_string())]);
         assert!(index.is_empty());
+    }
+
+    /// `shared_many` gives the index's own copy of each name some stream subscribes to and
+    /// nothing for the others, as `shared` does one by one, including names whose hash
+    /// bits lead first to another name's entry (checked to occur, so the path is tested).
+    #[test]
+    fn many_names_share_the_index_copies_as_one_by_one() {
+        let mut index = SubscriptionIndex::new();
+        for i in 0..2_000u32 {
+            index.subscribe(i % 7, EDS, &format!("held-{i}"));
+        }
+        let names: Vec<String> = (0..2_000)
+            .map(|i| format!("held-{i}"))
+            .chain((0..20_000).map(|i| format!("absent-{i}")))
+            .collect();
+        let kept = index.types.get(EDS).unwrap();
+        let shared = kept.shared_many(&names);
+        assert_eq!(shared.len(), names.len());
+        let mut taken_by_another = 0;
+        for (name, shared) in names.iter().zip(&shared) {
+            let one = kept.shared(name);
+            assert_eq!(shared.is_some(), name.starts_with("held-"), "{name}");
+            assert_eq!(shared.as_deref(), one.as_deref(), "{name}");
+            if let (Some(shared), Some(one)) = (shared, &one) {
+                assert!(
+                    SharedName::ptr_eq(shared, one),
+                    "{name}: not the index's copy"
+                );
+            }
+            let first = kept.by_name.find(kept.hash(name), |_| true);
+            if first.is_some_and(|entry| *entry.name != *name.as_str()) {
+                taken_by_another += 1;
+            }
+        }
+        assert!(taken_by_another > 0, "no name met another's entry first");
     }
 }
