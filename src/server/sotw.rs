@@ -734,8 +734,8 @@ impl SotwState {
         // The candidates came sorted, each once: searchable as they are.
         out.sort();
         out.reserve(pending.len());
-        // Looked up first, in a loop that does nothing else: in a large type each probe
-        // misses the cache, and probes independent of each other overlap (a reconnect
+        // Looked up first, together: in a large type each probe misses the cache several
+        // times, and `get_many` makes the misses of all the names overlap (a reconnect
         // storm's first answers, issue 28).
         let found: Vec<Option<&StoredResource>> = match resources {
             Some(resources) => resources.get_many(pending.iter().map(|n| &**n)),
