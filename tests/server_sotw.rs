@@ -43,7 +43,9 @@ fn simple_ack() {
     s.handle_request(T0, req(sotw(EDS, "", &["foo", "bar"], "")));
     let ev = events(&mut s);
     assert!(matches!(&ev[0], ServerEvent::NodeIdentified(n) if n.id == "envoy"));
-    assert!(matches!(&ev[1], ServerEvent::Subscribed { names, .. } if names == &["bar", "foo"]));
+    assert!(
+        matches!(&ev[1], ServerEvent::Subscribed { names, .. } if names.iter().map(|n| &**n).eq(["bar", "foo"]))
+    );
     let r = one_sotw(drain(&mut s, T0, &store));
     assert_eq!(sotw_names(&r), ["bar", "foo"], "sorted by name");
     assert_eq!(r.nonce, "1");
@@ -177,7 +179,7 @@ fn update_race() {
     assert!(is_stale(&ev) && !is_nacked(&ev));
     assert!(ev
         .iter()
-        .any(|e| matches!(e, ServerEvent::Subscribed { names, .. } if names == &["bar"])));
+        .any(|e| matches!(e, ServerEvent::Subscribed { names, .. } if names.iter().map(|n| &**n).eq(["bar"]))));
     // A stale request is never answered by itself ("The management server should not send
     // a DiscoveryResponse for any DiscoveryRequest that has a stale nonce").
     assert!(drain(&mut s, T0, &store).is_empty());
@@ -289,7 +291,7 @@ fn wildcard_cds() {
     let ev = events(&mut s);
     assert!(ev
         .iter()
-        .any(|e| matches!(e, ServerEvent::Subscribed { names, .. } if names == &["*"])));
+        .any(|e| matches!(e, ServerEvent::Subscribed { names, .. } if names.iter().map(|n| &**n).eq(["*"]))));
     assert!(s.is_wildcard(CDS));
     let empty = one_sotw(drain(&mut s, T0, &store));
     assert!(
@@ -633,7 +635,7 @@ fn explicit_wildcard_can_be_left() {
     let ev = events(&mut s);
     assert!(ev
         .iter()
-        .any(|e| matches!(e, ServerEvent::Unsubscribed { names, .. } if names == &["*"])));
+        .any(|e| matches!(e, ServerEvent::Unsubscribed { names, .. } if names.iter().map(|n| &**n).eq(["*"]))));
     assert!(!s.is_wildcard(EDS));
     assert!(
         drain(&mut s, T0, &store).is_empty(),

@@ -173,14 +173,14 @@ impl DeltaState {
                 let name = &comparable(name).into_owned();
                 let pair = pair_hash(name, version);
                 self.known.told(name, Known::Version(pair));
-                if self.names.insert(name, kept) {
-                    diff.added.push(name.clone());
+                if let Some(shared) = self.names.insert(name, kept) {
+                    diff.added.push(shared);
                 }
             }
             if self.legacy_type && request.resource_names_subscribe.is_empty() {
                 self.wildcard = true;
                 self.answer_due = true;
-                diff.added.push(String::from("*"));
+                diff.added.push(SharedName::from("*"));
             }
         } else if !request.initial_resource_versions.is_empty() {
             late_initial = true;
@@ -192,12 +192,12 @@ impl DeltaState {
                     self.wildcard = true;
                     self.changes.resync = true;
                     self.answer_due = true;
-                    diff.added.push(name.clone());
+                    diff.added.push(SharedName::from("*"));
                 }
                 continue;
             }
-            if self.names.insert(name, kept) {
-                diff.added.push(name.clone());
+            if let Some(shared) = self.names.insert(name, kept) {
+                diff.added.push(shared);
             }
             // Subscribed again: answer even if the client seems to hold it already; but
             // not on the first request for a name whose version the client states in
@@ -212,7 +212,7 @@ impl DeltaState {
             if name == "*" {
                 if self.wildcard {
                     self.wildcard = false;
-                    diff.removed.push(name.clone());
+                    diff.removed.push(SharedName::from("*"));
                     self.drop_uncovered = true;
                     // Names dropped while wildcard covered them are now covered by
                     // nothing: they are forgotten with the rest, not answered.
@@ -220,11 +220,11 @@ impl DeltaState {
                 }
                 continue;
             }
-            if !self.names.remove(name.as_str()) {
+            let Some(held) = self.names.remove(name.as_str()) else {
                 // A phantom unsubscribe: ignored.
                 continue;
-            }
-            diff.removed.push(name.clone());
+            };
+            diff.removed.push(held);
             self.pending.remove(name.as_str());
             if self.wildcard {
                 // Still covered by wildcard, but the client dropped it: answer with the

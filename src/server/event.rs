@@ -3,6 +3,7 @@
 
 use alloc::boxed::Box;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -23,16 +24,17 @@ pub enum ServerEvent {
     Subscribed {
         /// The type.
         type_url: SharedStr,
-        /// The names added, sorted.
-        names: Vec<String>,
+        /// The names added, sorted: the stream's own copies (a reference count each, not
+        /// a copy of the request's strings kept until the event is polled).
+        names: Vec<Arc<str>>,
     },
     /// The client no longer subscribes to these names (`*` is wildcard). Phantom
     /// unsubscribes (names it did not subscribe to) are not reported.
     Unsubscribed {
         /// The type.
         type_url: SharedStr,
-        /// The names removed, sorted.
-        names: Vec<String>,
+        /// The names removed, sorted: the copies the stream held.
+        names: Vec<Arc<str>>,
     },
     /// The client applied the response with this nonce.
     Acked {

@@ -115,19 +115,26 @@ impl Names {
         self.globs = self.set.iter().any(|n| is_glob(n));
     }
 
-    /// Adds a name; whether it is new (only a new one is looked up in `kept` or copied).
-    pub(crate) fn insert(&mut self, name: &str, kept: Option<&dyn KeptNames>) -> bool {
+    /// Adds a name; its copy if it is new (only a new one is looked up in `kept` or
+    /// copied).
+    pub(crate) fn insert(
+        &mut self,
+        name: &str,
+        kept: Option<&dyn KeptNames>,
+    ) -> Option<SharedName> {
         if self.set.contains(name) {
-            return false;
+            return None;
         }
         self.globs |= is_glob(name);
-        self.set.insert(share_or_copy(kept, name))
+        let shared = share_or_copy(kept, name);
+        self.set.insert(shared.clone());
+        Some(shared)
     }
 
-    /// Removes a name; whether it was there.
-    pub(crate) fn remove(&mut self, name: &str) -> bool {
-        let removed = self.set.remove(name);
-        if removed && self.globs && is_glob(name) {
+    /// Removes a name; the copy it held, if it was there.
+    pub(crate) fn remove(&mut self, name: &str) -> Option<SharedName> {
+        let removed = self.set.take(name);
+        if removed.is_some() && self.globs && is_glob(name) {
             self.globs = self.set.iter().any(|n| is_glob(n));
         }
         removed

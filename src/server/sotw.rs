@@ -40,8 +40,8 @@ enum Wildcard {
 /// Names added to and removed from a subscription by one request (`*` is wildcard).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Diff {
-    pub(crate) added: Vec<String>,
-    pub(crate) removed: Vec<String>,
+    pub(crate) added: Vec<SharedName>,
+    pub(crate) removed: Vec<SharedName>,
 }
 
 /// What one build reads and writes besides the state: the store, the time, the heartbeat
@@ -240,7 +240,7 @@ impl SotwState {
                 self.wildcard = Wildcard::Legacy;
                 self.changes.resync = true;
                 self.answer_due = self.last_version.is_none();
-                diff.added.push(String::from("*"));
+                diff.added.push(SharedName::from("*"));
                 return diff;
             }
         }
@@ -280,9 +280,9 @@ impl SotwState {
         new_names.dedup();
         // The new names' kept copies looked up together: in a large index each probe
         // misses the cache, and probes independent of each other overlap.
-        let shared = share_or_copy_many(kept, &new_names);
-        let new_names: Vec<(String, SharedName)> = new_names.into_iter().zip(shared).collect();
-        requested.extend(new_names.iter().map(|(_, shared)| shared.clone()));
+        // The request's strings go here, while still in the cache; events carry the copies.
+        let new_names: Vec<SharedName> = share_or_copy_many(kept, &new_names);
+        requested.extend(new_names.iter().cloned());
         // Collected from a list, the set is built whole with full nodes (inserted one by
         // one in order, its nodes would stay about half full).
         let requested: BTreeSet<SharedName> = requested.into_iter().collect();
@@ -295,12 +295,12 @@ impl SotwState {
             self.wildcard = Wildcard::Explicit;
             self.changes.resync = true;
             self.answer_due = self.last_version.is_none() || !first;
-            diff.added.push(String::from("*"));
+            diff.added.push(SharedName::from("*"));
         } else if !want_wildcard && self.wildcard == Wildcard::Explicit {
             self.wildcard = Wildcard::Off;
             // LDS/CDS: the full state shrinks to the names; tell the client.
             self.changes.resync = true;
-            diff.removed.push(String::from("*"));
+            diff.removed.push(SharedName::from("*"));
             let stale: Vec<SharedName> = self
                 .sent
                 .keys()
@@ -314,16 +314,16 @@ impl SotwState {
         // Collected whole (full nodes, no search per name), then merged into what is
         // still pending.
         let mut newly_pending = Vec::with_capacity(new_names.len());
-        for (name, shared) in new_names {
+        for shared in new_names {
             if !(was_wildcard && self.sent.contains_key(&*shared)) {
-                newly_pending.push(shared);
+                newly_pending.push(shared.clone());
             }
-            diff.added.push(name);
+            diff.added.push(shared);
         }
         let mut newly_pending: BTreeSet<SharedName> = newly_pending.into_iter().collect();
         self.pending.append(&mut newly_pending);
         for name in self.names.set().difference(&requested) {
-            diff.removed.push(String::from(&**name));
+            diff.removed.push(name.clone());
             self.pending.remove(&**name);
         }
         let removed_glob = diff.removed.iter().any(|n| is_glob(n));
@@ -333,7 +333,7 @@ impl SotwState {
         }
         if self.wildcard == Wildcard::Off {
             for name in &diff.removed {
-                if let Some(pair) = self.sent.remove(name.as_str()) {
+                if let Some(pair) = self.sent.remove(&**name) {
                     self.sum.remove(pair);
                 }
             }
@@ -348,10 +348,10 @@ impl SotwState {
                 self.answer_named_first = true;
             }
             for name in &diff.removed {
-                if name == "*" {
+                if **name == *"*" {
                     self.wildcard_maybe_missing = true;
                 } else if self.wildcard == Wildcard::Off {
-                    self.maybe_missing.insert(self.names.share(name));
+                    self.maybe_missing.insert(name.clone());
                 }
             }
         }

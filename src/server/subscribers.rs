@@ -235,7 +235,7 @@ impl<K: Copy + Ord> SubscriptionIndex<K> {
                 }
             }
             ServerEvent::Unsubscribed { type_url, names } => {
-                self.unsubscribe_all(key, type_url, names.iter().map(String::as_str));
+                self.unsubscribe_all(key, type_url, names.iter().map(|name| &**name));
             }
             _ => {}
         }

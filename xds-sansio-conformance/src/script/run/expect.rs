@@ -197,11 +197,11 @@ fn server_facts(event: &ServerEvent) -> Facts<'_> {
     match event {
         ServerEvent::NodeIdentified(_) => Facts::new("node", None),
         ServerEvent::Subscribed { type_url, names } => Facts {
-            names: names.iter().map(String::as_str).collect(),
+            names: names.iter().map(|name| &**name).collect(),
             ..typed("subscribed", type_url)
         },
         ServerEvent::Unsubscribed { type_url, names } => Facts {
-            names: names.iter().map(String::as_str).collect(),
+            names: names.iter().map(|name| &**name).collect(),
             ..typed("unsubscribed", type_url)
         },
         ServerEvent::Acked {
