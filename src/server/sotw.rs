@@ -280,7 +280,8 @@ impl SotwState {
         new_names.dedup();
         // The new names' kept copies looked up together: in a large index each probe
         // misses the cache, and probes independent of each other overlap.
-        // The request's strings go here, while still in the cache; events carry the copies.
+        // The request's strings are dropped with this call, while still in the cache; the
+        // events carry the copies.
         let new_names: Vec<SharedName> = share_or_copy_many(kept, &new_names);
         requested.extend(new_names.iter().cloned());
         // Collected from a list, the set is built whole with full nodes (inserted one by
