@@ -28,7 +28,7 @@ use core::ptr::NonNull;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 use super::packing;
-use super::prefetch::{candidates, prefetch, prefetch_value};
+use super::prefetch::find_many;
 
 /// What the table holds: anything with a name (the store's resources).
 pub(super) trait Named: Clone {
@@ -202,7 +202,7 @@ impl<T: Named> ResourceTable<T> {
     /// one name in a large table is a chain of four cache misses, each needing the one
     /// before: the control bytes, the slot they point to, the resource, its name in the
     /// body. Here each link is a pass over every name that starts the next link's read for
-    /// all of them ([`prefetch`]) before any is waited for, so the misses of a hundred
+    /// all of them ([`find_many`]) before any is waited for, so the misses of a hundred
     /// names overlap instead of following one another (a reconnect storm's first answers,
     /// issue 28). A slot is taken by its hash bits alone and its name compared last; a slot
     /// of another name with the same bits is looked up again in full.
@@ -211,27 +211,14 @@ impl<T: Named> ResourceTable<T> {
         names: impl Iterator<Item = &'n str> + Clone,
     ) -> Vec<Option<&T>> {
         let hashes: Vec<u64> = names.clone().map(|name| self.hash(name)).collect();
-        // The control bytes read; the slots' addresses come from them, their content not.
-        let slots = candidates(&self.index, &hashes);
-        // The slots read: each resource's address.
-        let found: Vec<Option<&T>> = slots
-            .into_iter()
-            .map(|slot| slot.map(|slot| self.read(*slot)))
-            .inspect(|found| found.iter().for_each(|found| prefetch_value(*found)))
-            .collect();
-        // The resources read: where each keeps its name.
-        let held: Vec<Option<(&T, &str)>> = found
-            .into_iter()
-            .map(|found| found.map(|found| (found, found.name())))
-            .inspect(|held| held.iter().for_each(|(_, name)| prefetch(name.as_ptr())))
-            .collect();
-        names
-            .zip(held)
-            .map(|(name, held)| match held? {
-                (found, held) if held == name => Some(found),
-                _ => self.get(name),
-            })
-            .collect()
+        find_many(
+            &self.index,
+            &hashes,
+            names,
+            |slot| self.read(*slot),
+            T::name,
+            |name| self.get(name),
+        )
     }
 
     /// Holds `resource`; the one of the same name it replaces, if any.

@@ -244,9 +244,13 @@ pub(crate) struct TypeResources<'s>(&'s ResourceTable<StoredResource>);
 impl<'s> TypeResources<'s> {
     /// A resource by name (an `xdstp://` name in any order of its context parameters).
     pub(crate) fn get(self, name: &str) -> Option<&'s StoredResource> {
-        self.0
-            .get(name)
-            .or_else(|| self.0.get(comparable(name).as_ref()))
+        self.0.get(name).or_else(|| self.in_canonical_form(name))
+    }
+
+    /// A name not found as written, looked up again in its canonical form (the one rule of
+    /// [`TypeResources::get`] and [`TypeResources::get_many`]).
+    fn in_canonical_form(self, name: &str) -> Option<&'s StoredResource> {
+        self.0.get(comparable(name).as_ref())
     }
 
     /// [`TypeResources::get`] of each of `names`, in order; the lookups overlap
@@ -258,7 +262,7 @@ impl<'s> TypeResources<'s> {
         let mut found = self.0.get_many(names.clone());
         for (found, name) in found.iter_mut().zip(names) {
             if found.is_none() {
-                *found = self.0.get(comparable(name).as_ref());
+                *found = self.in_canonical_form(name);
             }
         }
         found

@@ -21,7 +21,7 @@ use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 
 use super::event::ServerEvent;
 use super::names::{KeptNames, NameSource, SharedName};
-use super::prefetch::{candidates, prefetch};
+use super::prefetch::find_many;
 use super::publication::StoreChange;
 use super::resource_errors::TYPE_WIDE;
 use crate::client::WILDCARD;
@@ -52,7 +52,7 @@ struct NameSubscribers<K> {
 #[derive(Clone, Debug)]
 struct TypeSubscribers<K> {
     /// By name: a table rather than a map so that [`KeptNames::shared_many`] can find a
-    /// name's entry by its hash before reading the name ([`prefetch`]).
+    /// name's entry by its hash before reading the name ([`find_many`]).
     by_name: HashTable<NameSubscribers<K>>,
     hasher: DefaultHashBuilder,
     wildcard: BTreeSet<K>,
@@ -155,28 +155,22 @@ impl<K> KeptNames for TypeSubscribers<K> {
         Some(self.named(name)?.name.clone())
     }
 
-    /// In passes, as [`super::resource_table::ResourceTable::get_many`]: each name's entry
-    /// found by its hash bits alone (the control bytes), then the entries read (where each
-    /// keeps its name), then the names compared, each pass starting the next one's reads
-    /// for every name; an entry of another name with the same bits is looked up in full.
+    /// In passes ([`find_many`]), as the store finds a build's pending names.
     fn shared_many(&self, names: &[String]) -> Vec<Option<SharedName>> {
         let hashes: Vec<u64> = names.iter().map(|name| self.hash(name)).collect();
-        let kept: Vec<Option<&SharedName>> = candidates(&self.by_name, &hashes)
-            .into_iter()
-            .map(|entry| entry.map(|entry| &entry.name))
-            .inspect(|kept| kept.iter().for_each(|kept| prefetch(kept.as_ptr())))
-            .collect();
         // Every name found before any copy's count is raised ([`KeptNames::shared_many`]).
-        let found: Vec<Option<&SharedName>> = names
-            .iter()
-            .zip(kept)
-            .map(|(name, kept)| match kept {
-                Some(kept) if **kept == **name => Some(kept),
-                Some(_) => self.named(name).map(|entry| &entry.name),
-                None => None,
-            })
-            .collect();
-        found.into_iter().map(|kept| kept.cloned()).collect()
+        let found = find_many(
+            &self.by_name,
+            &hashes,
+            names.iter().map(String::as_str),
+            |entry| entry,
+            |entry| &*entry.name,
+            |name| self.named(name),
+        );
+        found
+            .into_iter()
+            .map(|entry| entry.map(|entry| entry.name.clone()))
+            .collect()
     }
 }
 
