@@ -28,7 +28,11 @@
 //! so often), `XDS_STORM_PER_CONNECTION` (100), `XDS_STORM_RATE` / `XDS_STORM_BURST` /
 //! `XDS_STORM_MAX_WAIT_MS` (protection's settings, default `Admission::default()`),
 //! `XDS_STORM_MODES` (`off,on`; `window` is protection with a window of
-//! `XDS_STORM_WINDOW` (64) warming streams instead of a rate, `window:N` one of N).
+//! `XDS_STORM_WINDOW` (64) warming streams instead of a rate, `window:N` one of N),
+//! `XDS_STORM_VARIANT` (`sotw`; `delta`: every client, connected or new, is a delta ADS
+//! stream subscribing to the wildcard of CDS, so an update sends the connected clients the
+//! one cluster that changed instead of the whole state; a resuming client presents a stale
+//! version of one cluster).
 //! Figures: `benches/README.md`, "Storm".
 
 #[path = "../tests/support/loopback.rs"]
@@ -41,7 +45,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
-use xds_sansio::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
+use xds_sansio::pb::discovery::{DeltaDiscoveryRequest, DiscoveryRequest, DiscoveryResponse};
 use xds_sansio::server::{BodyChecks, ResourceEntry, StoreOp};
 use xds_sansio::types::CLUSTER;
 use xds_sansio::{Request, Response};
@@ -86,31 +90,67 @@ fn set(i: usize, tick: u64) -> StoreOp {
     }
 }
 
-/// The update number a full state carries (the ticker's body).
-fn tick_of(response: &DiscoveryResponse) -> Option<u64> {
-    let ticker = response
-        .resources
-        .iter()
-        .find(|r| r.value.get(2..2 + TICKER.len()) == Some(TICKER.as_bytes()))?;
-    let content = ticker.value.get(5 + TICKER.len()..)?;
+/// The update number a response carries (the ticker's body), if it carries the ticker.
+fn tick_of(response: &Response) -> Option<u64> {
+    let body = |value: &Bytes| value.get(2..2 + TICKER.len()) == Some(TICKER.as_bytes());
+    let ticker = match response {
+        Response::Sotw(r) => r.resources.iter().map(|any| &any.value).find(|v| body(v)),
+        Response::Delta(r) => r
+            .resources
+            .iter()
+            .filter_map(|resource| resource.resource.as_ref())
+            .map(|any| &any.value)
+            .find(|v| body(v)),
+    }?;
+    let content = ticker.get(5 + TICKER.len()..)?;
     std::str::from_utf8(content.get(1..9)?).ok()?.parse().ok()
 }
 
-/// A raw SotW ADS call asking wildcard CDS, presenting `version` (none when empty).
+/// Whether a response is the whole state (every cluster).
+fn whole_state(response: &Response) -> bool {
+    match response {
+        Response::Sotw(r) => r.resources.len() == CLUSTERS,
+        Response::Delta(r) => r.resources.len() == CLUSTERS,
+    }
+}
+
+/// A raw ADS call asking wildcard CDS, SotW or delta, presenting `version` (none when
+/// empty; delta presents it as the version of the ticker's cluster).
 async fn open(
     channel: &Channel,
     version: &str,
+    delta: bool,
 ) -> Result<(mpsc::UnboundedSender<Request>, Inbound), tonic::Status> {
-    support::open_cds(channel, "storm", version).await
+    if !delta {
+        return support::open_cds(channel, "storm", version).await;
+    }
+    let held: &[(&str, &str)] = if version.is_empty() {
+        &[]
+    } else {
+        &[(TICKER, version)]
+    };
+    support::open_cds_delta(channel, "storm", held).await
 }
 
-fn ack(tx: &mpsc::UnboundedSender<Request>, response: &DiscoveryResponse) {
-    let _ = tx.send(Request::Sotw(DiscoveryRequest {
+fn ack(tx: &mpsc::UnboundedSender<Request>, response: &Response) {
+    let request = match response {
+        Response::Sotw(r) => sotw_ack(r),
+        Response::Delta(r) => Request::Delta(DeltaDiscoveryRequest {
+            type_url: CDS.into(),
+            response_nonce: r.nonce.clone(),
+            ..Default::default()
+        }),
+    };
+    let _ = tx.send(request);
+}
+
+fn sotw_ack(response: &DiscoveryResponse) -> Request {
+    Request::Sotw(DiscoveryRequest {
         type_url: CDS.into(),
         version_info: response.version_info.clone(),
         response_nonce: response.nonce.clone(),
         ..Default::default()
-    }));
+    })
 }
 
 /// When a shed client is told to come back (1 s without a hint).
@@ -217,6 +257,8 @@ struct Load {
     resuming: usize,
     /// Whether a new client ACKs its full state.
     acks: bool,
+    /// Whether every client is a delta stream.
+    delta: bool,
 }
 
 async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
@@ -247,14 +289,16 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
     for i in 0..load.connected {
         let channel = channels[i % channels.len()].clone();
         let (ready, updates) = (ready.clone(), updates.clone());
+        let delta = load.delta;
         tokio::spawn(async move {
             // Protection may shed a connected client too while they all connect: it comes
             // back when told, as a storm client does.
             let (tx, mut inbound, first) = loop {
-                let (tx, mut inbound) =
-                    open(&channel, "").await.expect("a connected client's call");
+                let (tx, mut inbound) = open(&channel, "", delta)
+                    .await
+                    .expect("a connected client's call");
                 match inbound.message().await {
-                    Ok(Some(Response::Sotw(first))) => break (tx, inbound, first),
+                    Ok(Some(first)) => break (tx, inbound, first),
                     Ok(_) => panic!("a connected client's call ended"),
                     Err(status) => tokio::time::sleep(retry_hint(&status)).await,
                 }
@@ -274,7 +318,7 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
                     held = Some(tick);
                 }
                 match inbound.message().await {
-                    Ok(Some(Response::Sotw(next))) => response = next,
+                    Ok(Some(next)) => response = next,
                     _ => break,
                 }
             }
@@ -346,7 +390,7 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
     for first in (0..load.clients).step_by(load.per_connection) {
         let count = load.per_connection.min(load.clients - first);
         let (uri, served, sheds) = (uri.clone(), served.clone(), sheds.clone());
-        let (hold, resuming, acks) = (load.hold, load.resuming, load.acks);
+        let (hold, resuming, acks, delta) = (load.hold, load.resuming, load.acks, load.delta);
         tokio::spawn(async move {
             let channel = channel(&uri).await;
             for k in 0..count {
@@ -359,9 +403,9 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
                 };
                 tokio::spawn(async move {
                     loop {
-                        let pause = match open(&channel, version).await {
+                        let pause = match open(&channel, version, delta).await {
                             Ok((tx, mut inbound)) => match inbound.message().await {
-                                Ok(Some(Response::Sotw(r))) if r.resources.len() == CLUSTERS => {
+                                Ok(Some(r)) if whole_state(&r) => {
                                     let resumed = !version.is_empty();
                                     served.lock().unwrap().push((start.elapsed(), resumed));
                                     if acks {
@@ -433,6 +477,11 @@ fn main() {
         hold: env("XDS_STORM_HOLD", 1) != 0,
         resuming: env("XDS_STORM_RESUMING", 0) as usize,
         acks: env("XDS_STORM_ACK", 0) != 0,
+        delta: match std::env::var("XDS_STORM_VARIANT").as_deref() {
+            Ok("delta") => true,
+            Ok("sotw") | Err(_) => false,
+            Ok(other) => panic!("XDS_STORM_VARIANT: unknown variant {other:?}"),
+        },
     };
     let defaults = Admission::default();
     let mut admission = Admission::new(
@@ -447,10 +496,11 @@ fn main() {
     let connections =
         load.clients.div_ceil(load.per_connection) + load.connected.div_ceil(load.per_connection);
     println!(
-        "storm: {} new clients ({} per connection) while {} are connected, {} clusters \
+        "storm: {} new {} clients ({} per connection) while {} are connected, {} clusters \
          (~{} KB full state), one update every {:?}; {} connections (2 fds each in one \
          process: check `ulimit -n`); new clients {} their stream once served",
         load.clients,
+        if load.delta { "delta" } else { "SotW" },
         load.per_connection,
         load.connected,
         CLUSTERS,

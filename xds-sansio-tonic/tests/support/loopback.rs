@@ -1,11 +1,11 @@
-//! A server on a loopback port and raw SotW calls to it: shared by the adapter's tests and
+//! A server on a loopback port and raw SotW or delta calls to it: shared by the adapter's tests and
 //! its benches (which include this file by path), so each does not bind, spawn and open
 //! calls its own way.
 #![allow(dead_code)]
 
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
-use xds_sansio::pb::discovery::DiscoveryRequest;
+use xds_sansio::pb::discovery::{DeltaDiscoveryRequest, DiscoveryRequest};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::types::CLUSTER;
 use xds_sansio::{Request, Transport, Variant};
@@ -42,6 +42,33 @@ pub async fn open_cds(
         }),
         type_url: CLUSTER.type_url.into(),
         version_info: version.into(),
+        ..Default::default()
+    }));
+    let inbound = ready.start(rx).await?;
+    Ok((tx, inbound))
+}
+
+/// One raw delta ADS call whose first request, from node `node_id`, subscribes to the
+/// wildcard of CDS presenting `held` as its `initial_resource_versions` (none: a new
+/// client; some: a resuming one).
+pub async fn open_cds_delta(
+    channel: &Channel,
+    node_id: &str,
+    held: &[(&str, &str)],
+) -> Result<(mpsc::UnboundedSender<Request>, Inbound), tonic::Status> {
+    let ready = Ready::new(channel.clone(), Variant::Delta, &Transport::Aggregated).await?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let _ = tx.send(Request::Delta(DeltaDiscoveryRequest {
+        node: Some(Node {
+            id: node_id.into(),
+            ..Node::default()
+        }),
+        type_url: CLUSTER.type_url.into(),
+        resource_names_subscribe: vec!["*".into()],
+        initial_resource_versions: held
+            .iter()
+            .map(|(name, version)| (String::from(*name), String::from(*version)))
+            .collect(),
         ..Default::default()
     }));
     let inbound = ready.start(rx).await?;
