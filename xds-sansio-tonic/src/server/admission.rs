@@ -57,8 +57,8 @@
 //!   than two `max_wait`s later: the pace measured can come out slower than the
 //!   machine's, and over tens of thousands of sheds hints one pace apart would add up to
 //!   minutes of an idle server; past that, hints wrap round within its last `max_wait`,
-//!   still one pace apart (`benches/README.md`, "A window instead of a rate", runs W8
-//!   and W9).
+//!   still one pace apart (`benches/README.md`, "A window instead of a rate", runs W9
+//!   and W10).
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
@@ -369,7 +369,7 @@ impl AdmissionGate {
         // also accepts their connections then; settles speed up once they stop), and a
         // nearer stream that queues costs a task and a few buffers, its wait still bounded
         // by `max_wait`. Shed at its guessed turn instead, it came back after streams
-        // queued behind it had been served (`benches/README.md`, runs W8 and W9).
+        // queued behind it had been served (`benches/README.md`, runs W9 and W10).
         if self.recent.len() >= PACE_TRUSTED {
             if let Some(interval) = self.pace() {
                 let turn = self.turn(interval);
