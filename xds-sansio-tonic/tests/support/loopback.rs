@@ -33,19 +33,13 @@ pub async fn open_cds(
     node_id: &str,
     version: &str,
 ) -> Result<(mpsc::UnboundedSender<Request>, Inbound), tonic::Status> {
-    let ready = Ready::new(channel.clone(), Variant::Sotw, &Transport::Aggregated).await?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let _ = tx.send(Request::Sotw(DiscoveryRequest {
-        node: Some(Node {
-            id: node_id.into(),
-            ..Node::default()
-        }),
+    let first = Request::Sotw(DiscoveryRequest {
+        node: Some(node(node_id)),
         type_url: CLUSTER.type_url.into(),
         version_info: version.into(),
         ..Default::default()
-    }));
-    let inbound = ready.start(rx).await?;
-    Ok((tx, inbound))
+    });
+    open_ads(channel, Variant::Sotw, first).await
 }
 
 /// One raw delta ADS call whose first request, from node `node_id`, subscribes to the
@@ -56,13 +50,8 @@ pub async fn open_cds_delta(
     node_id: &str,
     held: &[(&str, &str)],
 ) -> Result<(mpsc::UnboundedSender<Request>, Inbound), tonic::Status> {
-    let ready = Ready::new(channel.clone(), Variant::Delta, &Transport::Aggregated).await?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let _ = tx.send(Request::Delta(DeltaDiscoveryRequest {
-        node: Some(Node {
-            id: node_id.into(),
-            ..Node::default()
-        }),
+    let first = Request::Delta(DeltaDiscoveryRequest {
+        node: Some(node(node_id)),
         type_url: CLUSTER.type_url.into(),
         resource_names_subscribe: vec!["*".into()],
         initial_resource_versions: held
@@ -70,7 +59,27 @@ pub async fn open_cds_delta(
             .map(|(name, version)| (String::from(*name), String::from(*version)))
             .collect(),
         ..Default::default()
-    }));
+    });
+    open_ads(channel, Variant::Delta, first).await
+}
+
+fn node(id: &str) -> Node {
+    Node {
+        id: id.into(),
+        ..Node::default()
+    }
+}
+
+/// One raw ADS call of `variant` that sends `first`: the sender of its later requests
+/// and what it receives.
+async fn open_ads(
+    channel: &Channel,
+    variant: Variant,
+    first: Request,
+) -> Result<(mpsc::UnboundedSender<Request>, Inbound), tonic::Status> {
+    let ready = Ready::new(channel.clone(), variant, &Transport::Aggregated).await?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let _ = tx.send(first);
     let inbound = ready.start(rx).await?;
     Ok((tx, inbound))
 }
