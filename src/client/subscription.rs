@@ -8,8 +8,8 @@ use alloc::vec::Vec;
 use crate::name::{collection_of, is_glob};
 use crate::text::SharedStr;
 
-/// The explicit wildcard name.
-pub const WILDCARD: &str = "*";
+/// The explicit wildcard name (one constant with [`crate::name::WILDCARD`]).
+pub use crate::name::WILDCARD;
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Subscription {

@@ -18,7 +18,7 @@ use super::sotw::Diff;
 use super::store::{ResourceStore, StoredResource};
 use super::version::pair_hash;
 use super::NotFoundReporting;
-use crate::name::{collection_of, comparable, is_glob};
+use crate::name::{collection_of, comparable, is_glob, WILDCARD};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource};
 use crate::pb::google::protobuf::TypeUrl;
 use crate::pb::google::rpc::Status;
@@ -180,7 +180,7 @@ impl DeltaState {
             if self.legacy_type && request.resource_names_subscribe.is_empty() {
                 self.wildcard = true;
                 self.answer_due = true;
-                diff.added.push(SharedName::from("*"));
+                diff.added.push(SharedName::from(WILDCARD));
             }
         } else if !request.initial_resource_versions.is_empty() {
             late_initial = true;
@@ -192,7 +192,7 @@ impl DeltaState {
                     self.wildcard = true;
                     self.changes.resync = true;
                     self.answer_due = true;
-                    diff.added.push(SharedName::from("*"));
+                    diff.added.push(SharedName::from(WILDCARD));
                 }
                 continue;
             }
@@ -212,7 +212,7 @@ impl DeltaState {
             if name == "*" {
                 if self.wildcard {
                     self.wildcard = false;
-                    diff.removed.push(SharedName::from("*"));
+                    diff.removed.push(SharedName::from(WILDCARD));
                     self.drop_uncovered = true;
                     // Names dropped while wildcard covered them are now covered by
                     // nothing: they are forgotten with the rest, not answered.

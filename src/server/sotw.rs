@@ -14,7 +14,7 @@ use super::resource_errors::{self, error_hash, TYPE_WIDE};
 use super::store::{to_proto_duration, ResourceStore, StoredResource};
 use super::version::VersionSum;
 use super::wire::ResourceSink;
-use crate::name::{comparable, is_glob};
+use crate::name::{comparable, is_glob, WILDCARD};
 use crate::pb::discovery::{
     DiscoveryRequest, DiscoveryResponse, Resource, ResourceError, ResourceName,
 };
@@ -216,8 +216,9 @@ impl SotwState {
     /// changes are answered only by the response that the next request that is not stale
     /// triggers ("The management server should not send a DiscoveryResponse for any
     /// DiscoveryRequest that has a stale nonce", xDS protocol, "Resource updates").
-    /// Takes the request whole: a new name's string goes to the event uncopied, and the
-    /// subscription keeps the copy `source` shares (or one of its own).
+    /// Takes the request whole: its list of names is reused for the new ones, and the
+    /// subscription keeps the copy `source` shares of each (or one of its own), which the
+    /// event carries too.
     pub(crate) fn apply(
         &mut self,
         request: DiscoveryRequest,
@@ -240,7 +241,7 @@ impl SotwState {
                 self.wildcard = Wildcard::Legacy;
                 self.changes.resync = true;
                 self.answer_due = self.last_version.is_none();
-                diff.added.push(SharedName::from("*"));
+                diff.added.push(SharedName::from(WILDCARD));
                 return diff;
             }
         }
@@ -298,12 +299,12 @@ impl SotwState {
             self.wildcard = Wildcard::Explicit;
             self.changes.resync = true;
             self.answer_due = self.last_version.is_none() || !first;
-            diff.added.push(SharedName::from("*"));
+            diff.added.push(SharedName::from(WILDCARD));
         } else if !want_wildcard && self.wildcard == Wildcard::Explicit {
             self.wildcard = Wildcard::Off;
             // LDS/CDS: the full state shrinks to the names; tell the client.
             self.changes.resync = true;
-            diff.removed.push(SharedName::from("*"));
+            diff.removed.push(SharedName::from(WILDCARD));
             let stale: Vec<SharedName> = self
                 .sent
                 .keys()

@@ -2,6 +2,7 @@
 //! aliases), with a revision counter and a bounded change log so streams learn what
 //! changed without rescanning everything.
 
+use alloc::borrow::Cow;
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -248,9 +249,13 @@ impl<'s> TypeResources<'s> {
     }
 
     /// A name not found as written, looked up again in its canonical form (the one rule of
-    /// [`TypeResources::get`] and [`TypeResources::get_many`]).
+    /// [`TypeResources::get`] and [`TypeResources::get_many`]); a name already canonical
+    /// is not looked up twice.
     fn in_canonical_form(self, name: &str) -> Option<&'s StoredResource> {
-        self.0.get(comparable(name).as_ref())
+        match comparable(name) {
+            Cow::Owned(canonical) => self.0.get(&canonical),
+            Cow::Borrowed(_) => None,
+        }
     }
 
     /// [`TypeResources::get`] of each of `names`, in order; the lookups overlap
