@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use prost::Message;
 use server_common::*;
-use xds_sansio::pb::discovery::DiscoveryResponse;
+use xds_sansio::pb::discovery::{DeltaDiscoveryRequest, DiscoveryResponse};
 use xds_sansio::server::{
-    EncodedResponse, ResourceEntry, ResourceStore, ServerConfig, ServerStream, StreamSet,
+    EncodedResponse, NotFoundReporting, ResourceEntry, ResourceStore, ServerConfig, ServerStream,
+    StreamSet,
 };
 use xds_sansio::{Instant, Request, Response, Transport, Variant};
 
@@ -295,6 +296,120 @@ fn ttl_types_and_named_subscriptions_are_built_per_stream() {
     named.handle_request(T0, Request::Sotw(sotw(CDS, "", &["a"], "")));
     let r = named.poll_response_encoded(T0, &store).unwrap();
     assert_eq!(r.bytes.chunks().count(), 1);
+}
+
+/// Twin delta streams, one drained as messages and one encoded, on a first request of
+/// `request`'s shape for `CDS`; returns the encoded responses.
+fn delta_twins(
+    store: &ResourceStore,
+    config: ServerConfig,
+    request: DeltaDiscoveryRequest,
+) -> Vec<EncodedResponse> {
+    let (mut msg, mut enc) = (ServerStream::new(config.clone()), ServerStream::new(config));
+    msg.handle_request(T0, Request::Delta(request.clone()));
+    enc.handle_request(T0, Request::Delta(request));
+    let mut out = Vec::new();
+    while let Some(m) = msg.poll_response(T0, store) {
+        let e = enc
+            .poll_response_encoded(T0, store)
+            .expect("twin's response");
+        assert_same(&m, &e);
+        out.push(e);
+    }
+    assert!(enc.poll_response_encoded(T0, store).is_none());
+    assert_eq!(msg.poll_timeout(), enc.poll_timeout());
+    out
+}
+
+fn delta_config() -> ServerConfig {
+    ServerConfig::new(Variant::Delta, Transport::Aggregated)
+}
+
+/// A delta wildcard stream that holds nothing is sent every resource: that full state is
+/// encoded once per revision and shared like SotW's, equal to the message form byte for
+/// byte (aliases included), and rebuilt after a change.
+#[test]
+fn a_delta_wildcard_full_state_is_shared_between_streams_until_it_changes() {
+    let mut store = ResourceStore::new();
+    for i in 0..50 {
+        let name = format!("c{i:03}");
+        store.set(CDS, &name, body(&name, "v1")).unwrap();
+    }
+    store
+        .set_entry(
+            CDS,
+            ResourceEntry::new("c049", body("c049", "v1")).with_aliases(vec!["alias-49".into()]),
+        )
+        .unwrap();
+    let wildcard = || delta(CDS, &["*"], &[], "");
+    let a = delta_twins(&store, delta_config(), wildcard());
+    let b = delta_twins(&store, delta_config(), wildcard());
+    assert_eq!((a.len(), b.len()), (1, 1));
+    assert_eq!(
+        middle(&a[0]).as_ptr(),
+        middle(&b[0]).as_ptr(),
+        "one buffer, shared"
+    );
+    let Response::Delta(decoded) = a[0].decode().unwrap() else {
+        panic!("a delta response");
+    };
+    assert_eq!(decoded.resources.len(), 50);
+    assert_eq!(decoded.resources[49].aliases, ["alias-49"]);
+
+    store.set(CDS, "c007", body("c007", "v2")).unwrap();
+    let c = delta_twins(&store, delta_config(), wildcard());
+    assert_ne!(
+        middle(&a[0]).as_ptr(),
+        middle(&c[0]).as_ptr(),
+        "rebuilt after a change"
+    );
+    assert_ne!(c[0].version, a[0].version);
+}
+
+/// What a delta full state may not share: a type with a TTL (heartbeats are per stream),
+/// a client that states what it holds, a stream that does not step in with the store, and
+/// a response that also reports a subscribed name as absent (its entry sits among the
+/// resources). Each is built for the stream, one chunk, and still equals the message form.
+#[test]
+fn delta_full_states_not_shared() {
+    let mut store = ResourceStore::new();
+    for n in NAMES {
+        store.set(CDS, n, body(n, "1")).unwrap();
+    }
+    let one_chunk = |out: &[EncodedResponse]| out.iter().all(|e| e.bytes.chunks().count() == 1);
+    // Shared, as a check that the cases below differ by one thing each.
+    assert!(!one_chunk(&delta_twins(
+        &store,
+        delta_config(),
+        delta(CDS, &["*"], &[], "")
+    )));
+
+    let mut resuming = delta(CDS, &["*"], &[], "");
+    resuming
+        .initial_resource_versions
+        .insert("a".into(), "stale".into());
+    assert!(one_chunk(&delta_twins(&store, delta_config(), resuming)));
+
+    let mut apart = delta_config();
+    apart.delta_in_step = false;
+    assert!(one_chunk(&delta_twins(
+        &store,
+        apart,
+        delta(CDS, &["*"], &[], "")
+    )));
+
+    let mut bodyless = delta_config();
+    bodyless.not_found = NotFoundReporting::BodylessResource;
+    let out = delta_twins(&store, bodyless, delta(CDS, &["*", "absent"], &[], ""));
+    assert!(one_chunk(&out));
+
+    let ttl = ResourceEntry::new("e", body("e", "1")).with_ttl(Duration::from_secs(5));
+    store.set_entry(CDS, ttl).unwrap();
+    assert!(one_chunk(&delta_twins(
+        &store,
+        delta_config(),
+        delta(CDS, &["*"], &[], "")
+    )));
 }
 
 /// `EncodedBytes` reads as one sequence of bytes across its chunks.

@@ -17,6 +17,7 @@ use super::resource_errors::{self, error_hash, TYPE_WIDE};
 use super::sotw::Diff;
 use super::store::{ResourceStore, StoredResource};
 use super::version::pair_hash;
+use super::wire::DeltaSink;
 use super::NotFoundReporting;
 use crate::name::{collection_of, comparable, is_glob, WILDCARD};
 use crate::pb::discovery::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource};
@@ -469,6 +470,15 @@ impl DeltaState {
             && self.out_upserts.keys().all(|n| store.get(t, n).is_some())
     }
 
+    /// Whether the whole store, stepped into, is all the response's `resources` holds:
+    /// every upsert with its body and no bodyless not-found among them (the one case
+    /// [`DeltaSink::full_state`] may take).
+    fn sends_shared_full_state(&self) -> bool {
+        self.out_not_found.is_empty()
+            && !self.out_upserts.is_empty()
+            && self.out_upserts.values().all(|with_body| *with_body)
+    }
+
     /// Whether upserts (or not-found reports, or the answer to a new wildcard) are planned.
     pub(crate) fn has_upserts(&self) -> bool {
         !self.out_upserts.is_empty()
@@ -484,6 +494,8 @@ impl DeltaState {
 
     /// Emits planned upserts (and, if `with_removals`, removals) as one response without its
     /// nonce; `None` if everything planned turned out moot.
+    /// Every planned upsert goes to `sink` as the store's shared full state when it can
+    /// take it (see [`DeltaState::sends_shared_full_state`]).
     pub(crate) fn emit(
         &mut self,
         store: &ResourceStore,
@@ -491,14 +503,17 @@ impl DeltaState {
         timers: &mut Timers,
         with_upserts: bool,
         with_removals: bool,
+        sink: &mut impl DeltaSink,
     ) -> Option<DeltaDiscoveryResponse> {
         let (now, divisor) = (ctx.now, ctx.divisor);
         let t = self.type_url.as_str();
         let url = TypeUrl::from(t);
+        let version = store.type_digest(t).to_version();
         let mut resources: Vec<Resource> = Vec::new();
         let mut removed: BTreeSet<String> = BTreeSet::new();
         let mut resource_errors = Vec::new();
         let known_before = self.known.len();
+        let mut shared = false;
         if with_upserts {
             for name in core::mem::take(&mut self.out_errors) {
                 if name == TYPE_WIDE {
@@ -529,6 +544,13 @@ impl DeltaState {
                 // below records nothing (a reconnect storm's streams never hold a name).
                 self.step_in_due = false;
                 self.known.step_in_sending_all(store.revision());
+                if self.sends_shared_full_state() && sink.full_state(&version, store, t) {
+                    // What the loop below would list, shared; no resource has a TTL.
+                    shared = true;
+                    for name in core::mem::take(&mut self.out_upserts).into_keys() {
+                        timers.cancel(&name);
+                    }
+                }
             }
             for (name, with_body) in core::mem::take(&mut self.out_upserts) {
                 match store.get(t, &name) {
@@ -590,12 +612,17 @@ impl DeltaState {
             self.known.step_in(store, t, store.revision());
         }
         self.known.pack_if_grown(known_before);
-        if resources.is_empty() && removed.is_empty() && resource_errors.is_empty() && !answer {
+        if !shared
+            && resources.is_empty()
+            && removed.is_empty()
+            && resource_errors.is_empty()
+            && !answer
+        {
             return None;
         }
         resources.sort_by(|a, b| a.name.cmp(&b.name));
         Some(DeltaDiscoveryResponse {
-            system_version_info: store.type_digest(t).to_version(),
+            system_version_info: version,
             resources,
             type_url: self.type_url.clone(),
             removed_resources: removed.into_iter().collect(),

@@ -291,6 +291,9 @@ struct TypeTable {
     /// The frames of every resource, concatenated once per revision for the streams that
     /// send the full state.
     full_state: SharedFrames,
+    /// The same for incremental streams: every resource's `resources` entry of a
+    /// `DeltaDiscoveryResponse`, with its body, once per revision.
+    delta_full_state: SharedFrames,
     /// Names published as an error instead of a body (never also in `resources`).
     errors: BTreeMap<String, StoredError>,
     /// The error of every name held neither as a body nor as an error of its own.
@@ -302,6 +305,7 @@ impl TypeTable {
     fn changed(&mut self, revision: Revision) {
         self.revision = revision;
         self.full_state = SharedFrames::default();
+        self.delta_full_state = SharedFrames::default();
     }
 
     /// Every resource's frame in name order, as one buffer built at most once per revision;
@@ -316,6 +320,24 @@ impl TypeTable {
             let mut frames = Vec::with_capacity(self.frame_bytes.saturating_add(128));
             for r in self.resources.iter() {
                 r.write_sotw_frame(&self.url, prefix.as_ref(), &mut frames);
+            }
+            Some(Bytes::from(frames))
+        })
+    }
+
+    /// Every resource's incremental entry (`DeltaDiscoveryResponse.resources`, field 2,
+    /// body included) in name order, as one buffer built at most once per revision; `None`
+    /// when a resource has a TTL (a stream's heartbeats decide its entry). Encoded by
+    /// prost from the [`Resource`] a stream would send, so byte for byte the same.
+    fn shared_delta_frames(&self) -> Option<Bytes> {
+        self.delta_full_state.get_or_build(|| {
+            if self.with_ttl > 0 {
+                return None;
+            }
+            let url = TypeUrl::from(&*self.url);
+            let mut frames = Vec::new();
+            for r in self.resources.iter() {
+                prost::encoding::message::encode(2, &r.delta_resource(&url, true), &mut frames);
             }
             Some(Bytes::from(frames))
         })
@@ -1060,6 +1082,11 @@ impl ResourceStore {
     /// `None` for a type not published, or when one of its resources has a TTL.
     pub(crate) fn shared_frames(&self, type_url: &str) -> Option<Bytes> {
         self.types.get(type_url)?.shared_frames()
+    }
+
+    /// [`TypeTable::shared_delta_frames`] of `type_url`.
+    pub(crate) fn shared_delta_frames(&self, type_url: &str) -> Option<Bytes> {
+        self.types.get(type_url)?.shared_delta_frames()
     }
 
     /// How many resources of a type the store holds.

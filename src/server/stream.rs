@@ -18,9 +18,9 @@ use super::sotw::Diff;
 use super::store::ResourceStore;
 use super::subscribers::SubscriptionIndex;
 use super::type_state::TypeState;
-use super::wire::{EncodedResponse, ResourceSink, WireSink};
+use super::wire::{DeltaSink, EncodedResponse, Listed, ResourceSink, WireSink};
 use crate::message::{Request, Response, Transport, Variant};
-use crate::pb::discovery::DiscoveryResponse;
+use crate::pb::discovery::{DeltaDiscoveryResponse, DiscoveryResponse};
 use crate::pb::envoy::config::core::v3::Node;
 use crate::text::SharedStr;
 use crate::time::Instant;
@@ -450,7 +450,9 @@ impl ServerStream {
                         Response::Sotw(response)
                     })
             }
-            Variant::Delta => self.build_delta(now, store),
+            Variant::Delta => self
+                .build_delta(now, store, &mut Listed)
+                .map(Response::Delta),
         };
         if built.is_none() {
             self.report_holds();
@@ -487,6 +489,7 @@ impl ServerStream {
             Variant::Sotw => {
                 let mut sink = WireSink::default();
                 let mut response = self.build_sotw(now, store, &mut sink)?;
+                debug_assert!(response.resources.is_empty());
                 // The sink wrote field 1 itself; the strings move out once the tail is
                 // encoded (no copies: this runs once per stream in a fan-out).
                 let version = core::mem::take(&mut response.version_info);
@@ -499,9 +502,25 @@ impl ServerStream {
                     bytes,
                 })
             }
-            Variant::Delta => self
-                .build_delta(now, store)
-                .map(|r| EncodedResponse::of(&r)),
+            Variant::Delta => {
+                let mut sink = WireSink::default();
+                let mut response = self.build_delta(now, store, &mut sink)?;
+                if !sink.is_shared() {
+                    return Some(EncodedResponse::of(&Response::Delta(response)));
+                }
+                // A full state the store shares: as for SotW, the sink wrote fields 1
+                // and 2.
+                debug_assert!(response.resources.is_empty());
+                let version = core::mem::take(&mut response.system_version_info);
+                let bytes = sink.finish(&response);
+                Some(EncodedResponse {
+                    variant: Variant::Delta,
+                    type_url: response.type_url,
+                    nonce: response.nonce,
+                    version,
+                    bytes,
+                })
+            }
         }
     }
 
@@ -538,7 +557,13 @@ impl ServerStream {
     /// Delta on ADS: upserts go out in make-before-break order (CDS, EDS, LDS, RDS, VHDS,
     /// the rest); removals wait until no type has upserts left, then go out in the reverse
     /// order. A type's removals ride with its own upserts when no other type has any.
-    fn build_delta(&mut self, now: Instant, store: &ResourceStore) -> Option<Response> {
+    /// A full state may go to `sink` (see [`DeltaSink`]).
+    fn build_delta(
+        &mut self,
+        now: Instant,
+        store: &ResourceStore,
+        sink: &mut impl DeltaSink,
+    ) -> Option<DeltaDiscoveryResponse> {
         let ctx = self.send_ctx(now);
         for entry in &mut self.types {
             entry.plan(store);
@@ -568,7 +593,7 @@ impl ServerStream {
                 None => return None,
             };
             let entry = self.types.get_mut(index)?;
-            let Some(mut response) = entry.emit(store, ctx, upserts, removals) else {
+            let Some(mut response) = entry.emit(store, ctx, upserts, removals, sink) else {
                 continue;
             };
             let nonce = self.next_nonce();
@@ -576,7 +601,7 @@ impl ServerStream {
             if let Some(entry) = self.types.get_mut(index) {
                 entry.sent(nonce, response.system_version_info.clone(), ctx.now);
             }
-            return Some(Response::Delta(response));
+            return Some(response);
         }
     }
 

@@ -14,7 +14,7 @@ use super::publication::StoreChange;
 use super::resource_errors::TYPE_WIDE;
 use super::sotw::{Diff, SotwState};
 use super::store::ResourceStore;
-use super::wire::ResourceSink;
+use super::wire::{DeltaSink, ResourceSink};
 use crate::message::{Request, Variant};
 use crate::pb::discovery::{DeltaDiscoveryResponse, DiscoveryResponse};
 use crate::text::SharedStr;
@@ -253,9 +253,17 @@ impl TypeState {
         ctx: SendCtx,
         with_upserts: bool,
         with_removals: bool,
+        sink: &mut impl DeltaSink,
     ) -> Option<DeltaDiscoveryResponse> {
         match &mut self.state {
-            State::Delta(d) => d.emit(store, ctx, &mut self.timers, with_upserts, with_removals),
+            State::Delta(d) => d.emit(
+                store,
+                ctx,
+                &mut self.timers,
+                with_upserts,
+                with_removals,
+                sink,
+            ),
             State::Sotw(_) => None,
         }
     }

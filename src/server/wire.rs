@@ -2,7 +2,9 @@
 //! `resources` are `Any`s sharing the stored bodies) or the encoded message, assembled from
 //! the frames the store encoded once per resource. The choice of what to send has one home
 //! (`sotw.rs`); it writes the chosen resources into a [`ResourceSink`], and each form is a
-//! sink.
+//! sink. An incremental response is built as a message, but for one case: a wildcard
+//! stream sent every resource of a type, which the encoded form takes as one piece the store
+//! shares ([`DeltaSink`]).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -31,6 +33,36 @@ pub(crate) trait ResourceSink {
     /// them one by one.
     fn full_state(&mut self, _version: &str, _store: &ResourceStore, _type_url: &str) -> bool {
         false
+    }
+}
+
+/// Where an incremental response may take its resources as one shared piece.
+pub(crate) trait DeltaSink {
+    /// Every resource of `type_url` as stored, with its body, in name order, as one piece
+    /// the store shares between streams: the sink begins the response itself (field 1 is
+    /// `version`) and returns `true`; `false` (the message form, or a type with a TTL)
+    /// leaves the caller to list the resources in the message.
+    fn full_state(&mut self, version: &str, store: &ResourceStore, type_url: &str) -> bool;
+}
+
+/// The message form of an incremental response lists every resource.
+pub(crate) struct Listed;
+
+impl DeltaSink for Listed {
+    fn full_state(&mut self, _version: &str, _store: &ResourceStore, _type_url: &str) -> bool {
+        false
+    }
+}
+
+impl DeltaSink for WireSink {
+    fn full_state(&mut self, version: &str, store: &ResourceStore, type_url: &str) -> bool {
+        match store.shared_delta_frames(type_url) {
+            Some(frames) => {
+                self.share(version, frames);
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -84,11 +116,7 @@ impl ResourceSink for WireSink {
         let Some(frames) = store.shared_frames(type_url) else {
             return false;
         };
-        // Exactly field 1's size, for the same reason as the tail's.
-        self.buf = Vec::with_capacity(version_field_len(version));
-        self.version_field(version);
-        let head = Bytes::from(core::mem::take(&mut self.buf));
-        self.shared = Some((head, frames));
+        self.share(version, frames);
         true
     }
 }
@@ -104,6 +132,20 @@ fn version_field_len(version: &str) -> usize {
 }
 
 impl WireSink {
+    /// Begins the response with field 1 and `frames`, shared, as field 2.
+    fn share(&mut self, version: &str, frames: Bytes) {
+        // Exactly field 1's size, for the same reason as the tail's.
+        self.buf = Vec::with_capacity(version_field_len(version));
+        self.version_field(version);
+        let head = Bytes::from(core::mem::take(&mut self.buf));
+        self.shared = Some((head, frames));
+    }
+
+    /// Whether the sink took a full state the store shares.
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
     /// Field 1, `version_info`: what prost writes for a string field, without copying it
     /// into a `String`.
     fn version_field(&mut self, version: &str) {
@@ -114,11 +156,10 @@ impl WireSink {
         }
     }
 
-    /// Appends every field of `rest` but `version_info` and `resources` (fields 3 and up;
+    /// Appends every field of `rest` past fields 1 and 2 (the version and the resources:
     /// the sink wrote those, and `rest` must hold neither) and returns the encoded
-    /// response.
-    pub(crate) fn finish(mut self, rest: &DiscoveryResponse) -> EncodedBytes {
-        debug_assert!(rest.version_info.is_empty() && rest.resources.is_empty());
+    /// response. Both responses number their fields so.
+    pub(crate) fn finish(mut self, rest: &impl Message) -> EncodedBytes {
         if self.shared.is_some() {
             // Exactly the tail's size: a full `Vec` becomes `Bytes` without another
             // allocation.
@@ -141,7 +182,7 @@ impl WireSink {
 /// It is a [`Buf`]: hand it to `BufMut::put` (one copy into a codec's buffer, as tonic's
 /// encoders take it), to [`Buf::chunks_vectored`] for a vectored write, or to
 /// `prost::Message::decode`. [`EncodedBytes::to_bytes`] makes it contiguous (free when it is
-/// one chunk: every incremental response, and every SotW response but a shared full state).
+/// one chunk: every response but a shared full state).
 /// Equality compares the bytes, not how they are split.
 #[derive(Clone, Debug, Default)]
 pub struct EncodedBytes {
@@ -276,9 +317,10 @@ impl PartialEq<Bytes> for EncodedBytes {
 /// `bytes` is exactly `response.encode_to_vec()` of the response
 /// [`poll_response`](super::ServerStream::poll_response) would have returned, built without
 /// the message: SotW bodies are copied once from the frames the store encoded when they
-/// were set, and a wildcard full state (every resource of a type, none with a TTL) is not
-/// copied at all, but shared by every stream that sends it at that revision. Hand `bytes`
-/// to a codec that writes pre-encoded messages.
+/// were set, and a wildcard full state (every resource of a type, none with a TTL; for
+/// incremental, to a stream that holds nothing yet) is not copied at all, but shared by
+/// every stream that sends it at that revision. Hand `bytes` to a codec that writes
+/// pre-encoded messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EncodedResponse {
     /// SotW (`DiscoveryResponse`) or incremental (`DeltaDiscoveryResponse`).
@@ -289,14 +331,14 @@ pub struct EncodedResponse {
     pub nonce: String,
     /// SotW `version_info`, incremental `system_version_info`.
     pub version: String,
-    /// The encoded message: one chunk, or three when a SotW full state the store shares is
-    /// its middle (see [`EncodedBytes`]).
+    /// The encoded message: one chunk, or three when a full state the store shares is its
+    /// middle (see [`EncodedBytes`]).
     pub bytes: EncodedBytes,
 }
 
 impl EncodedResponse {
-    /// The encoded form of a response built as a message (incremental responses, whose
-    /// resources carry per-stream fields, are encoded whole).
+    /// The encoded form of a response built as a message (an incremental response but a
+    /// shared full state: its resources are chosen per stream, and encoded whole).
     pub(crate) fn of(response: &Response) -> EncodedResponse {
         match response {
             Response::Sotw(r) => EncodedResponse {
