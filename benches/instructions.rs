@@ -21,10 +21,10 @@ use support::{
     EDS,
 };
 use xds_sansio::client::{Client, ClientConfig, EventShape};
-use xds_sansio::pb::decode_discovery_response;
 use xds_sansio::pb::discovery::{DeltaDiscoveryResponse, DiscoveryResponse, Resource};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::pb::google::protobuf::Any;
+use xds_sansio::pb::{decode_delta_discovery_response, decode_discovery_response};
 use xds_sansio::server::ResourceStore;
 use xds_sansio::{Instant, Response, Transport, Variant};
 
@@ -76,6 +76,16 @@ const WORKLOADS: &[Workload] = &[
         name: "wire_decode_cds_10k",
         iterations: 3,
         run: wire_decode_cds,
+    },
+    Workload {
+        name: "prost_decode_delta_cds_10k",
+        iterations: 3,
+        run: prost_decode_delta_cds,
+    },
+    Workload {
+        name: "wire_decode_delta_cds_10k",
+        iterations: 3,
+        run: wire_decode_delta_cds,
     },
     Workload {
         name: "client_sotw_first_load_10k_batched_wire",
@@ -176,6 +186,49 @@ fn wire_decode_cds(work: bool) {
     if work {
         for _ in 0..3 {
             black_box(decode_discovery_response(wire.clone()).unwrap_or_default());
+        }
+    }
+    black_box(wire);
+}
+
+/// The same 10 000 clusters as an incremental response: each with its name and version.
+fn delta_cds_response() -> Bytes {
+    let sotw = DiscoveryResponse::decode(cds_response()).unwrap_or_default();
+    let resp = DeltaDiscoveryResponse {
+        system_version_info: sotw.version_info,
+        resources: (sotw.resources.into_iter().enumerate())
+            .map(|(i, any)| Resource {
+                name: format!("cluster-{i:05}"),
+                version: format!("{i:016x}"),
+                resource: Some(any),
+                ..Resource::default()
+            })
+            .collect(),
+        type_url: sotw.type_url,
+        nonce: sotw.nonce,
+        ..DeltaDiscoveryResponse::default()
+    };
+    Bytes::from(resp.encode_to_vec())
+}
+
+/// prost's decode of the delta response (and its drop), nothing else.
+fn prost_decode_delta_cds(work: bool) {
+    let wire = delta_cds_response();
+    if work {
+        for _ in 0..3 {
+            black_box(DeltaDiscoveryResponse::decode(wire.clone()).unwrap_or_default());
+        }
+    }
+    black_box(wire);
+}
+
+/// The crate's own decode of the delta response (`pb::decode_delta_discovery_response`),
+/// nothing else.
+fn wire_decode_delta_cds(work: bool) {
+    let wire = delta_cds_response();
+    if work {
+        for _ in 0..3 {
+            black_box(decode_delta_discovery_response(wire.clone()).unwrap_or_default());
         }
     }
     black_box(wire);

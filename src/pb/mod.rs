@@ -327,4 +327,4 @@ pub use envoy::service::discovery::v3 as discovery;
 
 pub(crate) mod plain_fields;
 mod response_decode;
-pub use response_decode::decode_discovery_response;
+pub use response_decode::{decode_delta_discovery_response, decode_discovery_response};

@@ -53,6 +53,10 @@ pub(crate) struct DeltaState {
     heartbeats_due: BTreeSet<String>,
     /// Planned: resource name -> send with body (false: heartbeat).
     out_upserts: BTreeMap<String, bool>,
+    /// Planned besides: every resource the store holds, with its body (a wildcard stream
+    /// that holds nothing), named one by one only if it is not sent as the store's shared
+    /// full state.
+    out_all: bool,
     /// Planned: subscribed names reported as not existing.
     out_not_found: BTreeSet<String>,
     /// Planned: resource names the client holds that are gone.
@@ -83,6 +87,7 @@ impl DeltaState {
             changes: Changes::default(),
             heartbeats_due: BTreeSet::new(),
             out_upserts: BTreeMap::new(),
+            out_all: false,
             out_not_found: BTreeSet::new(),
             out_removals: BTreeSet::new(),
             out_errors: BTreeSet::new(),
@@ -352,7 +357,10 @@ impl DeltaState {
         if store_compared && self.may_step_in && !self.known.is_in_step() {
             self.step_in_due = true;
         }
-        if store_compared {
+        if store_compared && self.known.holds_nothing() {
+            // Every resource is new to the client (and covered: wildcard).
+            self.out_all = true;
+        } else if store_compared {
             for r in store.iter(t) {
                 if self.covers(r.name(), r.aliases()) && !self.holds(r) {
                     self.out_upserts.insert(String::from(r.name()), true);
@@ -454,34 +462,37 @@ impl DeltaState {
         }
     }
 
-    /// Whether the planned upserts are every resource of the store, to a wildcard client
-    /// that holds nothing and has nothing else due.
+    /// Whether the planned upserts, with every resource of the store planned ([`out_all`]),
+    /// are the whole store, to a wildcard client that holds nothing and has nothing else
+    /// due.
+    ///
+    /// [`out_all`]: DeltaState::out_all
     fn sends_the_whole_store(&self, store: &ResourceStore) -> bool {
         let t = self.type_url.as_str();
         self.wildcard
-            && self.known.len() == 0
+            && self.known.holds_nothing()
             && self.changes.is_empty()
             && self.pending.is_empty()
             && self.pending_unsubscribed.is_empty()
             && self.to_forget.is_empty()
             && !self.drop_uncovered
             && self.out_removals.is_empty()
-            && self.out_upserts.len() == store.len(t)
             && self.out_upserts.keys().all(|n| store.get(t, n).is_some())
     }
 
-    /// Whether the whole store, stepped into, is all the response's `resources` holds:
-    /// every upsert with its body and no bodyless not-found among them (the one case
+    /// Whether the whole store is all the response's `resources` holds: every upsert with
+    /// its body and no bodyless not-found among them (the one case
     /// [`DeltaSink::full_state`] may take).
-    fn sends_shared_full_state(&self) -> bool {
+    fn sends_shared_full_state(&self, store: &ResourceStore) -> bool {
         self.out_not_found.is_empty()
-            && !self.out_upserts.is_empty()
+            && store.len(&self.type_url) > 0
             && self.out_upserts.values().all(|with_body| *with_body)
     }
 
     /// Whether upserts (or not-found reports, or the answer to a new wildcard) are planned.
     pub(crate) fn has_upserts(&self) -> bool {
-        !self.out_upserts.is_empty()
+        self.out_all
+            || !self.out_upserts.is_empty()
             || !self.out_not_found.is_empty()
             || !self.out_errors.is_empty()
             || self.answer_due
@@ -539,17 +550,24 @@ impl DeltaState {
                     }
                 }
             }
-            if self.step_in_due && self.sends_the_whole_store(store) {
+            let all = core::mem::take(&mut self.out_all);
+            if all && self.step_in_due && self.sends_the_whole_store(store) {
                 // A full answer to a client that holds nothing: step in now, so the loop
                 // below records nothing (a reconnect storm's streams never hold a name).
                 self.step_in_due = false;
                 self.known.step_in_sending_all(store.revision());
-                if self.sends_shared_full_state() && sink.full_state(&version, store, t) {
+                if self.sends_shared_full_state(store) && sink.full_state(&version, store, t) {
                     // What the loop below would list, shared; no resource has a TTL.
                     shared = true;
-                    for name in core::mem::take(&mut self.out_upserts).into_keys() {
-                        timers.cancel(&name);
+                    self.out_upserts.clear();
+                    for r in store.iter(t) {
+                        timers.cancel(r.name());
                     }
+                }
+            }
+            if all && !shared {
+                for r in store.iter(t) {
+                    self.out_upserts.insert(String::from(r.name()), true);
                 }
             }
             for (name, with_body) in core::mem::take(&mut self.out_upserts) {

@@ -59,6 +59,11 @@ pub(crate) struct KnownSet {
 }
 
 impl KnownSet {
+    /// Whether the client holds nothing at all (then every resource is new to it).
+    pub(crate) fn holds_nothing(&self) -> bool {
+        self.in_step.is_none() && self.entries.is_empty()
+    }
+
     /// Whether the set stands in step with the store (then it holds only differences).
     pub(crate) fn is_in_step(&self) -> bool {
         self.in_step.is_some()

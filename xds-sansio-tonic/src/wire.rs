@@ -37,9 +37,10 @@ pub trait WireResponse: prost::Message + Default + Send + Sync + 'static {
     fn into_response(self) -> Response;
     /// Out of it (`None` for the other variant).
     fn from_response(response: Response) -> Option<Self>;
-    /// One decoded from its wire bytes (by the client's codec): prost's
-    /// decode, and for SotW the core's, which has prost's outcome at about half its cost
-    /// ([`xds_sansio::pb::decode_discovery_response`]).
+    /// One decoded from its wire bytes (by the client's codec): the core's decode, which
+    /// has prost's outcome at a fraction of its cost
+    /// ([`xds_sansio::pb::decode_discovery_response`],
+    /// [`xds_sansio::pb::decode_delta_discovery_response`]).
     fn decode_wire(wire: Bytes) -> Result<Self, prost::DecodeError> {
         Self::decode(wire)
     }
@@ -94,7 +95,10 @@ wire!(
     from_response,
     Response,
     Delta,
-    DeltaDiscoveryResponse
+    DeltaDiscoveryResponse,
+    fn decode_wire(wire: Bytes) -> Result<Self, prost::DecodeError> {
+        xds_sansio::pb::decode_delta_discovery_response(wire)
+    }
 );
 
 /// Every discovery service the server answers (all methods of each): the aggregated and

@@ -43,6 +43,10 @@ fn response(count: usize, url: &str) -> DiscoveryResponse {
     }
 }
 
+fn plain_sotw(wire: &Bytes) -> Option<DiscoveryResponse> {
+    plain_response::<DiscoveryResponse>(wire)
+}
+
 /// Our decode and prost's agree: the same message, or the same error.
 fn agree(wire: &[u8]) -> Result<(), String> {
     let wire = Bytes::copy_from_slice(wire);
@@ -60,7 +64,7 @@ fn agree(wire: &[u8]) -> Result<(), String> {
 fn an_encoded_response_is_read_on_the_plain_path_as_prost_reads_it() {
     for url in [CDS, "type.googleapis.com/example.Unknown"] {
         let encoded = Bytes::from(response(50, url).encode_to_vec());
-        let plain = plain_response(&encoded).expect("the plain path");
+        let plain = plain_sotw(&encoded).expect("the plain path");
         assert_eq!(plain, DiscoveryResponse::decode(encoded.clone()).unwrap());
         // The values are slices of the wire, as prost's are.
         let range = encoded.as_ptr_range();
@@ -71,7 +75,7 @@ fn an_encoded_response_is_read_on_the_plain_path_as_prost_reads_it() {
     }
     // A catalogued type's URL is the static string, not a slice of the wire.
     let encoded = Bytes::from(response(2, CDS).encode_to_vec());
-    let plain = plain_response(&encoded).unwrap();
+    let plain = plain_sotw(&encoded).unwrap();
     let url = plain.resources[1].type_url.as_str();
     assert!(!encoded.as_ptr_range().contains(&url.as_ptr()));
     assert_eq!(
@@ -211,7 +215,236 @@ fn single_byte_changes_reach_both_outcomes_and_the_plain_path() {
                 Ok(_) => ok += 1,
                 Err(_) => err += 1,
             }
-            plain += usize::from(plain_response(&bytes).is_some());
+            plain += usize::from(plain_sotw(&bytes).is_some());
+        }
+    }
+    assert!(
+        ok > 100 && err > 100 && plain > 100,
+        "ok {ok}, err {err}, plain {plain}"
+    );
+}
+
+// The incremental response: the same properties.
+
+/// A delta response with every field set, its resources of `url` with a version, a name
+/// and (every other one) aliases.
+fn delta_response(count: usize, url: &str) -> DeltaDiscoveryResponse {
+    DeltaDiscoveryResponse {
+        system_version_info: "v7".into(),
+        resources: (0..count)
+            .map(|i| Resource {
+                version: format!("{i}"),
+                resource: Some(any(url, format!("\n\x07cluster{i}").as_bytes())),
+                name: format!("cluster{i}"),
+                aliases: (0..i % 2).map(|a| format!("alias{i}-{a}")).collect(),
+                ..Resource::default()
+            })
+            .collect(),
+        type_url: CDS.into(),
+        removed_resources: vec!["gone".into()],
+        removed_resource_names: vec![ResourceName {
+            name: "gone".into(),
+            ..Default::default()
+        }],
+        nonce: "n3".into(),
+        control_plane: Some(ControlPlane {
+            identifier: "cp".into(),
+        }),
+        resource_errors: response(0, url).resource_errors,
+    }
+}
+
+/// Our delta decode and prost's agree: the same message, or the same error.
+fn agree_delta(wire: &[u8]) -> Result<(), String> {
+    let wire = Bytes::copy_from_slice(wire);
+    match (
+        decode_delta_discovery_response(wire.clone()),
+        DeltaDiscoveryResponse::decode(wire),
+    ) {
+        (Ok(ours), Ok(prost)) if ours == prost => Ok(()),
+        (Err(ours), Err(prost)) if ours.to_string() == prost.to_string() => Ok(()),
+        (ours, prost) => Err(format!("ours {ours:?}, prost {prost:?}")),
+    }
+}
+
+fn plain_delta(wire: &Bytes) -> Option<DeltaDiscoveryResponse> {
+    plain_response::<DeltaDiscoveryResponse>(wire)
+}
+
+#[test]
+fn an_encoded_delta_response_is_read_on_the_plain_path_as_prost_reads_it() {
+    for url in [CDS, "type.googleapis.com/example.Unknown"] {
+        let encoded = Bytes::from(delta_response(50, url).encode_to_vec());
+        let plain = plain_delta(&encoded).expect("the plain path");
+        assert_eq!(
+            plain,
+            DeltaDiscoveryResponse::decode(encoded.clone()).unwrap()
+        );
+        assert_eq!(plain.resources.capacity(), 50, "sized once");
+        let range = encoded.as_ptr_range();
+        assert!(plain
+            .resources
+            .iter()
+            .filter_map(|r| r.resource.as_ref())
+            .all(|a| range.contains(&a.value.as_ptr())));
+    }
+    assert_eq!(
+        decode_delta_discovery_response(Bytes::new()).unwrap(),
+        Default::default()
+    );
+}
+
+#[test]
+fn every_other_delta_resource_shape_goes_to_prost_whole() {
+    let plain_any = [&[0x0a, 3][..], b"a/b", &[0x12, 3], b"xyz"].concat();
+    let field = |key: u8, payload: &[u8]| [&[key, payload.len() as u8][..], payload].concat();
+    let resource = |fields: &[Vec<u8>]| field(0x12, &fields.concat());
+    let (version, any, name) = (
+        field(0x0a, b"1"),
+        field(0x12, &plain_any),
+        field(0x1a, b"n"),
+    );
+    let alias = field(0x22, b"al");
+    let ttl = field(0x32, &[0x08, 5]);
+    let cases: Vec<(&str, Vec<u8>, bool, bool)> = vec![
+        // (what, wire, prost decodes it, the plain path takes it)
+        (
+            "in order",
+            resource(&[
+                version.clone(),
+                any.clone(),
+                name.clone(),
+                alias.clone(),
+                alias.clone(),
+            ]),
+            true,
+            true,
+        ),
+        (
+            "a removal's shape: a name only",
+            resource(&[name.clone()]),
+            true,
+            true,
+        ),
+        ("an empty resource", resource(&[]), true, true),
+        (
+            "name before version",
+            resource(&[name.clone(), version.clone()]),
+            true,
+            false,
+        ),
+        (
+            "version twice: the last wins",
+            resource(&[version.clone(), field(0x0a, b"2")]),
+            true,
+            false,
+        ),
+        (
+            "an alias before the name",
+            resource(&[alias.clone(), name.clone()]),
+            true,
+            false,
+        ),
+        (
+            "a TTL",
+            resource(&[version.clone(), any.clone(), name.clone(), ttl]),
+            true,
+            false,
+        ),
+        (
+            "an unknown field",
+            resource(&[name.clone(), vec![0x78, 1]]),
+            true,
+            false,
+        ),
+        (
+            "a name not UTF-8",
+            resource(&[field(0x1a, &[0xff])]),
+            false,
+            false,
+        ),
+        (
+            "an alias not UTF-8",
+            resource(&[field(0x22, &[0xc3])]),
+            false,
+            false,
+        ),
+        (
+            "a reversed Any",
+            resource(&[field(
+                0x12,
+                &[&[0x12, 1][..], b"x", &[0x0a, 1], b"u"].concat(),
+            )]),
+            true,
+            false,
+        ),
+        (
+            "version as a varint",
+            resource(&[vec![0x08, 1]]),
+            false,
+            false,
+        ),
+        ("a truncated name", field(0x12, &name[..2]), false, false),
+    ];
+    for (what, wire, decodes, plain) in cases {
+        agree_delta(&wire).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(
+            DeltaDiscoveryResponse::decode(&wire[..]).is_ok(),
+            decodes,
+            "{what}: the case tests what it names"
+        );
+        assert_eq!(
+            plain_delta(&Bytes::from(wire)).is_some(),
+            plain,
+            "{what}: path"
+        );
+    }
+}
+
+#[test]
+fn any_change_to_an_encoded_delta_response_is_read_as_prost_reads_it() {
+    fn property(seed: (u8, bool), edits: Vec<(u16, u8, u8)>) -> TestResult {
+        let url = if seed.1 { CDS } else { "é/x" };
+        let mut wire = delta_response(usize::from(seed.0 % 8), url).encode_to_vec();
+        for (at, op, byte) in edits {
+            if wire.is_empty() {
+                break;
+            }
+            let at = usize::from(at) % wire.len();
+            match op % 4 {
+                0 => wire[at] = byte,
+                1 => wire.truncate(at),
+                2 => wire.insert(at, byte),
+                _ => {
+                    wire.remove(at);
+                }
+            }
+        }
+        match agree_delta(&wire) {
+            Ok(()) => TestResult::passed(),
+            Err(e) => TestResult::error(e),
+        }
+    }
+    QuickCheck::new()
+        .tests(3000)
+        .quickcheck(property as fn((u8, bool), Vec<(u16, u8, u8)>) -> TestResult);
+}
+
+#[test]
+fn single_byte_changes_of_a_delta_response_reach_both_outcomes_and_the_plain_path() {
+    let wire = delta_response(3, CDS).encode_to_vec();
+    let (mut ok, mut err, mut plain) = (0, 0, 0);
+    for at in 0..wire.len() {
+        for byte in [0x00, 0x02, 0x0a, 0x12, 0x1a, 0x22, 0x7f, 0x80, 0xff] {
+            let mut changed = wire.clone();
+            changed[at] = byte;
+            agree_delta(&changed).unwrap_or_else(|e| panic!("byte {at} = {byte:#x}: {e}"));
+            let bytes = Bytes::from(changed);
+            match DeltaDiscoveryResponse::decode(bytes.clone()) {
+                Ok(_) => ok += 1,
+                Err(_) => err += 1,
+            }
+            plain += usize::from(plain_delta(&bytes).is_some());
         }
     }
     assert!(
