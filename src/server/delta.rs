@@ -505,6 +505,7 @@ impl DeltaState {
 
     /// Emits planned upserts (and, if `with_removals`, removals) as one response without its
     /// nonce; `None` if everything planned turned out moot.
+    ///
     /// Every planned upsert goes to `sink` as the store's shared full state when it can
     /// take it (see [`DeltaState::sends_shared_full_state`]).
     pub(crate) fn emit(

@@ -43,21 +43,98 @@ fn response(count: usize, url: &str) -> DiscoveryResponse {
     }
 }
 
+/// A response this module decodes, with our decode of it and a sample encoding.
+trait Decoded: Resources + PartialEq + core::fmt::Debug {
+    fn ours(wire: Bytes) -> Result<Self, DecodeError>;
+    /// A response with every field set, `count` resources of `url`, encoded.
+    fn sample(count: usize, url: &str) -> Vec<u8>;
+}
+
+impl Decoded for DiscoveryResponse {
+    fn ours(wire: Bytes) -> Result<Self, DecodeError> {
+        decode_discovery_response(wire)
+    }
+    fn sample(count: usize, url: &str) -> Vec<u8> {
+        response(count, url).encode_to_vec()
+    }
+}
+
+impl Decoded for DeltaDiscoveryResponse {
+    fn ours(wire: Bytes) -> Result<Self, DecodeError> {
+        decode_delta_discovery_response(wire)
+    }
+    fn sample(count: usize, url: &str) -> Vec<u8> {
+        delta_response(count, url).encode_to_vec()
+    }
+}
+
 fn plain_sotw(wire: &Bytes) -> Option<DiscoveryResponse> {
     plain_response::<DiscoveryResponse>(wire)
 }
 
 /// Our decode and prost's agree: the same message, or the same error.
-fn agree(wire: &[u8]) -> Result<(), String> {
+fn agree_as<M: Decoded>(wire: &[u8]) -> Result<(), String> {
     let wire = Bytes::copy_from_slice(wire);
-    match (
-        decode_discovery_response(wire.clone()),
-        DiscoveryResponse::decode(wire),
-    ) {
+    match (M::ours(wire.clone()), M::decode(wire)) {
         (Ok(ours), Ok(prost)) if ours == prost => Ok(()),
         (Err(ours), Err(prost)) if ours.to_string() == prost.to_string() => Ok(()),
         (ours, prost) => Err(format!("ours {ours:?}, prost {prost:?}")),
     }
+}
+
+fn agree(wire: &[u8]) -> Result<(), String> {
+    agree_as::<DiscoveryResponse>(wire)
+}
+
+/// The sample of `seed` (up to 7 resources; a catalogued type URL or one not ASCII) with
+/// `edits` applied: each a position (modulo the length) and what is done there. Our
+/// decode and prost's agree on it.
+fn edited_agrees<M: Decoded>(seed: (u8, bool), edits: Vec<(u16, u8, u8)>) -> TestResult {
+    let url = if seed.1 { CDS } else { "é/x" };
+    let mut wire = M::sample(usize::from(seed.0 % 8), url);
+    for (at, op, byte) in edits {
+        if wire.is_empty() {
+            break;
+        }
+        let at = usize::from(at) % wire.len();
+        match op % 4 {
+            0 => wire[at] = byte,
+            1 => wire.truncate(at),
+            2 => wire.insert(at, byte),
+            _ => {
+                wire.remove(at);
+            }
+        }
+    }
+    match agree_as::<M>(&wire) {
+        Ok(()) => TestResult::passed(),
+        Err(e) => TestResult::error(e),
+    }
+}
+
+/// Every change of one byte of a small sample to each of `bytes` is read as prost reads
+/// it, and the changes reach prost's two outcomes and the plain path (the property over
+/// random edits is not vacuous).
+fn single_byte_changes_agree<M: Decoded>(bytes: &[u8]) {
+    let wire = M::sample(3, CDS);
+    let (mut ok, mut err, mut plain) = (0, 0, 0);
+    for at in 0..wire.len() {
+        for &byte in bytes {
+            let mut changed = wire.clone();
+            changed[at] = byte;
+            agree_as::<M>(&changed).unwrap_or_else(|e| panic!("byte {at} = {byte:#x}: {e}"));
+            let bytes = Bytes::from(changed);
+            match M::decode(bytes.clone()) {
+                Ok(_) => ok += 1,
+                Err(_) => err += 1,
+            }
+            plain += usize::from(plain_response::<M>(&bytes).is_some());
+        }
+    }
+    assert!(
+        ok > 100 && err > 100 && plain > 100,
+        "ok {ok}, err {err}, plain {plain}"
+    );
 }
 
 #[test]
@@ -172,56 +249,14 @@ fn every_other_shape_goes_to_prost_whole_and_fails_as_prost_fails() {
 
 #[test]
 fn any_change_to_an_encoded_response_is_read_as_prost_reads_it() {
-    // (seed, edits): each edit is a position (modulo the length) and what is done there.
-    fn property(seed: (u8, bool), edits: Vec<(u16, u8, u8)>) -> TestResult {
-        let url = if seed.1 { CDS } else { "é/x" };
-        let mut wire = response(usize::from(seed.0 % 8), url).encode_to_vec();
-        for (at, op, byte) in edits {
-            if wire.is_empty() {
-                break;
-            }
-            let at = usize::from(at) % wire.len();
-            match op % 4 {
-                0 => wire[at] = byte,
-                1 => wire.truncate(at),
-                2 => wire.insert(at, byte),
-                _ => {
-                    wire.remove(at);
-                }
-            }
-        }
-        match agree(&wire) {
-            Ok(()) => TestResult::passed(),
-            Err(e) => TestResult::error(e),
-        }
-    }
-    QuickCheck::new()
-        .tests(3000)
-        .quickcheck(property as fn((u8, bool), Vec<(u16, u8, u8)>) -> TestResult);
+    QuickCheck::new().tests(3000).quickcheck(
+        edited_agrees::<DiscoveryResponse> as fn((u8, bool), Vec<(u16, u8, u8)>) -> TestResult,
+    );
 }
 
 #[test]
 fn single_byte_changes_reach_both_outcomes_and_the_plain_path() {
-    // Every one-byte change of a small response: the property above is not vacuous.
-    let wire = response(3, CDS).encode_to_vec();
-    let (mut ok, mut err, mut plain) = (0, 0, 0);
-    for at in 0..wire.len() {
-        for byte in [0x00, 0x02, 0x0a, 0x12, 0x7f, 0x80, 0xff] {
-            let mut changed = wire.clone();
-            changed[at] = byte;
-            agree(&changed).unwrap_or_else(|e| panic!("byte {at} = {byte:#x}: {e}"));
-            let bytes = Bytes::from(changed);
-            match DiscoveryResponse::decode(bytes.clone()) {
-                Ok(_) => ok += 1,
-                Err(_) => err += 1,
-            }
-            plain += usize::from(plain_sotw(&bytes).is_some());
-        }
-    }
-    assert!(
-        ok > 100 && err > 100 && plain > 100,
-        "ok {ok}, err {err}, plain {plain}"
-    );
+    single_byte_changes_agree::<DiscoveryResponse>(&[0x00, 0x02, 0x0a, 0x12, 0x7f, 0x80, 0xff]);
 }
 
 // The incremental response: the same properties.
@@ -254,17 +289,8 @@ fn delta_response(count: usize, url: &str) -> DeltaDiscoveryResponse {
     }
 }
 
-/// Our delta decode and prost's agree: the same message, or the same error.
 fn agree_delta(wire: &[u8]) -> Result<(), String> {
-    let wire = Bytes::copy_from_slice(wire);
-    match (
-        decode_delta_discovery_response(wire.clone()),
-        DeltaDiscoveryResponse::decode(wire),
-    ) {
-        (Ok(ours), Ok(prost)) if ours == prost => Ok(()),
-        (Err(ours), Err(prost)) if ours.to_string() == prost.to_string() => Ok(()),
-        (ours, prost) => Err(format!("ours {ours:?}, prost {prost:?}")),
-    }
+    agree_as::<DeltaDiscoveryResponse>(wire)
 }
 
 fn plain_delta(wire: &Bytes) -> Option<DeltaDiscoveryResponse> {
@@ -403,52 +429,14 @@ fn every_other_delta_resource_shape_goes_to_prost_whole() {
 
 #[test]
 fn any_change_to_an_encoded_delta_response_is_read_as_prost_reads_it() {
-    fn property(seed: (u8, bool), edits: Vec<(u16, u8, u8)>) -> TestResult {
-        let url = if seed.1 { CDS } else { "é/x" };
-        let mut wire = delta_response(usize::from(seed.0 % 8), url).encode_to_vec();
-        for (at, op, byte) in edits {
-            if wire.is_empty() {
-                break;
-            }
-            let at = usize::from(at) % wire.len();
-            match op % 4 {
-                0 => wire[at] = byte,
-                1 => wire.truncate(at),
-                2 => wire.insert(at, byte),
-                _ => {
-                    wire.remove(at);
-                }
-            }
-        }
-        match agree_delta(&wire) {
-            Ok(()) => TestResult::passed(),
-            Err(e) => TestResult::error(e),
-        }
-    }
-    QuickCheck::new()
-        .tests(3000)
-        .quickcheck(property as fn((u8, bool), Vec<(u16, u8, u8)>) -> TestResult);
+    QuickCheck::new().tests(3000).quickcheck(
+        edited_agrees::<DeltaDiscoveryResponse> as fn((u8, bool), Vec<(u16, u8, u8)>) -> TestResult,
+    );
 }
 
 #[test]
 fn single_byte_changes_of_a_delta_response_reach_both_outcomes_and_the_plain_path() {
-    let wire = delta_response(3, CDS).encode_to_vec();
-    let (mut ok, mut err, mut plain) = (0, 0, 0);
-    for at in 0..wire.len() {
-        for byte in [0x00, 0x02, 0x0a, 0x12, 0x1a, 0x22, 0x7f, 0x80, 0xff] {
-            let mut changed = wire.clone();
-            changed[at] = byte;
-            agree_delta(&changed).unwrap_or_else(|e| panic!("byte {at} = {byte:#x}: {e}"));
-            let bytes = Bytes::from(changed);
-            match DeltaDiscoveryResponse::decode(bytes.clone()) {
-                Ok(_) => ok += 1,
-                Err(_) => err += 1,
-            }
-            plain += usize::from(plain_delta(&bytes).is_some());
-        }
-    }
-    assert!(
-        ok > 100 && err > 100 && plain > 100,
-        "ok {ok}, err {err}, plain {plain}"
-    );
+    single_byte_changes_agree::<DeltaDiscoveryResponse>(&[
+        0x00, 0x02, 0x0a, 0x12, 0x1a, 0x22, 0x7f, 0x80, 0xff,
+    ]);
 }
