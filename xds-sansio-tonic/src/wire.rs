@@ -236,8 +236,9 @@ impl<Resp: WireResponse> Decoder for ResponseDecoder<Resp> {
     }
 }
 
-/// Copies an encoded message into the gRPC frame, chunk by chunk (a shared full state is
-/// copied here once, straight from the store's buffer).
+/// Copies an encoded message into the gRPC frame, chunk by chunk: the way of a server that
+/// compresses (the message is compressed whole). An uncompressed stream writes its
+/// responses' own buffers instead (`server/framing.rs`).
 pub(crate) struct RawEncoder;
 
 impl Encoder for RawEncoder {

@@ -48,6 +48,7 @@ pub(crate) mod applied;
 mod debug;
 mod ending;
 mod faults;
+mod framing;
 mod group;
 mod hooks;
 pub mod metrics;
@@ -816,13 +817,21 @@ async fn answer(shared: Arc<Shared>, request: http::Request<Body>) -> http::Resp
     let mut config = shared.options.stream.clone();
     config.variant = variant;
     config.transport = transport;
+    // Uncompressed (the server sends nothing compressed): the responses go out as their
+    // own buffers, not through tonic's encoder (`framing.rs`).
+    let direct = shared
+        .options
+        .send_compressed
+        .is_empty()
+        .then(|| Arc::new(Mutex::new(None)));
     let handler = Handler {
         shared: shared.clone(),
         config,
         method,
         slot: Some(slot),
+        direct: direct.clone(),
     };
-    match variant {
+    let response = match variant {
         Variant::Sotw => {
             let mut grpc = configure(
                 &shared,
@@ -836,8 +845,20 @@ async fn answer(shared: Arc<Shared>, request: http::Request<Body>) -> http::Resp
                 .streaming(handler, request)
                 .await
         }
+    };
+    // tonic answered with its headers (or refused the call: then no receiver was left).
+    let taken = direct.and_then(|d| d.lock().unwrap_or_else(PoisonError::into_inner).take());
+    match taken {
+        Some(responses) => {
+            let (parts, _unused) = response.into_parts();
+            http::Response::from_parts(parts, Body::new(framing::Responses::new(responses)))
+        }
+        None => response,
     }
 }
+
+/// Where a handler leaves its stream's responses for `answer` to write itself.
+type DirectResponses = Arc<Mutex<Option<mpsc::Receiver<Result<EncodedBytes, Status>>>>>;
 
 /// Message sizes and compression, as the builder set them.
 fn configure<C: tonic::codec::Codec>(shared: &Shared, mut grpc: Grpc<C>) -> Grpc<C> {
@@ -859,6 +880,8 @@ struct Handler {
     config: ServerConfig,
     method: &'static str,
     slot: Option<stream::OpenSlot>,
+    /// When set, the responses are left here and tonic is given an empty stream.
+    direct: Option<DirectResponses>,
 }
 
 impl<Req: WireRequest> StreamingService<Req> for Handler {
@@ -882,6 +905,14 @@ impl<Req: WireRequest> StreamingService<Req> for Handler {
                 tx,
             );
         }
+        let rx = match &self.direct {
+            Some(direct) => {
+                *direct.lock().unwrap_or_else(PoisonError::into_inner) = Some(rx);
+                // tonic's body is never polled: `answer` replaces it.
+                mpsc::channel(1).1
+            }
+            None => rx,
+        };
         std::future::ready(Ok(tonic::Response::new(ReceiverStream::new(rx))))
     }
 }
