@@ -520,7 +520,8 @@ impl DeltaState {
         let (now, divisor) = (ctx.now, ctx.divisor);
         let t = self.type_url.as_str();
         let url = TypeUrl::from(t);
-        let version = store.type_digest(t).to_version();
+        // The response's version: worked out only for a response that goes out.
+        let version = || store.type_digest(t).to_version();
         let mut resources: Vec<Resource> = Vec::new();
         let mut removed: BTreeSet<String> = BTreeSet::new();
         let mut resource_errors = Vec::new();
@@ -557,12 +558,14 @@ impl DeltaState {
                 // below records nothing (a reconnect storm's streams never hold a name).
                 self.step_in_due = false;
                 self.known.step_in_sending_all(store.revision());
-                if self.sends_shared_full_state(store) && sink.full_state(&version, store, t) {
+                if self.sends_shared_full_state(store) && sink.full_state(&version(), store, t) {
                     // What the loop below would list, shared; no resource has a TTL.
                     shared = true;
                     self.out_upserts.clear();
-                    for r in store.iter(t) {
-                        timers.cancel(r.name());
+                    if !timers.is_empty() {
+                        for r in store.iter(t) {
+                            timers.cancel(r.name());
+                        }
                     }
                 }
             }
@@ -641,7 +644,7 @@ impl DeltaState {
         }
         resources.sort_by(|a, b| a.name.cmp(&b.name));
         Some(DeltaDiscoveryResponse {
-            system_version_info: version,
+            system_version_info: version(),
             resources,
             type_url: self.type_url.clone(),
             removed_resources: removed.into_iter().collect(),

@@ -156,6 +156,11 @@ impl Timers {
         }
     }
 
+    /// Whether no heartbeat is scheduled.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
     pub(crate) fn clear(&mut self) {
         self.by_name.clear();
         self.by_due.clear();
