@@ -23,7 +23,8 @@
 //! N beyond what the machine's memory holds open: each open stream keeps its receive and
 //! send buffers, client and server in one process).
 //!
-//! `cargo bench -p xds-sansio-tonic --bench storm`; environment: `XDS_STORM_CLIENTS`
+//! `cargo bench -p xds-sansio-tonic --bench storm`; environment: `XDS_STORM_ALLOCATOR`
+//! (`system`; `mimalloc`: the whole process allocates with mimalloc), `XDS_STORM_CLIENTS`
 //! (5 000), `XDS_STORM_CONNECTED` (1 000), `XDS_STORM_UPDATE_MS` (1 000: one update every
 //! so often), `XDS_STORM_PER_CONNECTION` (100), `XDS_STORM_RATE` / `XDS_STORM_BURST` /
 //! `XDS_STORM_MAX_WAIT_MS` (protection's settings, default `Admission::default()`),
@@ -53,6 +54,12 @@ use xds_sansio_tonic::call::{connect, ConnectOptions, Inbound};
 use xds_sansio_tonic::client::ManagementServer;
 use xds_sansio_tonic::server::Admission;
 use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
+
+/// The process's allocator, glibc's (`system`, the default) or mimalloc
+/// (`XDS_STORM_ALLOCATOR=mimalloc`): chosen at the first allocation, so one allocator
+/// serves every block the process allocates.
+#[global_allocator]
+static ALLOCATOR: allocator::Chosen = allocator::Chosen;
 
 const CDS: &str = CLUSTER.type_url;
 const CLUSTERS: usize = 1_000;
@@ -468,6 +475,85 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
     }
 }
 
+/// A global allocator chosen by the environment. glibc's malloc, shared by the server and
+/// tens of thousands of clients in one process, spends a third of the storm searching its
+/// free lists for the clients' ~150 KB receive buffers (`benches/README.md`, run W13); in
+/// a deployment the clients are other processes, so the bench can run on mimalloc to
+/// measure the server without that.
+mod allocator {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    /// Serves each call from the allocator the environment names.
+    pub struct Chosen;
+
+    const UNREAD: u8 = 0;
+    const SYSTEM: u8 = 1;
+    const MIMALLOC: u8 = 2;
+    static CHOICE: AtomicU8 = AtomicU8::new(UNREAD);
+
+    /// The choice, read once. `getenv` does not allocate, so it can be asked from inside
+    /// the allocator before anything was allocated; threads racing to read it read the
+    /// same value.
+    fn choice() -> u8 {
+        match CHOICE.load(Ordering::Relaxed) {
+            UNREAD => {
+                // SAFETY: a NUL-terminated name; the value is read before any thread of
+                // this process could call `setenv` (this is the first allocation).
+                let value = unsafe { libc::getenv(c"XDS_STORM_ALLOCATOR".as_ptr()) };
+                let chosen = if !value.is_null()
+                    // SAFETY: getenv returns a NUL-terminated string or null.
+                    && unsafe { std::ffi::CStr::from_ptr(value) } == c"mimalloc"
+                {
+                    MIMALLOC
+                } else {
+                    SYSTEM
+                };
+                CHOICE.store(chosen, Ordering::Relaxed);
+                chosen
+            }
+            chosen => chosen,
+        }
+    }
+
+    /// The allocator's name, for the report.
+    pub fn name() -> &'static str {
+        match choice() {
+            MIMALLOC => "mimalloc",
+            _ => "system (glibc)",
+        }
+    }
+
+    // SAFETY: each call goes to one of two allocators, the same one for the process's
+    // whole life, which upholds `GlobalAlloc`'s contract.
+    unsafe impl GlobalAlloc for Chosen {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            match choice() {
+                MIMALLOC => unsafe { mimalloc::MiMalloc.alloc(layout) },
+                _ => unsafe { System.alloc(layout) },
+            }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            match choice() {
+                MIMALLOC => unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) },
+                _ => unsafe { System.dealloc(ptr, layout) },
+            }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            match choice() {
+                MIMALLOC => unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) },
+                _ => unsafe { System.alloc_zeroed(layout) },
+            }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            match choice() {
+                MIMALLOC => unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) },
+                _ => unsafe { System.realloc(ptr, layout, new_size) },
+            }
+        }
+    }
+}
+
 fn main() {
     let load = Load {
         clients: env("XDS_STORM_CLIENTS", 5_000) as usize,
@@ -498,7 +584,7 @@ fn main() {
     println!(
         "storm: {} new {} clients ({} per connection) while {} are connected, {} clusters \
          (~{} KB full state), one update every {:?}; {} connections (2 fds each in one \
-         process: check `ulimit -n`); new clients {} their stream once served",
+         process: check `ulimit -n`); new clients {} their stream once served; allocator {}",
         load.clients,
         if load.delta { "delta" } else { "SotW" },
         load.per_connection,
@@ -508,6 +594,7 @@ fn main() {
         load.update_every,
         connections,
         if load.hold { "hold" } else { "close" },
+        allocator::name(),
     );
     for mode in modes.split(',') {
         let window = |size: u64| {
