@@ -47,18 +47,28 @@
 //!   connected clients' needs (a state ten times larger needs a rate ten times lower); a
 //!   window follows what the machine and the clients actually manage, as a TCP window
 //!   follows its path. A stream that never acknowledges frees its place after
-//!   `window_timeout`, or when it ends. A queued stream waits at most `max_wait`, then is
-//!   shed, told when its turn would come. A new stream is shed at once only when the queue
-//!   ahead of it would take longer than two `max_wait`s at the pace acknowledgements have
-//!   been coming (a moving average of the time between them): that pace, measured while
-//!   clients still arrive, errs slow, and streams shed on it came back after those queued
-//!   behind them were served. Resuming streams take no place in the window: they are
-//!   admitted at once, as with the rate. A shed stream is never told to come back more
-//!   than two `max_wait`s later: the pace measured can come out slower than the
-//!   machine's, and over tens of thousands of sheds hints one pace apart would add up to
-//!   minutes of an idle server; past that, hints wrap round within its last `max_wait`,
-//!   still one pace apart (`benches/README.md`, "A window instead of a rate", runs W9
-//!   and W10).
+//!   `window_timeout`, or when it ends. Resuming streams take no place in the window: they
+//!   are admitted at once, as with the rate.
+//! - **The window sheds no new stream on a guess.** A new stream queues whatever the
+//!   queue's length (bounded by `max_streams`); only a stream that waited its `max_wait`
+//!   is shed, told when its turn would come at the pace acknowledgements have been
+//!   coming (the faster of the mean gap between the recent ones and the time a stream
+//!   takes to settle over the window's size). A queued stream costs a task and a few
+//!   buffers; shed on a pace measured while clients still arrive (when the server is
+//!   busiest accepting them, so the pace errs slow), streams came back after those
+//!   queued behind them were served, and a 5 000-client storm that needed 2.5 s took
+//!   8-10 s (`benches/README.md`, runs W10 and W13).
+//! - **A stream that gives up is told its own turn.** Streams give up in the order they
+//!   queued (each waits the same `max_wait`), so those that gave up before it were ahead
+//!   of it: its turn counts the places of the streams still queued ahead of it, not of
+//!   the whole queue (counting the streams behind it, which give up too, told a whole
+//!   storm to come back at once after a hole of seconds). Each hint lands one pace after
+//!   the previous one, so the shed clients come back at the pace the window lets them in,
+//!   but never more than two `max_wait`s later: the pace measured can come out slower
+//!   than the machine's, and over tens of thousands of sheds hints one pace apart would
+//!   add up to minutes of an idle server; past that, hints wrap round within its last
+//!   `max_wait`, still one pace apart (`benches/README.md`, "A window instead of a
+//!   rate", runs W9 and W10).
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
@@ -82,7 +92,8 @@ pub struct Admission {
     pub rate: u32,
     /// New streams admitted at once after a quiet time (at least 1).
     pub burst: u32,
-    /// The longest a new stream waits for its token before it is shed instead.
+    /// The longest a new stream waits for its token, or for its place in the window,
+    /// before it is shed instead.
     pub max_wait: Duration,
     /// Streams admitted or waiting at once; beyond it a stream is shed.
     pub max_streams: usize,
@@ -153,8 +164,7 @@ pub enum ShedReason {
     Rate,
     /// `max_streams` (less the resuming share, for a new stream) are admitted or waiting.
     Cap,
-    /// The window's queue would take longer than two `max_wait`s (shed at once), or a
-    /// queued stream's `max_wait` passed before its turn came.
+    /// A queued stream's `max_wait` passed before its turn in the window came.
     Window,
 }
 
@@ -354,32 +364,12 @@ impl AdmissionGate {
         self.held = self.held.saturating_sub(1);
     }
 
-    /// A place in the window, or the queue for one, or a shed when the queue ahead would
-    /// take longer than two `max_wait`s at the window's pace.
+    /// A place in the window, or the queue for one.
     fn admit_to_window(&mut self, now: Instant) -> Decision {
         if self.warming < self.config.window && self.queued() == 0 {
             self.warming += 1;
             self.held += 1;
             return Decision::Admit;
-        }
-        let max_wait = duration_nanos(self.config.max_wait);
-        // Shed on the measured pace only: until it is measured, a stream queues (bounded
-        // by its `max_wait`). And only a stream whose turn lies past the farthest a hint
-        // reaches: the pace measured while clients still arrive errs slow (the server
-        // also accepts their connections then; settles speed up once they stop), and a
-        // nearer stream that queues costs a task and a few buffers, its wait still bounded
-        // by `max_wait`. Shed at its guessed turn instead, it came back after streams
-        // queued behind it had been served (`benches/README.md`, runs W9 and W10).
-        if self.recent.len() >= PACE_TRUSTED {
-            if let Some(interval) = self.pace() {
-                let turn = self.turn(interval);
-                if turn > max_wait.saturating_mul(HINT_HORIZON) {
-                    return Decision::Shed {
-                        reason: ShedReason::Window,
-                        retry_after: self.window_hint(now, turn, interval),
-                    };
-                }
-            }
         }
         if self.queued() == 0 {
             self.queue_since = now;
@@ -390,7 +380,10 @@ impl AdmissionGate {
         self.held += 1;
         Decision::Queue {
             ticket,
-            until: Instant::from_nanos(now.as_nanos().saturating_add(max_wait)),
+            until: Instant::from_nanos(
+                now.as_nanos()
+                    .saturating_add(duration_nanos(self.config.max_wait)),
+            ),
         }
     }
 
@@ -439,13 +432,6 @@ impl AdmissionGate {
         }
     }
 
-    /// When a stream queued now would be let in, at `interval` a place: after the queue
-    /// ahead of it.
-    fn turn(&self, interval: u64) -> u64 {
-        let ahead = u64::try_from(self.queued()).unwrap_or(u64::MAX);
-        ahead.saturating_add(1).saturating_mul(interval)
-    }
-
     /// The first ticket queued gets a place, if the window has one.
     fn grant_next(&mut self) -> Option<u64> {
         if self.warming >= self.config.window {
@@ -470,13 +456,17 @@ impl AdmissionGate {
         if !(self.first_queued..self.next_ticket).contains(&ticket) {
             return None;
         }
+        // Streams give up in the order they queued: those that gave up before it were
+        // ahead of it (a few that went away otherwise only make the turn come early).
+        let gave_up = u64::try_from(self.abandoned.len()).unwrap_or(u64::MAX);
+        let ahead = (ticket - self.first_queued).saturating_sub(gave_up);
         self.abandoned.insert(ticket);
         // Nothing settled twice in this queue: the wait itself is the best guess of a
         // place's pace.
         let interval = self
             .pace()
             .unwrap_or(now.as_nanos().saturating_sub(self.queue_since.as_nanos()));
-        let turn = self.turn(interval);
+        let turn = ahead.saturating_add(1).saturating_mul(interval);
         Some(self.window_hint(now, turn, interval))
     }
 
@@ -537,8 +527,6 @@ const HINT_HORIZON: u64 = 2;
 
 /// Settles the window's pace is the mean gap of.
 const PACE_SAMPLES: usize = 64;
-/// Settles in this queue before its pace is trusted to shed a new stream.
-const PACE_TRUSTED: usize = 8;
 
 fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
@@ -801,78 +789,73 @@ mod tests {
     }
 
     #[test]
-    fn a_queue_longer_than_two_waits_at_the_windows_pace_sheds_at_once() {
+    fn a_window_queues_every_new_stream_whatever_the_pace() {
         let mut g = window_gate();
         g.admit(at_ms(60_000), Arrival::New);
         g.admit(at_ms(60_000), Arrival::New);
-        // Until the pace is measured in this queue, every stream queues (bounded by its
-        // wait) rather than being shed on a guess.
         for _ in 0..10 {
-            assert!(matches!(
-                g.admit(at_ms(60_000), Arrival::New),
-                Decision::Queue { .. }
-            ));
+            g.admit(at_ms(60_000), Arrival::New);
         }
-        // Eight settles 100 ms apart (the first after 600 ms: filling the window is not
-        // the pace): a place frees every 100 ms.
+        // A slow pace measured: a place frees every 100 ms.
         for k in 0..8 {
             assert!(g.settled(at_ms(60_600 + 100 * k), at_ms(60_000)).is_some());
         }
-        let now = at_ms(61_300);
-        assert_eq!(g.queued(), 2);
-        // With q queued a stream's turn comes after (q + 1) places: with up to 19 ahead
-        // it queues, its turn within two waits of 1 s (past its first wait it is shed
-        // then); with 20 ahead it would wait 2.1 s and is shed at once.
-        for _ in 0..18 {
-            assert!(matches!(g.admit(now, Arrival::New), Decision::Queue { .. }));
+        // A thousand more arrive: at that pace their turns lie up to 100 s away, beyond
+        // any wait, and each still queues (its wait bounded by `max_wait`).
+        for _ in 0..1_000 {
+            assert!(matches!(
+                g.admit(at_ms(61_300), Arrival::New),
+                Decision::Queue { .. }
+            ));
         }
-        assert_eq!(g.queued(), 20);
-        let (reason, first) = retry_of(g.admit(now, Arrival::New));
-        // Its turn (2.1 s) is past the hints' horizon (2 s): wrapped into its last wait.
-        assert_eq!(
-            (reason, first),
-            (ShedReason::Window, Duration::from_millis(1_100))
-        );
-        // The next shed client is told to come one place later.
-        let (_, second) = retry_of(g.admit(now, Arrival::New));
-        assert_eq!(second, Duration::from_millis(1_200));
-        assert_eq!(g.queued(), 20);
+        assert_eq!(g.queued(), 1_002);
+        // Only the cap sheds a new stream.
+        let mut capped = AdmissionGate::new(Admission {
+            max_streams: 4,
+            reserved_for_resuming: 0,
+            ..Admission::window(2)
+        });
+        for _ in 0..4 {
+            assert!(!matches!(
+                capped.admit(at_ms(0), Arrival::New),
+                Decision::Shed { .. }
+            ));
+        }
+        let (reason, _) = retry_of(capped.admit(at_ms(0), Arrival::New));
+        assert_eq!(reason, ShedReason::Cap);
     }
 
     #[test]
-    fn window_hints_never_reach_past_two_waits_and_stay_spread() {
+    fn streams_that_give_up_are_told_their_own_turns_one_pace_apart_within_two_waits() {
         let mut g = window_gate();
         g.admit(at_ms(0), Arrival::New);
         g.admit(at_ms(0), Arrival::New);
-        for _ in 0..10 {
-            g.admit(at_ms(0), Arrival::New);
-        }
-        // A pace of 100 ms a place, measured.
+        let tickets: Vec<u64> = (0..60)
+            .map(|_| ticket_of(g.admit(at_ms(0), Arrival::New)))
+            .collect();
+        // A pace of 100 ms a place, measured: eight settles grant the first eight.
         for k in 0..8 {
             assert!(g.settled(at_ms(500 + 100 * k), at_ms(0)).is_some());
         }
-        let now = at_ms(1_200);
-        let hints: Vec<Duration> = (0..60)
-            .map(|_| g.admit(now, Arrival::New))
-            .filter_map(|d| match d {
-                Decision::Shed { retry_after, .. } => Some(retry_after),
-                _ => None,
-            })
-            .collect();
-        assert!(hints.len() >= 40, "{}", hints.len());
-        // Within the 1 s wait's horizon of 2 s; once there, in its last second.
-        assert!(
-            hints.iter().all(|h| *h <= Duration::from_secs(2)),
-            "{hints:?}"
-        );
-        let wrapped: Vec<&Duration> = hints
+        // The other 52 give up in the order they queued, at the end of their wait.
+        let hints: Vec<Duration> = tickets[8..]
             .iter()
-            .filter(|h| **h >= Duration::from_secs(1))
+            .map(|&ticket| g.abandon(at_ms(1_000), ticket).expect("still queued"))
             .collect();
-        assert_eq!(wrapped.len(), hints.len());
-        // Still one pace (100 ms) apart, round the band: ten distinct hints.
+        // The first is next in line: its turn is one place away, not behind the 51
+        // giving up after it.
+        assert_eq!(hints[0], Duration::from_millis(100));
+        // Each one pace after the previous one, up to the horizon of two waits (2 s) ...
+        assert_eq!(hints[1], Duration::from_millis(200));
+        assert_eq!(hints[19], Duration::from_secs(2));
+        // ... then wrapped round within its last wait, still one pace apart.
+        assert_eq!(hints[20], Duration::from_millis(1_100));
+        assert!(hints
+            .iter()
+            .all(|h| *h >= Duration::from_millis(100) && *h <= Duration::from_secs(2)));
         let distinct: std::collections::BTreeSet<&Duration> = hints.iter().collect();
-        assert_eq!(distinct.len(), 10, "{hints:?}");
+        assert_eq!(distinct.len(), 20, "{hints:?}");
+        assert_eq!(g.queued(), 0);
     }
 
     #[test]
@@ -883,9 +866,9 @@ mod tests {
         let first = ticket_of(g.admit(at_ms(0), Arrival::New));
         let second = ticket_of(g.admit(at_ms(0), Arrival::New));
         // Nothing settled in a whole second: the wait itself is the pace guessed, and the
-        // hint counts the place of the one still queued (the second) and its own.
+        // hint counts its own place only (the second is behind it).
         let hint = g.abandon(at_ms(1_000), first).expect("still queued");
-        assert_eq!(hint, Duration::from_secs(2));
+        assert_eq!(hint, Duration::from_secs(1));
         // A settle grants the second its place before it gives up: it is warming.
         assert!(g.settled(at_ms(0), at_ms(0)).is_some());
         let hint = g.abandon(at_ms(1_200), second);
