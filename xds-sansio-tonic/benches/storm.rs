@@ -476,8 +476,8 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
 }
 
 /// A global allocator chosen by the environment. glibc's malloc, shared by the server and
-/// tens of thousands of clients in one process, spends a third of the storm searching its
-/// free lists for the clients' ~150 KB receive buffers (`benches/README.md`, run W13); in
+/// tens of thousands of clients in one process, spends about half of a 50 000-client storm
+/// searching its free lists, mostly for the clients' ~150 KB receive buffers (`benches/README.md`, run W13); in
 /// a deployment the clients are other processes, so the bench can run on mimalloc to
 /// measure the server without that.
 mod allocator {
@@ -498,8 +498,8 @@ mod allocator {
     fn choice() -> u8 {
         match CHOICE.load(Ordering::Relaxed) {
             UNREAD => {
-                // SAFETY: a NUL-terminated name; the value is read before any thread of
-                // this process could call `setenv` (this is the first allocation).
+                // SAFETY: a NUL-terminated name; nothing in this process calls `setenv`,
+                // so the environment does not change under the read.
                 let value = unsafe { libc::getenv(c"XDS_STORM_ALLOCATOR".as_ptr()) };
                 let chosen = if !value.is_null()
                     // SAFETY: getenv returns a NUL-terminated string or null.
@@ -516,8 +516,13 @@ mod allocator {
         }
     }
 
-    /// The allocator's name, for the report.
+    /// The allocator's name, for the report; an unknown value of the variable is refused
+    /// here (the allocator itself must not panic).
     pub fn name() -> &'static str {
+        match std::env::var("XDS_STORM_ALLOCATOR").as_deref() {
+            Err(_) | Ok("system") | Ok("mimalloc") => {}
+            Ok(other) => panic!("XDS_STORM_ALLOCATOR: unknown allocator {other:?}"),
+        }
         match choice() {
             MIMALLOC => "mimalloc",
             _ => "system (glibc)",
