@@ -6,8 +6,12 @@
 //! receipt, p50 / p99 / max), beside the same latency before the storm (eight updates,
 //! all delivered before the storm begins).
 //!
-//! One process: the server and every client share the runtime and the machine's cores
-//! (the clients' decoding competes with the server, as it would on one host). Clients are
+//! One process by default: the server and every client share the runtime and the
+//! machine's cores (the clients' decoding competes with the server, as it would on one
+//! host). With `XDS_STORM_SPLIT=1` the new clients run in a second process (this bench
+//! started again as the load, reporting each client's serving time on `CLOCK_MONOTONIC`):
+//! they still share the two cores, but no longer the server's allocator, heap or runtime;
+//! the connected clients stay with the server, whose clock times their updates. Clients are
 //! raw SotW ADS streams (`xds_sansio_tonic::call`), wildcard CDS, no versions presented
 //! (new clients, the case the bucket is for); `XDS_STORM_PER_CONNECTION` streams share an
 //! HTTP/2 connection, connected when the storm begins (inside the measured time). A shed
@@ -24,7 +28,9 @@
 //! send buffers, client and server in one process).
 //!
 //! `cargo bench -p xds-sansio-tonic --bench storm`; environment: `XDS_STORM_ALLOCATOR`
-//! (`system`; `mimalloc`: the whole process allocates with mimalloc), `XDS_STORM_CLIENTS`
+//! (`system`; `mimalloc`: the whole process allocates with mimalloc; a split run's load
+//! process inherits it unless `XDS_STORM_LOAD_ALLOCATOR` names another),
+//! `XDS_STORM_SPLIT` (0), `XDS_STORM_CLIENTS`
 //! (5 000), `XDS_STORM_CONNECTED` (1 000), `XDS_STORM_UPDATE_MS` (1 000: one update every
 //! so often), `XDS_STORM_PER_CONNECTION` (100), `XDS_STORM_RATE` / `XDS_STORM_BURST` /
 //! `XDS_STORM_MAX_WAIT_MS` (protection's settings, default `Admission::default()`),
@@ -232,6 +238,8 @@ struct Figures {
     before: Vec<Duration>,
     during: Vec<Duration>,
     rss_mib: u64,
+    /// The load process's, in a split run.
+    load_rss_mib: Option<u64>,
 }
 
 fn quantile(sorted: &[Duration], q: f64) -> Duration {
@@ -266,6 +274,8 @@ struct Load {
     acks: bool,
     /// Whether every client is a delta stream.
     delta: bool,
+    /// Whether the new clients run in a process of their own.
+    split: bool,
 }
 
 async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
@@ -391,12 +401,54 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
     storm_on.store(true, Ordering::Release);
     resume.notify_one();
     let start = Instant::now();
+    let (served, sheds, load_rss) = if load.split {
+        new_clients_in_a_child(&uri).await
+    } else {
+        let (served, sheds) = new_clients(&uri, load, start).await;
+        (served, sheds, None)
+    };
+    // When the last new client was served (in a split run, not when the load process
+    // had ended and reported).
+    let all = (served.len() == load.clients)
+        .then(|| served.iter().map(|(at, _)| *at).max().unwrap_or_default());
+    let mut times: Vec<Duration> = served.iter().map(|(t, _)| *t).collect();
+    let mut resumed: Vec<Duration> = served.iter().filter(|(_, r)| *r).map(|(t, _)| *t).collect();
+    resumed.sort();
+    stop.store(true, Ordering::Release);
+    let _ = updater.await;
+    // The last updates' latencies arrive.
+    tokio::time::sleep(load.update_every * 2).await;
+    let rss = rss_mib();
+    times.sort();
+    let mut before = updates.before.lock().unwrap().clone();
+    let mut during = updates.during.lock().unwrap().clone();
+    before.sort();
+    during.sort();
+    server.shutdown();
+    Figures {
+        served: all,
+        median_served: quantile(&times, 0.5),
+        times: times.clone(),
+        resumed,
+        sheds,
+        before,
+        during,
+        rss_mib: rss,
+        load_rss_mib: load_rss,
+    }
+}
+
+/// Opens every new client's stream at once, each group of `per_connection` on a new
+/// connection, and waits until each holds the full state or the limit passes: when each
+/// was served (from `start`) and whether it presented a version, and how many times a
+/// client was shed.
+async fn new_clients(uri: &str, load: &Load, start: Instant) -> (Vec<(Duration, bool)>, usize) {
     // When each new client was served, and whether it presented a version.
     let served: Arc<Mutex<Vec<(Duration, bool)>>> = Arc::new(Mutex::new(Vec::new()));
     let sheds = Arc::new(AtomicUsize::new(0));
     for first in (0..load.clients).step_by(load.per_connection) {
         let count = load.per_connection.min(load.clients - first);
-        let (uri, served, sheds) = (uri.clone(), served.clone(), sheds.clone());
+        let (uri, served, sheds) = (uri.to_owned(), served.clone(), sheds.clone());
         let (hold, resuming, acks, delta) = (load.hold, load.resuming, load.acks, load.delta);
         tokio::spawn(async move {
             let channel = channel(&uri).await;
@@ -448,31 +500,87 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let served = served.lock().unwrap().clone();
-    let all = (served.len() == load.clients).then(|| start.elapsed());
-    let mut times: Vec<Duration> = served.iter().map(|(t, _)| *t).collect();
-    let mut resumed: Vec<Duration> = served.iter().filter(|(_, r)| *r).map(|(t, _)| *t).collect();
-    resumed.sort();
-    stop.store(true, Ordering::Release);
-    let _ = updater.await;
-    // The last updates' latencies arrive.
-    tokio::time::sleep(load.update_every * 2).await;
-    let rss = rss_mib();
-    times.sort();
-    let mut before = updates.before.lock().unwrap().clone();
-    let mut during = updates.during.lock().unwrap().clone();
-    before.sort();
-    during.sort();
-    server.shutdown();
-    Figures {
-        served: all,
-        median_served: quantile(&times, 0.5),
-        times: times.clone(),
-        resumed,
-        sheds: sheds.load(Ordering::Acquire),
-        before,
-        during,
-        rss_mib: rss,
+    (served, sheds.load(Ordering::Acquire))
+}
+
+/// Runs the new clients in a child process of this bench (`XDS_STORM_SPLIT=1`), which
+/// reports each client's serving time on `CLOCK_MONOTONIC` (shared by the two processes),
+/// its sheds and its RSS; the storm's time starts before the child is spawned.
+async fn new_clients_in_a_child(uri: &str) -> (Vec<(Duration, bool)>, usize, Option<u64>) {
+    let started = monotonic_ns();
+    let exe = std::env::current_exe().expect("the bench's own path");
+    let uri = uri.to_owned();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut command = std::process::Command::new(exe);
+        command
+            .arg("--bench")
+            .env(LOAD_URI, uri)
+            .env(LOAD_STARTED, started.to_string())
+            .stderr(std::process::Stdio::inherit());
+        if let Ok(allocator) = std::env::var(LOAD_ALLOCATOR) {
+            command.env("XDS_STORM_ALLOCATOR", allocator);
+        }
+        command.output().expect("the load process")
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "the load process: {}",
+        output.status
+    );
+    let (mut served, mut sheds, mut rss) = (Vec::new(), 0, None);
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            ["served", at, resumed] => {
+                served.push((Duration::from_nanos(at.parse().unwrap()), *resumed == "1"))
+            }
+            ["sheds", n] => sheds = n.parse().unwrap(),
+            ["rss", mib] => rss = Some(mib.parse().unwrap()),
+            _ => {}
+        }
     }
+    (served, sheds, rss)
+}
+
+/// The load process's side: the new clients against the server at `uri`, each client's
+/// serving time counted from `started` (the parent's `CLOCK_MONOTONIC`), printed.
+fn load_process(load: &Load, uri: &str, started: u64) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let already = Duration::from_nanos(monotonic_ns().saturating_sub(started));
+    let start = Instant::now() - already;
+    let (served, sheds) = runtime.block_on(new_clients(uri, load, start));
+    let mut out = String::new();
+    for (at, resumed) in served {
+        out.push_str(&format!("served {} {}\n", at.as_nanos(), u8::from(resumed)));
+    }
+    out.push_str(&format!("sheds {sheds}\nrss {}\n", rss_mib()));
+    print!("{out}");
+    // The clients' tasks hold their streams open: leave without waiting for them.
+    std::process::exit(0);
+}
+
+/// The load process's allocator, when not the server's (`XDS_STORM_ALLOCATOR`'s values).
+const LOAD_ALLOCATOR: &str = "XDS_STORM_LOAD_ALLOCATOR";
+/// The variables that make this bench the load process of another.
+const LOAD_URI: &str = "XDS_STORM_LOAD_URI";
+const LOAD_STARTED: &str = "XDS_STORM_LOAD_STARTED_NS";
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock `Instant` reads, comparable between the
+/// two processes of a split run.
+fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
 /// A global allocator chosen by the environment. glibc's malloc, shared by the server and
@@ -573,7 +681,12 @@ fn main() {
             Ok("sotw") | Err(_) => false,
             Ok(other) => panic!("XDS_STORM_VARIANT: unknown variant {other:?}"),
         },
+        split: env("XDS_STORM_SPLIT", 0) != 0,
     };
+    if let Ok(uri) = std::env::var(LOAD_URI) {
+        let started = env(LOAD_STARTED, 0);
+        return load_process(&load, &uri, started);
+    }
     let defaults = Admission::default();
     let mut admission = Admission::new(
         env("XDS_STORM_RATE", defaults.rate.into()) as u32,
@@ -589,7 +702,8 @@ fn main() {
     println!(
         "storm: {} new {} clients ({} per connection) while {} are connected, {} clusters \
          (~{} KB full state), one update every {:?}; {} connections (2 fds each in one \
-         process: check `ulimit -n`); new clients {} their stream once served; allocator {}",
+         process: check `ulimit -n`); new clients {} their stream once served; allocator {}; \
+         new clients in {}",
         load.clients,
         if load.delta { "delta" } else { "SotW" },
         load.per_connection,
@@ -600,6 +714,14 @@ fn main() {
         connections,
         if load.hold { "hold" } else { "close" },
         allocator::name(),
+        if load.split {
+            format!(
+                "a process of their own (allocator {})",
+                std::env::var(LOAD_ALLOCATOR).unwrap_or_else(|_| allocator::name().into())
+            )
+        } else {
+            "the server's process".into()
+        },
     );
     for mode in modes.split(',') {
         let window = |size: u64| {
@@ -627,7 +749,7 @@ fn main() {
         println!(
             "protection {mode:<6} {}: every new client served in {}, median {}, {} sheds; \
              connected clients' update latency during the storm p50 {} p99 {} max {} ({} \
-             samples), before it p50 {} p99 {} ({} samples); RSS {} MiB",
+             samples), before it p50 {} p99 {} ({} samples); RSS {} MiB{}",
             match protection {
                 Some(a) if a.window > 0 => {
                     format!("(window {}, max wait {:?})", a.window, a.max_wait)
@@ -652,6 +774,8 @@ fn main() {
             ms(quantile(&f.before, 0.99)),
             f.before.len(),
             f.rss_mib,
+            f.load_rss_mib
+                .map_or_else(String::new, |mib| format!(" (load process {mib} MiB)")),
         );
         println!(
             "  served {} of {}; by decile: {}",
