@@ -561,6 +561,7 @@ fn load_process(load: &Load, uri: &str, started: u64) {
     }
     out.push_str(&format!("sheds {sheds}\nrss {}\n", rss_mib()));
     print!("{out}");
+    std::io::Write::flush(&mut std::io::stdout()).expect("the report reaches the bench");
     // The clients' tasks hold their streams open: leave without waiting for them.
     std::process::exit(0);
 }
