@@ -4,6 +4,10 @@
 //! `poll_response_encoded` and takes the ACK), so the adapter's share (transport, HTTP/2,
 //! tonic, tasks, and the clients' decoding) is the difference. Figures: `benches/README.md`.
 //!
+//! The same for 1 000 delta ADS streams (wildcard CDS over 1 000 clusters, 100 streams a
+//! connection, the storm bench's connected clients): one changed cluster is a response of
+//! one resource, so what is measured is the adapter's and the transport's cost a stream.
+//!
 //! `cargo bench -p xds-sansio-tonic --bench fanout -- --warm-up-time 1 --measurement-time 10`
 
 #[path = "../tests/support/loopback.rs"]
@@ -19,15 +23,19 @@ use tokio::sync::{mpsc, Notify};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic_prost::ProstCodec;
-use xds_sansio::pb::discovery::{DiscoveryRequest, DiscoveryResponse};
+use xds_sansio::pb::discovery::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
+};
 use xds_sansio::pb::envoy::config::core::v3::Node;
 use xds_sansio::server::{ResourceEntry, ResourceStore, StoreOp};
-use xds_sansio::types::{ADS_SOTW_METHOD, CLUSTER};
+use xds_sansio::types::{ADS_DELTA_METHOD, ADS_SOTW_METHOD, CLUSTER};
 use xds_sansio::{Request, ServerConfig, ServerStream, Transport, Variant};
 use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
 
 const CDS: &str = CLUSTER.type_url;
 const CLUSTERS: usize = 10_000;
+/// The delta fan-out's clusters (the storm bench's).
+const DELTA_CLUSTERS: usize = 1_000;
 
 /// A Cluster-shaped body of about 60 bytes: the name in field 1, opaque content after it.
 fn body(i: usize, content: &str) -> Bytes {
@@ -56,6 +64,8 @@ fn node() -> Node {
 
 /// `streams` clients on loopback, each ACKing every response at once.
 struct Loopback {
+    /// Which cluster a push changes.
+    changed: usize,
     server: XdsServer,
     acks: Arc<AtomicUsize>,
     done: Arc<Notify>,
@@ -64,60 +74,63 @@ struct Loopback {
 }
 
 impl Loopback {
+    /// SotW streams over 16 connections, 10 000 clusters.
     async fn start(streams: usize) -> Loopback {
+        Self::start_with(streams, CLUSTERS, 16, |channel, on_response| {
+            tokio::spawn(sotw_client(channel, on_response));
+        })
+        .await
+    }
+
+    /// Delta streams, 100 a connection, 1 000 clusters.
+    async fn start_delta(streams: usize) -> Loopback {
+        Self::start_with(
+            streams,
+            DELTA_CLUSTERS,
+            streams.div_ceil(100),
+            |channel, on_response| {
+                tokio::spawn(delta_client(channel, on_response));
+            },
+        )
+        .await
+    }
+
+    async fn start_with(
+        streams: usize,
+        clusters: usize,
+        connections: usize,
+        spawn: impl Fn(tonic::transport::Channel, Box<dyn Fn() + Send>),
+    ) -> Loopback {
         let server = XdsServer::builder()
             .max_streams(Some(streams + 16))
             .body_checks(xds_sansio::server::BodyChecks::Off) // placeholder bodies, as before
             .build();
         server
-            .publish(DEFAULT_GROUP, (0..CLUSTERS).map(|i| set(i, "v0")).collect())
+            .publish(DEFAULT_GROUP, (0..clusters).map(|i| set(i, "v0")).collect())
             .unwrap();
         let uri = support::serve_on_loopback(&server).await;
         let acks = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(Notify::new());
         let target = Arc::new(AtomicUsize::new(streams));
         let mut channels = Vec::new();
-        for _ in 0..16 {
+        for _ in 0..connections {
             let endpoint = tonic::transport::Endpoint::from_shared(uri.clone()).unwrap();
             channels.push(endpoint.connect().await.unwrap());
         }
         for i in 0..streams {
             let channel = channels[i % channels.len()].clone();
             let (acks, done, target) = (acks.clone(), done.clone(), target.clone());
-            tokio::spawn(async move {
-                let (tx, rx) = mpsc::unbounded_channel();
-                tx.send(DiscoveryRequest {
-                    node: Some(node()),
-                    type_url: CDS.into(),
-                    ..Default::default()
-                })
-                .unwrap();
-                let mut grpc = tonic::client::Grpc::new(channel);
-                grpc.ready().await.unwrap();
-                let mut inbound = grpc
-                    .streaming(
-                        tonic::Request::new(UnboundedReceiverStream::new(rx)),
-                        PathAndQuery::from_static(ADS_SOTW_METHOD),
-                        ProstCodec::<DiscoveryRequest, DiscoveryResponse>::default(),
-                    )
-                    .await
-                    .unwrap()
-                    .into_inner();
-                while let Ok(Some(response)) = inbound.message().await {
-                    assert_eq!(response.resources.len(), CLUSTERS);
-                    let _ = tx.send(DiscoveryRequest {
-                        type_url: CDS.into(),
-                        version_info: response.version_info,
-                        response_nonce: response.nonce,
-                        ..Default::default()
-                    });
+            spawn(
+                channel,
+                Box::new(move || {
                     if acks.fetch_add(1, Ordering::AcqRel) + 1 == target.load(Ordering::Acquire) {
                         done.notify_one();
                     }
-                }
-            });
+                }),
+            );
         }
         let mut me = Loopback {
+            changed: clusters / 2,
             server,
             acks,
             done,
@@ -142,10 +155,77 @@ impl Loopback {
         let before = self.acks.load(Ordering::Acquire);
         let start = Instant::now();
         self.server
-            .publish(DEFAULT_GROUP, vec![set(4242, &format!("r{}", self.round))])
+            .publish(
+                DEFAULT_GROUP,
+                vec![set(self.changed, &format!("r{}", self.round))],
+            )
             .unwrap();
         self.wait(before + streams).await;
         start.elapsed()
+    }
+}
+
+/// A wildcard CDS SotW client that ACKs each full state (checked whole) and counts it.
+async fn sotw_client(channel: tonic::transport::Channel, acked: Box<dyn Fn() + Send>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tx.send(DiscoveryRequest {
+        node: Some(node()),
+        type_url: CDS.into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let mut inbound = grpc
+        .streaming(
+            tonic::Request::new(UnboundedReceiverStream::new(rx)),
+            PathAndQuery::from_static(ADS_SOTW_METHOD),
+            ProstCodec::<DiscoveryRequest, DiscoveryResponse>::default(),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+    while let Ok(Some(response)) = inbound.message().await {
+        assert_eq!(response.resources.len(), CLUSTERS);
+        let _ = tx.send(DiscoveryRequest {
+            type_url: CDS.into(),
+            version_info: response.version_info,
+            response_nonce: response.nonce,
+            ..Default::default()
+        });
+        acked();
+    }
+}
+
+/// A wildcard CDS delta client that ACKs each response and counts it.
+async fn delta_client(channel: tonic::transport::Channel, acked: Box<dyn Fn() + Send>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tx.send(DeltaDiscoveryRequest {
+        node: Some(node()),
+        type_url: CDS.into(),
+        resource_names_subscribe: vec!["*".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let mut inbound = grpc
+        .streaming(
+            tonic::Request::new(UnboundedReceiverStream::new(rx)),
+            PathAndQuery::from_static(ADS_DELTA_METHOD),
+            ProstCodec::<DeltaDiscoveryRequest, DeltaDiscoveryResponse>::default(),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+    while let Ok(Some(response)) = inbound.message().await {
+        assert!(!response.resources.is_empty());
+        let _ = tx.send(DeltaDiscoveryRequest {
+            type_url: CDS.into(),
+            response_nonce: response.nonce,
+            ..Default::default()
+        });
+        acked();
     }
 }
 
@@ -281,6 +361,28 @@ fn fanout(c: &mut Criterion) {
         );
         runtime.block_on(async { loopback.server.shutdown() });
     }
+    group.finish();
+
+    let mut group = c.benchmark_group("adapter_fanout_delta_1k_cds");
+    group.sample_size(20);
+    let streams = 1000usize;
+    let mut loopback = runtime.block_on(Loopback::start_delta(streams));
+    group.bench_with_input(
+        BenchmarkId::new("loopback_to_last_ack", streams),
+        &streams,
+        |b, &n| {
+            b.iter_custom(|iters| {
+                runtime.block_on(async {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        total += loopback.push(n).await;
+                    }
+                    total
+                })
+            })
+        },
+    );
+    runtime.block_on(async { loopback.server.shutdown() });
     group.finish();
 }
 
