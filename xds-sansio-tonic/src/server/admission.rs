@@ -79,7 +79,7 @@ use xds_sansio::time::Instant;
 ///
 /// The default admits 500 new streams per second after a burst of 500, each waiting at
 /// most 5 s for its turn, 100 000 streams at most of which 10 000 are kept for resuming
-/// clients. A starting point measured with `benches/storm.rs` (figures in
+/// clients. A starting point measured with `benches/storm/` (figures in
 /// `benches/README.md`, "Storm"): on two shared cores, new clients owed a 150 KB full
 /// state each, it halves the delay a storm of 5 000 adds to the connected clients'
 /// updates; 250 per second keeps them near their delay without a storm, and serves the

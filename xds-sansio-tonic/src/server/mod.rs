@@ -443,7 +443,7 @@ impl XdsServerBuilder {
     /// Off by default because the rate that protects depends on the size of the state a new
     /// client is owed and on the machine, which only the operator knows; a wrong default
     /// would delay the clients of a small server for nothing. [`Admission::default`] is a
-    /// starting point measured on two cores with 1 000 clusters (`benches/storm.rs`). The
+    /// starting point measured on two cores with 1 000 clusters (`benches/storm/`). The
     /// builder's [`max_streams`](Self::max_streams) still bounds every call, admitted or
     /// not, before its first request.
     pub fn admission(mut self, admission: Admission) -> Self {
