@@ -23,6 +23,7 @@ use xds_sansio::{Request, ServerConfig, ServerStream};
 
 use super::admission::{Arrival, Decision, ShedReason};
 use super::admitting::{Admitting, Queued};
+use super::applied::NodeApplied;
 use super::ending::Ending;
 use super::faults::{Out, StreamFaults};
 use super::group::Group;
@@ -142,6 +143,9 @@ struct Driver {
     admission: Option<AdmissionSlot>,
     /// Its place in storm protection's window, while it warms.
     warming: Option<WarmingSlot>,
+    /// Its applied state, once anything was sent: refreshed in place on every response
+    /// and every answer, then copied to the server's registry.
+    applied: Option<NodeApplied>,
 }
 
 /// Spawns the task for a new stream.
@@ -172,6 +176,7 @@ pub(crate) fn spawn<Req: WireRequest>(
                 admission_pending: shared.admission.is_some(),
                 admission: None,
                 warming: None,
+                applied: None,
                 shared,
                 info,
                 group: None,
@@ -413,15 +418,21 @@ impl Driver {
     }
 
     /// Keeps the server's per-node applied state current and tells the callbacks.
-    fn note_applied(&self, stream: &ServerStream) {
-        let entry = self.shared.applied.update(
-            self.info.id,
-            self.info.node.as_ref(),
-            self.info.group.as_ref(),
-            stream.applied(),
-            &self.shared.clock,
-        );
-        self.shared.callbacks.applied(&self.info, &entry);
+    fn note_applied(&mut self, stream: &ServerStream) {
+        let info = &self.info;
+        let entry = self
+            .applied
+            .get_or_insert_with(|| NodeApplied::new(info.id, None, None));
+        if entry.node.is_none() {
+            entry.node.clone_from(&info.node);
+        }
+        if entry.group.is_none() {
+            entry.group.clone_from(&info.group);
+        }
+        self.shared
+            .applied
+            .update(entry, stream.applied(), &self.shared.clock);
+        self.shared.callbacks.applied(info, entry);
     }
 
     /// Hooks, metrics and the push clock for a response about to leave.
