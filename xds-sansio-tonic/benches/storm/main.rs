@@ -34,7 +34,8 @@
 //! `cargo bench -p xds-sansio-tonic --bench storm`; environment: `XDS_STORM_ALLOCATOR`
 //! (`system`; `mimalloc`: the whole process allocates with mimalloc; a split run's load
 //! process inherits it unless `XDS_STORM_LOAD_ALLOCATOR` names another),
-//! `XDS_STORM_SPLIT` (1), `XDS_STORM_LOAD_NICE` (0), `XDS_STORM_CLIENTS`
+//! `XDS_STORM_SPLIT` (1), `XDS_STORM_LOAD_NICE` (0), `XDS_STORM_LIMIT_S` (300: how long
+//! the connected clients may take to hold an update, the new ones to be served), `XDS_STORM_CLIENTS`
 //! (5 000), `XDS_STORM_CONNECTED` (1 000), `XDS_STORM_UPDATE_MS` (1 000: one update every
 //! so often), `XDS_STORM_PER_CONNECTION` (100), `XDS_STORM_RATE` / `XDS_STORM_BURST` /
 //! `XDS_STORM_MAX_WAIT_MS` (protection's settings, default `Admission::default()`),
@@ -140,9 +141,8 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
 
     // The connected clients: ACK every response, note when each update arrived.
     let connected = Connected::start(&uri, load).await;
-    while !connected.all_hold(0) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let limit = Duration::from_secs(env("XDS_STORM_LIMIT_S", 300));
+    connected.until_all_hold(0, limit).await;
 
     // Updates: eight before the storm; when every connected client holds them, the storm
     // begins and updates go on until every new client is served.
@@ -178,9 +178,7 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
         })
     };
     pause.notified().await;
-    while !connected.all_hold(BEFORE) {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    connected.until_all_hold(BEFORE, limit).await;
 
     // The storm: every new client at once, each group of `per_connection` on a new
     // connection.

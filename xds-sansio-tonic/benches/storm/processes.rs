@@ -72,11 +72,29 @@ impl Connected {
         }
     }
 
-    /// Whether every connected client holds update `tick` (0: the first full state).
-    pub fn all_hold(&self, tick: u64) -> bool {
-        match self {
-            Connected::Here { receipts, count } => receipts.holders(tick) >= *count,
-            Connected::Apart(apart) => apart.all_hold.load(Ordering::Acquire) > tick,
+    /// Waits until every connected client holds update `tick` (0: the first full state);
+    /// panics past `limit`, or when the connected clients' process ended.
+    pub async fn until_all_hold(&self, tick: u64, limit: Duration) {
+        let start = Instant::now();
+        loop {
+            let all = match self {
+                Connected::Here { receipts, count } => receipts.holders(tick) >= *count,
+                Connected::Apart(apart) => {
+                    assert!(
+                        !apart.reader.is_finished(),
+                        "the connected clients' process ended early"
+                    );
+                    apart.all_hold.load(Ordering::Acquire) > tick
+                }
+            };
+            if all {
+                return;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "the connected clients did not all hold update {tick} within {limit:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 

@@ -45,12 +45,12 @@ pub struct TypeApplied {
 }
 
 impl NodeApplied {
-    /// A stream's entry before anything was applied.
-    pub(crate) fn new(stream: u64, node: Option<Node>, group: Option<Arc<str>>) -> NodeApplied {
+    /// Stream `stream`'s entry before anything was applied or its node known.
+    pub(crate) fn new(stream: u64) -> NodeApplied {
         NodeApplied {
             stream,
-            node,
-            group,
+            node: None,
+            group: None,
             types: Vec::new(),
         }
     }
@@ -190,7 +190,7 @@ mod tests {
     fn an_entry_is_kept_in_place_and_learns_its_node_once() {
         let registry = Registry::default();
         let clock = StdClock::new();
-        let mut entry = NodeApplied::new(7, None, None);
+        let mut entry = NodeApplied::new(7);
         registry.update(&mut entry, Vec::new(), &clock);
         assert_eq!(registry.all(), vec![entry.clone()]);
         // The node becomes known later: the registry's copy takes it.

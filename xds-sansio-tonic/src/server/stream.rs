@@ -422,7 +422,7 @@ impl Driver {
         let info = &self.info;
         let entry = self
             .applied
-            .get_or_insert_with(|| NodeApplied::new(info.id, None, None));
+            .get_or_insert_with(|| NodeApplied::new(info.id));
         if entry.node.is_none() {
             entry.node.clone_from(&info.node);
         }
