@@ -165,26 +165,41 @@ impl Loopback {
     }
 }
 
-/// A wildcard CDS SotW client that ACKs each full state (checked whole) and counts it.
-async fn sotw_client(channel: tonic::transport::Channel, acked: Box<dyn Fn() + Send>) {
+/// An ADS call on `channel` at `path` whose first request is `first`: the sender of the
+/// later requests and the responses.
+async fn ads_call<Req, Resp>(
+    channel: tonic::transport::Channel,
+    path: &'static str,
+    first: Req,
+) -> (mpsc::UnboundedSender<Req>, tonic::Streaming<Resp>)
+where
+    Req: prost::Message + Send + 'static,
+    Resp: prost::Message + Default + Send + 'static,
+{
     let (tx, rx) = mpsc::unbounded_channel();
-    tx.send(DiscoveryRequest {
-        node: Some(node()),
-        type_url: CDS.into(),
-        ..Default::default()
-    })
-    .unwrap();
+    tx.send(first).unwrap();
     let mut grpc = tonic::client::Grpc::new(channel);
     grpc.ready().await.unwrap();
-    let mut inbound = grpc
+    let inbound = grpc
         .streaming(
             tonic::Request::new(UnboundedReceiverStream::new(rx)),
-            PathAndQuery::from_static(ADS_SOTW_METHOD),
-            ProstCodec::<DiscoveryRequest, DiscoveryResponse>::default(),
+            PathAndQuery::from_static(path),
+            ProstCodec::<Req, Resp>::default(),
         )
         .await
         .unwrap()
         .into_inner();
+    (tx, inbound)
+}
+
+/// A wildcard CDS SotW client that ACKs each full state (checked whole) and counts it.
+async fn sotw_client(channel: tonic::transport::Channel, acked: Box<dyn Fn() + Send>) {
+    let first = DiscoveryRequest {
+        node: Some(node()),
+        type_url: CDS.into(),
+        ..Default::default()
+    };
+    let (tx, mut inbound) = ads_call::<_, DiscoveryResponse>(channel, ADS_SOTW_METHOD, first).await;
     while let Ok(Some(response)) = inbound.message().await {
         assert_eq!(response.resources.len(), CLUSTERS);
         let _ = tx.send(DiscoveryRequest {
@@ -199,25 +214,14 @@ async fn sotw_client(channel: tonic::transport::Channel, acked: Box<dyn Fn() + S
 
 /// A wildcard CDS delta client that ACKs each response and counts it.
 async fn delta_client(channel: tonic::transport::Channel, acked: Box<dyn Fn() + Send>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    tx.send(DeltaDiscoveryRequest {
+    let first = DeltaDiscoveryRequest {
         node: Some(node()),
         type_url: CDS.into(),
         resource_names_subscribe: vec!["*".into()],
         ..Default::default()
-    })
-    .unwrap();
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.unwrap();
-    let mut inbound = grpc
-        .streaming(
-            tonic::Request::new(UnboundedReceiverStream::new(rx)),
-            PathAndQuery::from_static(ADS_DELTA_METHOD),
-            ProstCodec::<DeltaDiscoveryRequest, DeltaDiscoveryResponse>::default(),
-        )
-        .await
-        .unwrap()
-        .into_inner();
+    };
+    let (tx, mut inbound) =
+        ads_call::<_, DeltaDiscoveryResponse>(channel, ADS_DELTA_METHOD, first).await;
     while let Ok(Some(response)) = inbound.message().await {
         assert!(!response.resources.is_empty());
         let _ = tx.send(DeltaDiscoveryRequest {
@@ -343,30 +347,27 @@ fn fanout(c: &mut Criterion) {
             },
         );
         drop(core);
-        let mut loopback = runtime.block_on(Loopback::start(streams));
-        group.bench_with_input(
-            BenchmarkId::new("loopback_to_last_ack", streams),
-            &streams,
-            |b, &n| {
-                b.iter_custom(|iters| {
-                    runtime.block_on(async {
-                        let mut total = Duration::ZERO;
-                        for _ in 0..iters {
-                            total += loopback.push(n).await;
-                        }
-                        total
-                    })
-                })
-            },
-        );
-        runtime.block_on(async { loopback.server.shutdown() });
+        let loopback = runtime.block_on(Loopback::start(streams));
+        to_last_ack(&mut group, &runtime, loopback, streams);
     }
     group.finish();
 
     let mut group = c.benchmark_group("adapter_fanout_delta_1k_cds");
     group.sample_size(20);
     let streams = 1000usize;
-    let mut loopback = runtime.block_on(Loopback::start_delta(streams));
+    let loopback = runtime.block_on(Loopback::start_delta(streams));
+    to_last_ack(&mut group, &runtime, loopback, streams);
+    group.finish();
+}
+
+/// `loopback_to_last_ack`: a push, timed until every one of the `streams` ACKed it; then
+/// the server shuts down.
+fn to_last_ack(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    runtime: &tokio::runtime::Runtime,
+    mut loopback: Loopback,
+    streams: usize,
+) {
     group.bench_with_input(
         BenchmarkId::new("loopback_to_last_ack", streams),
         &streams,
@@ -383,7 +384,6 @@ fn fanout(c: &mut Criterion) {
         },
     );
     runtime.block_on(async { loopback.server.shutdown() });
-    group.finish();
 }
 
 criterion_group!(benches, fanout);

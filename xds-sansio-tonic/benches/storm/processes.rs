@@ -211,13 +211,7 @@ pub fn connected_process(load: &Load, uri: &str) {
         out.push_str(&receipt.to_line());
         out.push('\n');
     }
-    out.push_str(&format!("rss {}\n", rss_mib()));
-    print!("{out}");
-    std::io::stdout()
-        .flush()
-        .expect("the report reaches the bench");
-    // The clients' tasks hold their streams open: leave without waiting for them.
-    std::process::exit(0);
+    report_and_exit(out)
 }
 
 /// Runs the new clients in a child process of this bench (`XDS_STORM_SPLIT=1`), which
@@ -282,11 +276,17 @@ pub fn load_process(load: &Load, uri: &str, started: u64) {
     for (at, resumed) in served {
         out.push_str(&format!("served {} {}\n", at.as_nanos(), u8::from(resumed)));
     }
-    out.push_str(&format!("sheds {sheds}\nrss {}\n", rss_mib()));
+    out.push_str(&format!("sheds {sheds}\n"));
+    report_and_exit(out)
+}
+
+/// Prints a role's report, its RSS last, and ends the process: the clients' tasks hold
+/// their streams open, so it does not wait for them.
+fn report_and_exit(mut out: String) -> ! {
+    out.push_str(&format!("rss {}\n", rss_mib()));
     print!("{out}");
     std::io::stdout()
         .flush()
         .expect("the report reaches the bench");
-    // The clients' tasks hold their streams open: leave without waiting for them.
     std::process::exit(0);
 }
