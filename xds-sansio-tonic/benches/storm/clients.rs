@@ -17,9 +17,8 @@ use xds_sansio::{Request, Response};
 use xds_sansio_tonic::call::{connect, ConnectOptions, Inbound};
 use xds_sansio_tonic::client::ManagementServer;
 
-use crate::processes::monotonic_ns;
 use crate::support;
-use crate::updates::{Receipt, Receipts};
+use crate::updates::{monotonic_ns, Receipt, Receipts};
 use crate::{env, Load};
 
 const CDS: &str = CLUSTER.type_url;

@@ -67,10 +67,10 @@ use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
 
 use clients::{new_clients, set, CLUSTERS};
 use processes::{
-    connected_process, load_process, monotonic_ns, new_clients_in_a_child, rss_mib, Connected,
-    CONNECTED_URI, LOAD_ALLOCATOR, LOAD_NICE, LOAD_STARTED, LOAD_URI,
+    connected_process, load_process, new_clients_in_a_child, rss_mib, Connected, CONNECTED_URI,
+    LOAD_ALLOCATOR, LOAD_NICE, LOAD_STARTED, LOAD_URI,
 };
-use updates::{quantile, Updates};
+use updates::{monotonic_ns, quantile, Updates};
 
 /// The process's allocator, glibc's (`system`, the default) or mimalloc
 /// (`XDS_STORM_ALLOCATOR=mimalloc`): chosen at the first allocation, so one allocator

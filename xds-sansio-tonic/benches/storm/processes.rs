@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::clients::{connected_clients, new_clients};
-use crate::updates::{Receipt, Receipts};
+use crate::updates::{monotonic_ns, Receipt, Receipts};
 use crate::{env, Load};
 
 /// The load process's allocator, when not the server's (`XDS_STORM_ALLOCATOR`'s values).
@@ -19,18 +19,6 @@ pub const LOAD_NICE: &str = "XDS_STORM_LOAD_NICE";
 /// The variables that make this bench the load process of another.
 pub const LOAD_URI: &str = "XDS_STORM_LOAD_URI";
 pub const LOAD_STARTED: &str = "XDS_STORM_LOAD_STARTED_NS";
-
-/// `CLOCK_MONOTONIC` in nanoseconds: the clock `Instant` reads, comparable between the
-/// processes of a split run.
-pub fn monotonic_ns() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
-}
 
 /// The process's resident set, in MiB.
 pub fn rss_mib() -> u64 {

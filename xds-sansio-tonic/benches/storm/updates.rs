@@ -123,6 +123,18 @@ impl Updates {
     }
 }
 
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock `Instant` reads, comparable between the
+/// processes of a split run.
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
 /// The `q` quantile of `sorted` (zero when empty).
 pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
     if sorted.is_empty() {
