@@ -29,7 +29,7 @@
 //! sends it the next update too, which it does not ACK); a window (mode `window`) needs
 //! it. With `XDS_STORM_HOLD=0` a new client closes its stream once served (for
 //! N beyond what the machine's memory holds open: each open stream keeps its receive and
-//! send buffers, client and server in one process).
+//! send buffers).
 //!
 //! `cargo bench -p xds-sansio-tonic --bench storm`; environment: `XDS_STORM_ALLOCATOR`
 //! (`system`; `mimalloc`: the whole process allocates with mimalloc; a split run's load
@@ -259,8 +259,8 @@ fn main() {
         load.clients.div_ceil(load.per_connection) + load.connected.div_ceil(load.per_connection);
     println!(
         "storm: {} new {} clients ({} per connection) while {} are connected, {} clusters \
-         (~{} KB full state), one update every {:?}; {} connections (2 fds each in one \
-         process: check `ulimit -n`); new clients {} their stream once served; allocator {}; \
+         (~{} KB full state), one update every {:?}; {} connections (2 fds each when the \
+         clients share the server's process: check `ulimit -n`); new clients {} their stream once served; allocator {}; \
          clients in {}",
         load.clients,
         if load.delta { "delta" } else { "SotW" },
