@@ -298,11 +298,7 @@ fn main() {
                 None => panic!("XDS_STORM_MODES: unknown mode {other:?}"),
             },
         };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = processes::runtime();
         let f = runtime.block_on(storm(&load, protection));
         runtime.shutdown_timeout(Duration::from_secs(5));
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);

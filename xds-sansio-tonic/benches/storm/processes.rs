@@ -109,17 +109,11 @@ pub struct ConnectedApart {
 
 impl ConnectedApart {
     fn spawn(uri: &str) -> ConnectedApart {
-        let mut command = std::process::Command::new(std::env::current_exe().unwrap());
-        command
-            .arg("--bench")
-            .env(CONNECTED_URI, uri)
+        let mut child = role(CONNECTED_URI, uri)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit());
-        if let Ok(allocator) = std::env::var(LOAD_ALLOCATOR) {
-            command.env("XDS_STORM_ALLOCATOR", allocator);
-        }
-        let mut child = command.spawn().expect("the connected clients' process");
+            .spawn()
+            .expect("the connected clients' process");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
         let all_hold = Arc::new(AtomicU64::new(0));
@@ -169,11 +163,7 @@ impl ConnectedApart {
 /// `holds N` once every one of them holds update N, and when its standard input closes,
 /// prints every receipt and its RSS, then ends.
 pub fn connected_process(load: &Load, uri: &str) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     let ended = Arc::new(AtomicBool::new(false));
     {
         let ended = ended.clone();
@@ -207,22 +197,11 @@ pub fn connected_process(load: &Load, uri: &str) {
 /// its sheds and its RSS; the storm's time starts before the child is spawned.
 pub async fn new_clients_in_a_child(uri: &str) -> (Vec<(Duration, bool)>, usize, Option<u64>) {
     let started = monotonic_ns();
-    let exe = std::env::current_exe().expect("the bench's own path");
-    let uri = uri.to_owned();
-    let output = tokio::task::spawn_blocking(move || {
-        let mut command = std::process::Command::new(exe);
-        command
-            .arg("--bench")
-            .env(LOAD_URI, uri)
-            .env(LOAD_STARTED, started.to_string())
-            .stderr(std::process::Stdio::inherit());
-        if let Ok(allocator) = std::env::var(LOAD_ALLOCATOR) {
-            command.env("XDS_STORM_ALLOCATOR", allocator);
-        }
-        command.output().expect("the load process")
-    })
-    .await
-    .unwrap();
+    let mut command = role(LOAD_URI, uri);
+    command.env(LOAD_STARTED, started.to_string());
+    let output = tokio::task::spawn_blocking(move || command.output().expect("the load process"))
+        .await
+        .unwrap();
     assert!(
         output.status.success(),
         "the load process: {}",
@@ -252,11 +231,7 @@ pub fn load_process(load: &Load, uri: &str, started: u64) {
         // threads, spawned below, inherit this one's.
         unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     let already = Duration::from_nanos(monotonic_ns().saturating_sub(started));
     let start = Instant::now() - already;
     let (served, sheds) = runtime.block_on(new_clients(uri, load, start));
@@ -266,6 +241,30 @@ pub fn load_process(load: &Load, uri: &str, started: u64) {
     }
     out.push_str(&format!("sheds {sheds}\n"));
     report_and_exit(out)
+}
+
+/// This bench started again in the role `variable` names, against the server at `uri`,
+/// on the clients' allocator (`XDS_STORM_LOAD_ALLOCATOR`, else the server's).
+fn role(variable: &str, uri: &str) -> std::process::Command {
+    let mut command =
+        std::process::Command::new(std::env::current_exe().expect("the bench's own path"));
+    command
+        .arg("--bench")
+        .env(variable, uri)
+        .stderr(std::process::Stdio::inherit());
+    if let Ok(allocator) = std::env::var(LOAD_ALLOCATOR) {
+        command.env("XDS_STORM_ALLOCATOR", allocator);
+    }
+    command
+}
+
+/// The runtime of each of the bench's processes: two workers, one a core.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// Prints a role's report, its RSS last, and ends the process: the clients' tasks hold

@@ -15,6 +15,11 @@ pub struct Receipt {
 }
 
 impl Receipt {
+    /// The updates this receipt brought to its client: every one after what it held.
+    pub fn brought(self) -> std::ops::RangeInclusive<u64> {
+        self.held.map_or(0, |h| h + 1)..=self.tick
+    }
+
     /// As a line of a connected clients' process's report.
     pub fn to_line(self) -> String {
         let held = self.held.map_or_else(|| "-".into(), |h| h.to_string());
@@ -46,9 +51,8 @@ pub struct Receipts {
 
 impl Receipts {
     pub fn note(&self, receipt: Receipt) {
-        let first = receipt.held.map_or(0, |h| h + 1);
         let mut holders = self.holders.lock().unwrap();
-        for t in first..=receipt.tick {
+        for t in receipt.brought() {
             let t = t as usize;
             if holders.len() <= t {
                 holders.resize(t + 1, 0);
@@ -96,8 +100,11 @@ impl Updates {
         let published = self.published.lock().unwrap();
         let mut each: Vec<Vec<Duration>> = vec![Vec::new(); published.len()];
         for receipt in receipts {
-            let Some(held) = receipt.held else { continue };
-            for t in held + 1..=receipt.tick {
+            // A first state is no update's latency.
+            if receipt.held.is_none() {
+                continue;
+            }
+            for t in receipt.brought() {
                 if let Some((at_ns, _)) = published.get(t as usize) {
                     let latency = receipt.at_ns.saturating_sub(*at_ns);
                     each[t as usize].push(Duration::from_nanos(latency));

@@ -54,6 +54,17 @@ impl NodeApplied {
             types: Vec::new(),
         }
     }
+
+    /// Takes the stream's node and group where not known yet: once known, neither
+    /// changes for the stream's life, so they are copied once.
+    pub(crate) fn learn(&mut self, node: &Option<Node>, group: &Option<Arc<str>>) {
+        if self.node.is_none() {
+            self.node.clone_from(node);
+        }
+        if self.group.is_none() {
+            self.group.clone_from(group);
+        }
+    }
 }
 
 impl TypeApplied {
@@ -115,12 +126,7 @@ impl Registry {
         let mut streams = self.lock();
         match streams.get_mut(&entry.stream) {
             Some(kept) => {
-                if kept.node.is_none() {
-                    kept.node.clone_from(&entry.node);
-                }
-                if kept.group.is_none() {
-                    kept.group.clone_from(&entry.group);
-                }
+                kept.learn(&entry.node, &entry.group);
                 kept.types.clone_from(&entry.types);
             }
             None => {

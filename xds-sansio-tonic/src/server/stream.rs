@@ -423,12 +423,7 @@ impl Driver {
         let entry = self
             .applied
             .get_or_insert_with(|| NodeApplied::new(info.id));
-        if entry.node.is_none() {
-            entry.node.clone_from(&info.node);
-        }
-        if entry.group.is_none() {
-            entry.group.clone_from(&info.group);
-        }
+        entry.learn(&info.node, &info.group);
         self.shared
             .applied
             .update(entry, stream.applied(), &self.shared.clock);
