@@ -61,8 +61,23 @@ fn tick_of(response: &Response) -> Option<u64> {
             .map(|any| &any.value)
             .find(|v| body(v)),
     }?;
-    let content = ticker.get(5 + TICKER.len()..)?;
+    let content = content_after_name(ticker)?;
     std::str::from_utf8(content.get(1..9)?).ok()?.parse().ok()
+}
+
+/// The bytes of the field after a body's name (field 1, first): the update's number, as
+/// `t{tick:08}-`, starts them. Ours is field 2 (`body`); go-control-plane's clusters
+/// (mode `go`) carry it in `alt_stat_name`, field 28, whose tag takes two bytes.
+fn content_after_name(body: &[u8]) -> Option<&[u8]> {
+    let rest = body.get(2 + usize::from(*body.get(1)?)..)?;
+    let tag = rest.iter().position(|b| b & 0x80 == 0)? + 1;
+    let rest = rest.get(tag..)?;
+    let size = rest.iter().position(|b| b & 0x80 == 0)? + 1;
+    let len = rest[..size]
+        .iter()
+        .rev()
+        .fold(0usize, |len, b| (len << 7) | usize::from(b & 0x7f));
+    rest.get(size..size + len)
 }
 
 /// Whether a response is the whole state (every cluster).

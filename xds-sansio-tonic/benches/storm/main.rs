@@ -40,7 +40,8 @@
 //! so often), `XDS_STORM_PER_CONNECTION` (100), `XDS_STORM_RATE` / `XDS_STORM_BURST` /
 //! `XDS_STORM_MAX_WAIT_MS` (protection's settings, default `Admission::default()`),
 //! `XDS_STORM_MODES` (`off,on`; `window` is protection with a window of
-//! `XDS_STORM_WINDOW` (64) warming streams instead of a rate, `window:N` one of N),
+//! `XDS_STORM_WINDOW` (64) warming streams instead of a rate, `window:N` one of N; `go`
+//! is the same storm against go-control-plane's server instead of ours, `go_server.rs`),
 //! `XDS_STORM_VARIANT` (`sotw`; `delta`: every client, connected or new, is a delta ADS
 //! stream subscribing to the wildcard of CDS, so an update sends the connected clients the
 //! one cluster that changed instead of the whole state; a resuming client presents a stale
@@ -54,6 +55,7 @@ mod support;
 
 mod allocator;
 mod clients;
+mod go_server;
 mod processes;
 mod updates;
 
@@ -66,6 +68,7 @@ use xds_sansio_tonic::server::Admission;
 use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
 
 use clients::{new_clients, set, CLUSTERS};
+use go_server::GoServer;
 use processes::{
     connected_process, load_process, new_clients_in_a_child, rss_mib, Connected, CONNECTED_URI,
     LOAD_ALLOCATOR, LOAD_NICE, LOAD_STARTED, LOAD_URI,
@@ -124,18 +127,74 @@ struct Figures {
     connected_rss_mib: Option<u64>,
 }
 
-async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
-    let mut builder = XdsServer::builder()
-        .max_streams(None)
-        .body_checks(BodyChecks::Off);
-    if let Some(admission) = admission {
-        builder = builder.admission(admission);
+/// The storm's server: ours, with storm protection or without, or go-control-plane's.
+#[derive(Clone, Copy)]
+enum Contender {
+    Ours(Option<Admission>),
+    GoControlPlane,
+}
+
+/// The server while the storm runs: publishes the updates, tells its RSS.
+#[derive(Clone)]
+enum Running {
+    Ours(Box<XdsServer>),
+    Go(Arc<GoServer>),
+}
+
+impl Running {
+    async fn start(contender: Contender) -> (Running, String) {
+        match contender {
+            Contender::Ours(admission) => {
+                let mut builder = XdsServer::builder()
+                    .max_streams(None)
+                    .body_checks(BodyChecks::Off);
+                if let Some(admission) = admission {
+                    builder = builder.admission(admission);
+                }
+                let server = builder.build();
+                server
+                    .publish(DEFAULT_GROUP, (0..CLUSTERS).map(|i| set(i, 0)).collect())
+                    .unwrap();
+                let uri = support::serve_on_loopback(&server).await;
+                (Running::Ours(Box::new(server)), uri)
+            }
+            Contender::GoControlPlane => {
+                let server = tokio::task::spawn_blocking(GoServer::start).await.unwrap();
+                let uri = server.uri.clone();
+                (Running::Go(Arc::new(server)), uri)
+            }
+        }
     }
-    let server = builder.build();
-    server
-        .publish(DEFAULT_GROUP, (0..CLUSTERS).map(|i| set(i, 0)).collect())
-        .unwrap();
-    let uri = support::serve_on_loopback(&server).await;
+
+    /// Update `tick`: cluster 0 changes.
+    fn publish(&self, tick: u64) {
+        match self {
+            Running::Ours(server) => {
+                server.publish(DEFAULT_GROUP, vec![set(0, tick)]).unwrap();
+            }
+            Running::Go(server) => server.publish(tick),
+        }
+    }
+
+    fn rss_mib(&self) -> u64 {
+        match self {
+            Running::Ours(_) => rss_mib(),
+            Running::Go(server) => server.rss_mib(),
+        }
+    }
+
+    fn shutdown(self) {
+        match self {
+            Running::Ours(server) => server.shutdown(),
+            Running::Go(server) => Arc::into_inner(server)
+                .expect("no update is being published")
+                .shutdown(),
+        }
+    }
+}
+
+async fn storm(load: &Load, contender: Contender) -> Figures {
+    let (server, uri) = Running::start(contender).await;
     let updates = Arc::new(Updates::default());
     updates.published(monotonic_ns(), false);
 
@@ -173,7 +232,7 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
                 tick += 1;
                 let storm = storm_on.load(Ordering::Acquire);
                 updates.published(monotonic_ns(), storm);
-                server.publish(DEFAULT_GROUP, vec![set(0, tick)]).unwrap();
+                server.publish(tick);
             }
         })
     };
@@ -202,7 +261,7 @@ async fn storm(load: &Load, admission: Option<Admission>) -> Figures {
     let _ = updater.await;
     // The last updates' latencies arrive.
     tokio::time::sleep(load.update_every * 2).await;
-    let rss = rss_mib();
+    let rss = server.rss_mib();
     times.sort();
     let (receipts, connected_rss) = connected.finish().await;
     let latencies = updates.latencies(&receipts);
@@ -289,32 +348,34 @@ fn main() {
             a.max_wait = admission.max_wait;
             a
         };
-        let protection = match mode.trim() {
-            "off" => None,
-            "on" => Some(admission),
-            "window" => Some(window(env("XDS_STORM_WINDOW", 64))),
+        let contender = match mode.trim() {
+            "off" => Contender::Ours(None),
+            "on" => Contender::Ours(Some(admission)),
+            "window" => Contender::Ours(Some(window(env("XDS_STORM_WINDOW", 64)))),
+            "go" => Contender::GoControlPlane,
             other => match other.strip_prefix("window:").and_then(|n| n.parse().ok()) {
-                Some(size) => Some(window(size)),
+                Some(size) => Contender::Ours(Some(window(size))),
                 None => panic!("XDS_STORM_MODES: unknown mode {other:?}"),
             },
         };
         let runtime = processes::runtime();
-        let f = runtime.block_on(storm(&load, protection));
+        let f = runtime.block_on(storm(&load, contender));
         runtime.shutdown_timeout(Duration::from_secs(5));
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
         println!(
             "protection {mode:<6} {}: every new client served in {}, median {}, {} sheds; \
              connected clients' update latency during the storm p50 {} p99 {} max {} ({} \
              samples), before it p50 {} p99 {} ({} samples); RSS {} MiB{}",
-            match protection {
-                Some(a) if a.window > 0 => {
+            match contender {
+                Contender::Ours(Some(a)) if a.window > 0 => {
                     format!("(window {}, max wait {:?})", a.window, a.max_wait)
                 }
-                Some(a) => format!(
+                Contender::Ours(Some(a)) => format!(
                     "(rate {}/s, burst {}, max wait {:?})",
                     a.rate, a.burst, a.max_wait
                 ),
-                None => String::new(),
+                Contender::Ours(None) => String::new(),
+                Contender::GoControlPlane => "(go-control-plane v0.14.0, none)".into(),
             },
             f.served.map_or_else(
                 || "NOT within the limit".into(),

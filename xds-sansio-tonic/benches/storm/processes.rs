@@ -22,7 +22,12 @@ pub const LOAD_STARTED: &str = "XDS_STORM_LOAD_STARTED_NS";
 
 /// The process's resident set, in MiB.
 pub fn rss_mib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    rss_mib_of("/proc/self/status")
+}
+
+/// The resident set a `/proc/PID/status` file gives, in MiB (0 when unread).
+pub fn rss_mib_of(status: &str) -> u64 {
+    std::fs::read_to_string(status)
         .ok()
         .and_then(|s| {
             s.lines()
