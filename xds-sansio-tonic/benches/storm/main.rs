@@ -41,7 +41,8 @@
 //! `XDS_STORM_MAX_WAIT_MS` (protection's settings, default `Admission::default()`),
 //! `XDS_STORM_MODES` (`off,on`; `window` is protection with a window of
 //! `XDS_STORM_WINDOW` (64) warming streams instead of a rate, `window:N` one of N; `go`
-//! is the same storm against go-control-plane's server instead of ours, `go_server.rs`),
+//! and `java` are the same storm against go-control-plane's and java-control-plane's
+//! servers instead of ours, `peer_server.rs`),
 //! `XDS_STORM_VARIANT` (`sotw`; `delta`: every client, connected or new, is a delta ADS
 //! stream subscribing to the wildcard of CDS, so an update sends the connected clients the
 //! one cluster that changed instead of the whole state; a resuming client presents a stale
@@ -55,7 +56,7 @@ mod support;
 
 mod allocator;
 mod clients;
-mod go_server;
+mod peer_server;
 mod processes;
 mod updates;
 
@@ -68,7 +69,7 @@ use xds_sansio_tonic::server::Admission;
 use xds_sansio_tonic::{XdsServer, DEFAULT_GROUP};
 
 use clients::{new_clients, set, CLUSTERS};
-use go_server::GoServer;
+use peer_server::{Peer, PeerServer};
 use processes::{
     connected_process, load_process, new_clients_in_a_child, rss_mib, Connected, CONNECTED_URI,
     LOAD_ALLOCATOR, LOAD_NICE, LOAD_STARTED, LOAD_URI,
@@ -127,18 +128,18 @@ struct Figures {
     connected_rss_mib: Option<u64>,
 }
 
-/// The storm's server: ours, with storm protection or without, or go-control-plane's.
+/// The storm's server: ours, with storm protection or without, or a peer's.
 #[derive(Clone, Copy)]
 enum Contender {
     Ours(Option<Admission>),
-    GoControlPlane,
+    Peer(Peer),
 }
 
 /// The server while the storm runs: publishes the updates, tells its RSS.
 #[derive(Clone)]
 enum Running {
     Ours(Box<XdsServer>),
-    Go(Arc<GoServer>),
+    Peer(Arc<PeerServer>),
 }
 
 impl Running {
@@ -158,10 +159,12 @@ impl Running {
                 let uri = support::serve_on_loopback(&server).await;
                 (Running::Ours(Box::new(server)), uri)
             }
-            Contender::GoControlPlane => {
-                let server = tokio::task::spawn_blocking(GoServer::start).await.unwrap();
+            Contender::Peer(peer) => {
+                let server = tokio::task::spawn_blocking(move || PeerServer::start(peer))
+                    .await
+                    .unwrap();
                 let uri = server.uri.clone();
-                (Running::Go(Arc::new(server)), uri)
+                (Running::Peer(Arc::new(server)), uri)
             }
         }
     }
@@ -172,21 +175,21 @@ impl Running {
             Running::Ours(server) => {
                 server.publish(DEFAULT_GROUP, vec![set(0, tick)]).unwrap();
             }
-            Running::Go(server) => server.publish(tick),
+            Running::Peer(server) => server.publish(tick),
         }
     }
 
     fn rss_mib(&self) -> u64 {
         match self {
             Running::Ours(_) => rss_mib(),
-            Running::Go(server) => server.rss_mib(),
+            Running::Peer(server) => server.rss_mib(),
         }
     }
 
     fn shutdown(self) {
         match self {
             Running::Ours(server) => server.shutdown(),
-            Running::Go(server) => Arc::into_inner(server)
+            Running::Peer(server) => Arc::into_inner(server)
                 .expect("no update is being published")
                 .shutdown(),
         }
@@ -352,7 +355,8 @@ fn main() {
             "off" => Contender::Ours(None),
             "on" => Contender::Ours(Some(admission)),
             "window" => Contender::Ours(Some(window(env("XDS_STORM_WINDOW", 64)))),
-            "go" => Contender::GoControlPlane,
+            "go" => Contender::Peer(Peer::GoControlPlane),
+            "java" => Contender::Peer(Peer::JavaControlPlane),
             other => match other.strip_prefix("window:").and_then(|n| n.parse().ok()) {
                 Some(size) => Contender::Ours(Some(window(size))),
                 None => panic!("XDS_STORM_MODES: unknown mode {other:?}"),
@@ -375,7 +379,7 @@ fn main() {
                     a.rate, a.burst, a.max_wait
                 ),
                 Contender::Ours(None) => String::new(),
-                Contender::GoControlPlane => "(go-control-plane v0.14.0, none)".into(),
+                Contender::Peer(peer) => format!("({}, none)", peer.label()),
             },
             f.served.map_or_else(
                 || "NOT within the limit".into(),
