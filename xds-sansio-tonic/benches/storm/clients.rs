@@ -66,8 +66,9 @@ fn tick_of(response: &Response) -> Option<u64> {
 }
 
 /// The bytes of the field after a body's name (field 1, first): the update's number, as
-/// `t{tick:08}-`, starts them. Ours is field 2 (`body`); go-control-plane's clusters
-/// (mode `go`) carry it in `alt_stat_name`, field 28, whose tag takes two bytes.
+/// `t{tick:08}-`, starts them. Ours is field 2 (`body`); the peers' clusters (modes `go`
+/// and `java`, `peer_server.rs`) carry it in `alt_stat_name`, field 28, whose tag takes
+/// two bytes.
 fn content_after_name(body: &[u8]) -> Option<&[u8]> {
     let rest = body.get(2 + usize::from(*body.get(1)?)..)?;
     let tag = rest.iter().position(|b| b & 0x80 == 0)? + 1;
