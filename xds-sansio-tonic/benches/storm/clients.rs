@@ -70,15 +70,11 @@ fn tick_of(response: &Response) -> Option<u64> {
 /// and `java`, `peer_server.rs`) carry it in `alt_stat_name`, field 28, whose tag takes
 /// two bytes.
 fn content_after_name(body: &[u8]) -> Option<&[u8]> {
-    let rest = body.get(2 + usize::from(*body.get(1)?)..)?;
-    let tag = rest.iter().position(|b| b & 0x80 == 0)? + 1;
-    let rest = rest.get(tag..)?;
-    let size = rest.iter().position(|b| b & 0x80 == 0)? + 1;
-    let len = rest[..size]
-        .iter()
-        .rev()
-        .fold(0usize, |len, b| (len << 7) | usize::from(b & 0x7f));
-    rest.get(size..size + len)
+    use prost::encoding::decode_varint;
+    let mut rest = body.get(2 + usize::from(*body.get(1)?)..)?;
+    decode_varint(&mut rest).ok()?; // the field's tag
+    let len = usize::try_from(decode_varint(&mut rest).ok()?).ok()?;
+    rest.get(..len)
 }
 
 /// Whether a response is the whole state (every cluster).
